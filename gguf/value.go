@@ -12,19 +12,19 @@ type ValueType uint32
 
 // The metadata value types, numbered as in the file.
 const (
-	TypeUint8   ValueType = 0
-	TypeInt8    ValueType = 1
-	TypeUint16  ValueType = 2
-	TypeInt16   ValueType = 3
-	TypeUint32  ValueType = 4
-	TypeInt32   ValueType = 5
-	TypeFloat32 ValueType = 6
-	TypeBool    ValueType = 7
-	TypeString  ValueType = 8
-	TypeArray   ValueType = 9
-	TypeUint64  ValueType = 10
-	TypeInt64   ValueType = 11
-	TypeFloat64 ValueType = 12
+	TypeUint8     ValueType = 0
+	TypeInt8      ValueType = 1
+	TypeUint16    ValueType = 2
+	TypeInt16     ValueType = 3
+	TypeUint32    ValueType = 4
+	TypeInt32     ValueType = 5
+	TypeFloat32   ValueType = 6
+	TypeBool      ValueType = 7
+	TypeString    ValueType = 8
+	TypeArray     ValueType = 9
+	TypeUint64    ValueType = 10
+	TypeInt64     ValueType = 11
+	TypeFloat64   ValueType = 12
 	numValueTypes ValueType = 13
 )
 
