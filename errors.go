@@ -1,0 +1,132 @@
+package poot
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// Sentinel errors. Every error the IR returns is an *Error whose Kind is one
+// of these, so callers test with errors.Is.
+var (
+	// ErrForeignHandle: a handle minted by another builder (or the zero
+	// handle) was passed to a builder.
+	ErrForeignHandle = errors.New("foreign handle")
+	// ErrType: operands or parameters a primitive's type rule rejects.
+	ErrType = errors.New("invalid types")
+	// ErrName: an empty or duplicate input name.
+	ErrName = errors.New("invalid name")
+	// ErrLimit: the builder's limits would be exceeded.
+	ErrLimit = errors.New("limit exceeded")
+	// ErrFinished: the builder was used after Finish.
+	ErrFinished = errors.New("builder finished")
+	// ErrScope: Pop without a matching Push, or Finish inside a scope.
+	ErrScope = errors.New("unbalanced scope")
+	// ErrInvalidGraph: a graph (or an edit's result) failed validation.
+	ErrInvalidGraph = errors.New("invalid graph")
+	// ErrEdit: an edit's arguments are invalid.
+	ErrEdit = errors.New("invalid edit")
+	// ErrDigestMismatch: two scopes that were asked to correspond do not.
+	ErrDigestMismatch = errors.New("scopes differ")
+)
+
+// Error is the typed error of the IR. It says what went wrong (Kind), in which
+// primitive, over which operand types, in which scope, and where in the model
+// code the failing builder call was made.
+type Error struct {
+	Kind   error        // one of the sentinels above
+	Op     string       // the primitive or builder method, if any
+	Inputs []TensorType // the operands' types, if any
+	Scope  string       // the scope path the call was made in
+	Pos    string       // file:line of the model code that called the builder
+	Detail string       // what exactly is wrong
+}
+
+// Error formats the error on one line.
+func (e *Error) Error() string {
+	var sb strings.Builder
+	sb.WriteString("poot: ")
+	if e.Scope != "" {
+		sb.WriteString(e.Scope)
+		sb.WriteString(": ")
+	}
+	if e.Op != "" {
+		sb.WriteString(e.Op)
+		if e.Inputs != nil {
+			sb.WriteByte('(')
+			for i, t := range e.Inputs {
+				if i > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteString(t.String())
+			}
+			sb.WriteByte(')')
+		}
+		sb.WriteString(": ")
+	}
+	sb.WriteString(e.Kind.Error())
+	if e.Detail != "" {
+		sb.WriteString(": ")
+		sb.WriteString(e.Detail)
+	}
+	if e.Pos != "" {
+		sb.WriteString(" (at ")
+		sb.WriteString(e.Pos)
+		sb.WriteByte(')')
+	}
+	return sb.String()
+}
+
+// Unwrap returns the sentinel kind.
+func (e *Error) Unwrap() error { return e.Kind }
+
+func graphError(format string, args ...any) error {
+	return &Error{Kind: ErrInvalidGraph, Detail: fmt.Sprintf(format, args...)}
+}
+
+// callerPos finds the first frame outside the IR and composite packages: the
+// model code that made the failing call. It runs only when an error is
+// recorded, so tracing stays cheap.
+func callerPos() string {
+	var pcs [32]uintptr
+	n := runtime.Callers(3, pcs[:])
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if !internalFrame(f) {
+			return shortFile(f.File) + ":" + strconv.Itoa(f.Line)
+		}
+		if !more {
+			return ""
+		}
+	}
+}
+
+const modulePath = "github.com/pootlabs/poot"
+
+func internalFrame(f runtime.Frame) bool {
+	if strings.HasSuffix(f.File, "_test.go") {
+		return false
+	}
+	fn := f.Function
+	for _, pkg := range []string{modulePath + ".", modulePath + "/ops."} {
+		if strings.HasPrefix(fn, pkg) {
+			return true
+		}
+	}
+	return false
+}
+
+func shortFile(path string) string {
+	// Keep the last two path elements: enough to find the file, short
+	// enough to read.
+	i := strings.LastIndexByte(path, '/')
+	if i > 0 {
+		if j := strings.LastIndexByte(path[:i], '/'); j >= 0 {
+			return path[j+1:]
+		}
+	}
+	return path
+}

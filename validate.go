@@ -1,0 +1,113 @@
+package poot
+
+// Validate checks that g is well formed: every value has a valid type; inputs
+// (constants, slots, states) have unique non-empty names and are produced by
+// no equation; every device value is produced by exactly one equation; every
+// equation reads only values defined before it (topological order) and its
+// result has the type its primitive's rule infers; outputs, witnesses and
+// state pairs name existing values; every state input is paired exactly once
+// with a value of its type. Graphs made by a Builder or an edit always pass;
+// Validate exists so that tests and passes can say so.
+func (g *Graph) Validate() error {
+	n := len(g.values)
+	names := make(map[string]bool)
+	for i, v := range g.values {
+		if err := checkType(v.Type); err != nil {
+			return graphError("value %%%d: %v", i, err)
+		}
+		switch v.Kind {
+		case Device:
+		case Const, Slot, State:
+			if v.Name == "" {
+				return graphError("%v value %%%d has no name", v.Kind, i)
+			}
+			if names[v.Name] {
+				return graphError("input name %q is used twice", v.Name)
+			}
+			names[v.Name] = true
+			if v.Kind != Const && v.Type.DType.Packed() {
+				return graphError("%v %q is packed", v.Kind, v.Name)
+			}
+		default:
+			return graphError("value %%%d has unknown kind %v", i, v.Kind)
+		}
+	}
+	defined := make([]bool, n)
+	for i, v := range g.values {
+		defined[i] = v.Kind != Device
+	}
+	if len(g.scopes) == 0 || g.scopes[0] != "" {
+		return graphError("scope table lacks the root scope")
+	}
+	var types []TensorType
+	for i, e := range g.eqns {
+		if e.Scope < 0 || int(e.Scope) >= len(g.scopes) {
+			return graphError("equation %d has unknown scope %d", i, e.Scope)
+		}
+		types = types[:0]
+		for _, in := range e.Inputs {
+			if in < 0 || int(in) >= n || !defined[in] {
+				return graphError("equation %d (%v) reads %%%d before it is defined", i, e.Op, in)
+			}
+			types = append(types, g.values[in].Type)
+		}
+		if e.Out < 0 || int(e.Out) >= n {
+			return graphError("equation %d (%v) writes unknown value %%%d", i, e.Op, e.Out)
+		}
+		if g.values[e.Out].Kind != Device {
+			return graphError("equation %d (%v) writes %v %q", i, e.Op, g.values[e.Out].Kind, g.values[e.Out].Name)
+		}
+		if defined[e.Out] {
+			return graphError("value %%%d is assigned twice", e.Out)
+		}
+		t, err := e.Op.Infer(e.Params, types...)
+		if err != nil {
+			return graphError("equation %d (%v): %v", i, e.Op, err)
+		}
+		if !t.Equal(g.values[e.Out].Type) {
+			return graphError("equation %d (%v) infers %v but %%%d is %v", i, e.Op, t, e.Out, g.values[e.Out].Type)
+		}
+		defined[e.Out] = true
+	}
+	for i, d := range defined {
+		if !d {
+			return graphError("device value %%%d is never computed", i)
+		}
+	}
+	inRange := func(id ValueID) bool { return id >= 0 && int(id) < n }
+	for i, o := range g.outputs {
+		if !inRange(o) {
+			return graphError("output %d names unknown value %%%d", i, o)
+		}
+	}
+	wnames := make(map[string]bool)
+	for _, w := range g.witnesses {
+		if !inRange(w.Value) || w.Name == "" || wnames[w.Name] {
+			return graphError("witness %q is unnamed, duplicated or names an unknown value", w.Name)
+		}
+		wnames[w.Name] = true
+	}
+	paired := make(map[ValueID]bool)
+	for _, s := range g.states {
+		if !inRange(s.In) || !inRange(s.Out) {
+			return graphError("state pair %%%d <- %%%d names an unknown value", s.In, s.Out)
+		}
+		in := g.values[s.In]
+		if in.Kind != State {
+			return graphError("state pair input %%%d is a %v, not a state", s.In, in.Kind)
+		}
+		if paired[s.In] {
+			return graphError("state %q is carried twice", in.Name)
+		}
+		paired[s.In] = true
+		if !g.values[s.Out].Type.Equal(in.Type) {
+			return graphError("state %q is %v but its output is %v", in.Name, in.Type, g.values[s.Out].Type)
+		}
+	}
+	for i, v := range g.values {
+		if v.Kind == State && !paired[ValueID(i)] {
+			return graphError("state %q has no output", v.Name)
+		}
+	}
+	return nil
+}
