@@ -1,0 +1,153 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/pootlabs/poot"
+)
+
+// actKind is the form activations take for one family of weight dtypes.
+type actKind uint8
+
+const (
+	actNone actKind = iota
+	actF32          // plain f32 rows, for F32, F16 and BF16 weights
+	actQ8           // blocks of 32: int8 quants, f32 scale, scaled sum
+	actQ8K          // blocks of 256: int8 quants, f32 scale, int16 sums of 16
+)
+
+// actKindFor returns the activation form that weights of dtype wt consume.
+func actKindFor(wt poot.DType) actKind {
+	switch wt {
+	case poot.F32, poot.F16, poot.BF16:
+		return actF32
+	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1:
+		return actQ8
+	case poot.Q4_K, poot.Q5_K, poot.Q6_K:
+		return actQ8K
+	}
+	return actNone
+}
+
+// Acts holds T activation rows of K elements prepared for a product with one
+// family of weight dtypes. Make one per worker set and reuse it: Prepare
+// allocates only when a product needs more room than any before it. An Acts
+// may be read by many goroutines at once (the workers of one product) but
+// must not be prepared while a product reads it.
+type Acts struct {
+	T, K int // rows and elements per row of the last Prepare
+
+	kind actKind
+	x    []float32 // actF32: the caller's rows, not copied
+	q    []int8    // quantized rows, T*K
+	d    []float32 // per block scale: T*K/32 (actQ8) or T*K/256 (actQ8K)
+	s    []float32 // actQ8: d * sum(q) per block, for the min-offset dtypes
+	bs   []int16   // actQ8K: sum of each 16 consecutive quants, T*K/16
+
+	job matJob // the parallel product's arguments, see MatMul
+	run func(lo, hi int)
+}
+
+// Prepare makes x (T rows of K elements, row-major) ready for a product with
+// weights of dtype wt. For F32, F16 and BF16 weights x is kept by reference
+// and must not change until the product is done; for quantized weights it is
+// quantized here (to blocks of 32 or, for the K-quants, of 256 elements) and
+// may be reused at once. K must be a whole number of wt's blocks.
+func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
+	kind := actKindFor(wt)
+	if kind == actNone {
+		return fmt.Errorf("kernels: no matrix product for weight dtype %v", wt)
+	}
+	if T <= 0 || K <= 0 {
+		return fmt.Errorf("kernels: activation shape %dx%d is empty", T, K)
+	}
+	if be := wt.BlockElems(); K%be != 0 {
+		return fmt.Errorf("kernels: K=%d is not a multiple of the %v block (%d)", K, wt, be)
+	}
+	if T > math.MaxInt/K || len(x) < T*K {
+		return fmt.Errorf("kernels: activations have %d elements, want %dx%d", len(x), T, K)
+	}
+	a.T, a.K, a.kind = T, K, kind
+	switch kind {
+	case actF32:
+		a.x = x[:T*K]
+	case actQ8:
+		a.grow(T*K, T*K/32, 0)
+		quantizeQ8(a.q, a.d, a.s, x[:T*K])
+	case actQ8K:
+		a.grow(T*K, T*K/256, T*K/16)
+		quantizeQ8K(a.q, a.d, a.bs, x[:T*K])
+	}
+	return nil
+}
+
+func (a *Acts) grow(nq, nd, nbs int) {
+	if cap(a.q) < nq {
+		a.q = make([]int8, nq)
+	}
+	a.q = a.q[:nq]
+	if cap(a.d) < nd {
+		a.d = make([]float32, nd)
+		a.s = make([]float32, nd)
+	}
+	a.d, a.s = a.d[:nd], a.s[:nd]
+	if cap(a.bs) < nbs {
+		a.bs = make([]int16, nbs)
+	}
+	a.bs = a.bs[:nbs]
+}
+
+// quantizeBlock quantizes len(x) values (at most 256) to q with the scale
+// amax/127 and round-half-away-from-zero, returning the scale and the sum of
+// the quants. The error of each element is at most scale/2.
+func quantizeBlock(q []int8, x []float32) (d float32, sum int32) {
+	q = q[:len(x)]
+	var amax float32
+	for _, v := range x {
+		amax = max(amax, abs32(v))
+	}
+	if amax == 0 {
+		clear(q)
+		return 0, 0
+	}
+	d = amax / 127
+	id := 127 / amax
+	for i, v := range x {
+		r := v * id
+		var qi int32
+		if r >= 0 {
+			qi = int32(r + 0.5)
+		} else {
+			qi = int32(r - 0.5)
+		}
+		qi = max(-127, min(127, qi))
+		q[i] = int8(qi)
+		sum += qi
+	}
+	return d, sum
+}
+
+func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
+
+func quantizeQ8(q []int8, d, s []float32, x []float32) {
+	for b := range d {
+		db, sum := quantizeBlock(q[b*32:b*32+32], x[b*32:b*32+32])
+		d[b] = db
+		s[b] = db * float32(sum)
+	}
+}
+
+func quantizeQ8K(q []int8, d []float32, bs []int16, x []float32) {
+	for b := range d {
+		qb := q[b*256 : b*256+256]
+		d[b], _ = quantizeBlock(qb, x[b*256:b*256+256])
+		for g := range 16 {
+			var s int16
+			for _, v := range qb[g*16 : g*16+16] {
+				s += int16(v)
+			}
+			bs[b*16+g] = s
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// Attention describes one decode step of multi-head attention for a single
+// query position over S cached positions, with grouped-query sharing: query
+// head h reads key/value head h / (Heads/KVHeads).
+//
+// The cache rows are position-major: position s of key head g starts at
+// K[s*KVStride + g*HeadDim] (likewise V), so a cache laid out [S][KVHeads]
+// [HeadDim] has KVStride = KVHeads*HeadDim, and a larger stride skips unused
+// capacity or other layers' heads.
+type Attention struct {
+	Q        []float32 // Heads*HeadDim query values
+	K, V     []float32 // the caches, see above
+	Out      []float32 // Heads*HeadDim results
+	Mask     []float32 // nil, or S values added to the scores (-inf excludes a position)
+	S        int       // cached positions to attend to
+	Heads    int       // query heads
+	KVHeads  int       // key/value heads; divides Heads
+	HeadDim  int       // elements per head
+	KVStride int       // elements from one position to the next in K and V
+	Scale    float32   // score multiplier, usually 1/sqrt(HeadDim)
+}
+
+// Check reports whether the fields are consistent and the slices long enough.
+func (at *Attention) Check() error {
+	if at.Heads <= 0 || at.KVHeads <= 0 || at.HeadDim <= 0 || at.S < 0 || at.Heads%at.KVHeads != 0 {
+		return fmt.Errorf("kernels: attention with %d heads, %d kv heads, head dim %d, %d positions", at.Heads, at.KVHeads, at.HeadDim, at.S)
+	}
+	if at.KVStride < at.KVHeads*at.HeadDim {
+		return fmt.Errorf("kernels: attention KV stride %d below %d kv heads of %d", at.KVStride, at.KVHeads, at.HeadDim)
+	}
+	qn := at.Heads * at.HeadDim
+	if len(at.Q) < qn || len(at.Out) < qn {
+		return errShort("attention Q or Out", min(len(at.Q), len(at.Out)), qn)
+	}
+	if at.S > 0 {
+		kn := (at.S-1)*at.KVStride + at.KVHeads*at.HeadDim
+		if len(at.K) < kn || len(at.V) < kn {
+			return errShort("attention K or V cache", min(len(at.K), len(at.V)), kn)
+		}
+	}
+	if at.Mask != nil && len(at.Mask) < at.S {
+		return errShort("attention mask", len(at.Mask), at.S)
+	}
+	return nil
+}
+
+// AttendHeads computes the output of query heads [h0,h1) in one pass over the
+// cache with an online softmax: for each head,
+//
+//	Out[h] = sum_s softmax_s(Scale * Q[h]·K[s] + Mask[s]) * V[s]
+//
+// A head with no attendable position (S = 0 or all masked) gets zeros. Workers
+// may split the heads of one step; splitting at multiples of Heads/KVHeads
+// lets each read its cache rows once for all the query heads that share them.
+// It allocates nothing.
+func AttendHeads(at *Attention, h0, h1 int) error {
+	if err := at.Check(); err != nil {
+		return err
+	}
+	if h0 < 0 || h1 > at.Heads || h0 > h1 {
+		return fmt.Errorf("kernels: head range [%d,%d) outside [0,%d)", h0, h1, at.Heads)
+	}
+	attendHeads(at, h0, h1)
+	return nil
+}
+
+// maxRep bounds how many query heads share one pass over a cache row; the
+// running maxima and sums live in fixed arrays.
+const maxRep = 16
+
+func attendHeads(at *Attention, h0, h1 int) {
+	d := at.HeadDim
+	rep := at.Heads / at.KVHeads
+	var m, l [maxRep]float32
+	for h := h0; h < h1; {
+		g := h / rep
+		// Heads [h, hEnd) share kv head g; do them together (at most maxRep).
+		hEnd := min(h1, (g+1)*rep, h+maxRep)
+		nh := hEnd - h
+		for i := range nh {
+			m[i] = float32(math.Inf(-1))
+			l[i] = 0
+			clear(at.Out[(h+i)*d : (h+i+1)*d])
+		}
+		for s := 0; s < at.S; s++ {
+			var bias float32
+			if at.Mask != nil {
+				bias = at.Mask[s]
+				if math.IsInf(float64(bias), -1) {
+					continue
+				}
+			}
+			kr := at.K[s*at.KVStride+g*d : s*at.KVStride+g*d+d]
+			vr := at.V[s*at.KVStride+g*d : s*at.KVStride+g*d+d]
+			for i := range nh {
+				q := at.Q[(h+i)*d : (h+i+1)*d]
+				out := at.Out[(h+i)*d : (h+i+1)*d]
+				score := dotF32(q, kr)*at.Scale + bias
+				if score > m[i] {
+					// A new maximum: rescale what was accumulated so far.
+					c := expf(m[i] - score)
+					if l[i] != 0 {
+						scaleTo(out, out, c)
+					}
+					l[i] *= c
+					m[i] = score
+				}
+				p := expf(score - m[i])
+				l[i] += p
+				axpy(out, vr, p)
+			}
+		}
+		for i := range nh {
+			if l[i] > 0 {
+				out := at.Out[(h+i)*d : (h+i+1)*d]
+				scaleTo(out, out, 1/l[i])
+			}
+		}
+		h = hEnd
+	}
+}
+
+// axpy adds a*x to y (len(y) elements).
+func axpy(y, x []float32, a float32) {
+	x = x[:len(y)]
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		yy, xx := (*[4]float32)(y[i:i+4]), (*[4]float32)(x[i:i+4])
+		yy[0] += a * xx[0]
+		yy[1] += a * xx[1]
+		yy[2] += a * xx[2]
+		yy[3] += a * xx[3]
+	}
+	for ; i < len(y); i++ {
+		y[i] += a * x[i]
+	}
+}

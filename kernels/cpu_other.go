@@ -1,0 +1,5 @@
+//go:build !amd64
+
+package kernels
+
+func detectAVX2() bool { return false }

@@ -1,0 +1,15 @@
+package kernels
+
+// SetAsm switches the assembly kernels on or off (off runs the portable Go
+// code) and returns the previous setting; on is ignored where the CPU lacks
+// the features.
+func SetAsm(on bool) bool {
+	prev := useAsm
+	useAsm = on && hasAVX2
+	return prev
+}
+
+// HasAsm reports whether this machine can run the assembly kernels.
+func HasAsm() bool { return hasAVX2 }
+
+var Expf = expf

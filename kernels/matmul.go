@@ -1,0 +1,146 @@
+package kernels
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/pootlabs/poot"
+)
+
+// MatMulRows computes, for every activation row t of a and every weight row n
+// in [n0,n1),
+//
+//	y[t*N+n] = sum_k x[t][k] * W[n][k]
+//
+// where W holds N rows of a.K elements of dtype wt, stored back to back as
+// GGUF stores them (each row a whole number of blocks), and a was prepared
+// for wt. Workers may call it concurrently on disjoint row ranges with the
+// same a, y and w. w must hold at least n1 rows and y at least (a.T-1)*N+n1
+// elements. F32 weights are read in place and should be 4-byte aligned (as
+// GGUF tensor data is). It allocates nothing.
+func MatMulRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) error {
+	if err := checkMatMul(wt, y, w, a, N, n1); err != nil {
+		return err
+	}
+	if n0 < 0 || n0 > n1 {
+		return fmt.Errorf("kernels: row range [%d,%d) outside [0,%d)", n0, n1, N)
+	}
+	matmulRows(wt, y, w, a, N, n0, n1)
+	return nil
+}
+
+// MatVecRows is [MatMulRows] for one activation row: y[n] = sum_k x[k]*W[n][k]
+// for n in [n0,n1). a must have been prepared with T = 1.
+func MatVecRows(wt poot.DType, y []float32, w []byte, a *Acts, n0, n1 int) error {
+	if a.T != 1 {
+		return fmt.Errorf("kernels: MatVecRows needs one activation row, have %d", a.T)
+	}
+	return MatMulRows(wt, y, w, a, n1, n0, n1)
+}
+
+// MatMul computes the whole product of [MatMulRows] (all N weight rows),
+// splitting the rows across p's workers; a nil p runs on the calling
+// goroutine. It allocates nothing, but uses a for its bookkeeping, so one a
+// serves one product at a time.
+func MatMul(p *Pool, wt poot.DType, y []float32, w []byte, a *Acts, N int) error {
+	if err := checkMatMul(wt, y, w, a, N, N); err != nil {
+		return err
+	}
+	if p == nil || p.Workers() == 1 || N < 8 {
+		matmulRows(wt, y, w, a, N, 0, N)
+		return nil
+	}
+	if a.run == nil {
+		a.run = a.job.do
+	}
+	a.job = matJob{wt: wt, y: y, w: w, a: a, N: N}
+	// Chunks of 16 rows keep tiles whole and give the scheduler room when
+	// one vCPU is slower than the others.
+	p.RunGrain(N, 16, a.run)
+	a.job = matJob{}
+	return nil
+}
+
+func checkMatMul(wt poot.DType, y []float32, w []byte, a *Acts, N, n1 int) error {
+	if a == nil || a.kind == actNone {
+		return fmt.Errorf("kernels: activations not prepared")
+	}
+	if a.kind != actKindFor(wt) {
+		return fmt.Errorf("kernels: activations were not prepared for %v weights", wt)
+	}
+	if a.K%wt.BlockElems() != 0 {
+		return fmt.Errorf("kernels: K=%d is not a multiple of the %v block", a.K, wt)
+	}
+	if N < 0 || n1 < 0 || n1 > N {
+		return fmt.Errorf("kernels: row range end %d outside [0,%d]", n1, N)
+	}
+	rb := int(wt.RowBytes(int64(a.K)))
+	if len(w)/rb < n1 {
+		return fmt.Errorf("kernels: %v weights hold %d bytes, want %d rows of %d", wt, len(w), n1, rb)
+	}
+	if n1 > 0 && len(y) < (a.T-1)*N+n1 {
+		return fmt.Errorf("kernels: output holds %d elements, want %d", len(y), (a.T-1)*N+n1)
+	}
+	return nil
+}
+
+// matJob carries a product's arguments to the pool's workers without a
+// closure allocation.
+type matJob struct {
+	wt poot.DType
+	y  []float32
+	w  []byte
+	a  *Acts
+	N  int
+}
+
+func (j *matJob) do(lo, hi int) { matmulRows(j.wt, j.y, j.w, j.a, j.N, lo, hi) }
+
+// matmulRows is MatMulRows without the checks.
+func matmulRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
+	if n0 >= n1 {
+		return
+	}
+	switch wt {
+	case poot.F32:
+		if useAsm {
+			f32RowsAsm(y, N, w, a, n0, n1)
+		} else {
+			f32RowsGo(y, N, asF32(w), a, n0, n1)
+		}
+	case poot.F16, poot.BF16:
+		if useAsm {
+			half16RowsAsm(wt, y, N, w, a, n0, n1)
+		} else {
+			half16RowsGo(wt == poot.BF16, y, N, asU16(w), a, n0, n1)
+		}
+	case poot.Q8_0, poot.Q4_0:
+		if useAsm {
+			q8famRowsAsm(wt, y, N, w, a, n0, n1)
+		} else {
+			q8famRowsGo(wt, y, N, w, a, n0, n1)
+		}
+	case poot.Q4_1, poot.Q5_0, poot.Q5_1:
+		q8famRowsGo(wt, y, N, w, a, n0, n1)
+	case poot.Q4_K, poot.Q5_K, poot.Q6_K:
+		if useAsm && wt != poot.Q5_K {
+			kfamRowsAsm(wt, y, N, w, a, n0, n1)
+		} else {
+			kfamRowsGo(wt, y, N, w, a, n0, n1)
+		}
+	}
+}
+
+func asF32(w []byte) []float32 {
+	if len(w) < 4 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(w))), len(w)/4)
+}
+
+func asU16(w []byte) []uint16 {
+	if len(w) < 2 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(w))), len(w)/2)
+}

@@ -1,0 +1,265 @@
+package kernels_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/kernels"
+	"pgregory.net/rapid"
+)
+
+var matDTypes = []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K}
+
+// modes runs f with the assembly kernels and, where the machine has them,
+// again with the portable Go code forced.
+func modes(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	if kernels.HasAsm() {
+		t.Run("asm", func(t *testing.T) {
+			prev := kernels.SetAsm(true)
+			defer kernels.SetAsm(prev)
+			f(t)
+		})
+	}
+	t.Run("go", func(t *testing.T) {
+		prev := kernels.SetAsm(false)
+		defer kernels.SetAsm(prev)
+		f(t)
+	})
+}
+
+func checkProduct(t *testing.T, dt poot.DType, T, N, K int, seed uint64) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 7))
+	w := randWeights(r, dt, N, K)
+	x := randActs(r, T*K)
+	var a kernels.Acts
+	if err := a.Prepare(dt, x, T, K); err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float32, T*N)
+	for i := range y {
+		y[i] = float32(math.NaN())
+	}
+	// Two row ranges, to exercise n0 > 0.
+	mid := N / 3
+	if err := kernels.MatMulRows(dt, y, w, &a, N, 0, mid); err != nil {
+		t.Fatal(err)
+	}
+	if err := kernels.MatMulRows(dt, y, w, &a, N, mid, N); err != nil {
+		t.Fatal(err)
+	}
+	want, bound := refProduct(dt, w, x, T, N, K)
+	for i := range y {
+		if d := math.Abs(float64(y[i]) - want[i]); !(d <= bound[i]) {
+			t.Fatalf("%v T=%d N=%d K=%d: y[%d,%d] = %g, want %g ± %g (off by %g)", dt, T, N, K, i/N, i%N, y[i], want[i], bound[i], d)
+		}
+	}
+}
+
+func TestMatMul(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		for _, dt := range matDTypes {
+			be := dt.BlockElems()
+			ks := []int{256, 512, 768}
+			if be == 1 {
+				ks = []int{1, 3, 7, 8, 15, 16, 17, 31, 32, 33, 64, 100, 257, 1000}
+			} else if be == 32 {
+				ks = []int{32, 64, 96, 160, 256, 1024}
+			}
+			for _, K := range ks {
+				for _, T := range []int{1, 2, 3, 4, 5, 8, 9} {
+					for _, N := range []int{1, 2, 3, 4, 5, 7, 12, 13} {
+						checkProduct(t, dt, T, N, K, uint64(K*1000+T*100+N))
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestMatMulProperty checks random shapes and row splits.
+func TestMatMulProperty(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		rapid.Check(t, func(rt *rapid.T) {
+			dt := rapid.SampledFrom(matDTypes).Draw(rt, "dtype")
+			be := dt.BlockElems()
+			K := be * rapid.IntRange(1, max(1, 600/be)).Draw(rt, "blocks")
+			if be == 256 {
+				K = 256 * rapid.IntRange(1, 3).Draw(rt, "blocks256")
+			}
+			T := rapid.IntRange(1, 11).Draw(rt, "T")
+			N := rapid.IntRange(1, 19).Draw(rt, "N")
+			seed := rapid.Uint64().Draw(rt, "seed")
+			r := rand.New(rand.NewPCG(seed, 1))
+			w := randWeights(r, dt, N, K)
+			x := randActs(r, T*K)
+			var a kernels.Acts
+			if err := a.Prepare(dt, x, T, K); err != nil {
+				rt.Fatal(err)
+			}
+			y := make([]float32, T*N)
+			n0 := 0
+			for n0 < N {
+				n1 := n0 + rapid.IntRange(1, N-n0).Draw(rt, "step")
+				if err := kernels.MatMulRows(dt, y, w, &a, N, n0, n1); err != nil {
+					rt.Fatal(err)
+				}
+				n0 = n1
+			}
+			want, bound := refProduct(dt, w, x, T, N, K)
+			for i := range y {
+				if d := math.Abs(float64(y[i]) - want[i]); !(d <= bound[i]) {
+					rt.Fatalf("%v T=%d N=%d K=%d: y[%d] = %g, want %g ± %g", dt, T, N, K, i, y[i], want[i], bound[i])
+				}
+			}
+		})
+	})
+}
+
+// TestAsmMatchesGo compares the two implementations directly: they compute
+// the same integer block sums, so they differ only by float rounding.
+func TestAsmMatchesGo(t *testing.T) {
+	if !kernels.HasAsm() {
+		t.Skip("no assembly kernels on this machine")
+	}
+	defer kernels.SetAsm(kernels.SetAsm(true))
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, dt := range matDTypes {
+		for range 20 {
+			be := dt.BlockElems()
+			K := be * (1 + r.IntN(max(1, 700/be)))
+			if be == 256 {
+				K = 256 * (1 + r.IntN(4))
+			}
+			T, N := 1+r.IntN(10), 1+r.IntN(20)
+			w := randWeights(r, dt, N, K)
+			x := randActs(r, T*K)
+			var a kernels.Acts
+			if err := a.Prepare(dt, x, T, K); err != nil {
+				t.Fatal(err)
+			}
+			ya, yg := make([]float32, T*N), make([]float32, T*N)
+			kernels.SetAsm(true)
+			if err := kernels.MatMulRows(dt, ya, w, &a, N, 0, N); err != nil {
+				t.Fatal(err)
+			}
+			kernels.SetAsm(false)
+			if err := kernels.MatMulRows(dt, yg, w, &a, N, 0, N); err != nil {
+				t.Fatal(err)
+			}
+			kernels.SetAsm(true)
+			_, bound := refProduct(dt, w, x, T, N, K)
+			for i := range ya {
+				// Both sides err by at most the float part of the bound
+				// relative to the same quantized inputs; bound covers it.
+				if d := math.Abs(float64(ya[i] - yg[i])); d > bound[i] {
+					t.Fatalf("%v T=%d N=%d K=%d: asm %g, go %g", dt, T, N, K, ya[i], yg[i])
+				}
+			}
+		}
+	}
+}
+
+func TestMatMulPool(t *testing.T) {
+	p := kernels.NewPool(3)
+	defer p.Close()
+	for _, dt := range []poot.DType{poot.F32, poot.Q4_0, poot.Q6_K} {
+		r := rand.New(rand.NewPCG(5, 6))
+		T, N, K := 3, 203, 512
+		w := randWeights(r, dt, N, K)
+		x := randActs(r, T*K)
+		var a kernels.Acts
+		if err := a.Prepare(dt, x, T, K); err != nil {
+			t.Fatal(err)
+		}
+		y1, y2 := make([]float32, T*N), make([]float32, T*N)
+		if err := kernels.MatMul(p, dt, y1, w, &a, N); err != nil {
+			t.Fatal(err)
+		}
+		if err := kernels.MatMul(nil, dt, y2, w, &a, N); err != nil {
+			t.Fatal(err)
+		}
+		for i := range y1 {
+			if y1[i] != y2[i] {
+				t.Fatalf("%v: pooled y[%d] = %g, serial %g", dt, i, y1[i], y2[i])
+			}
+		}
+		allocs := testing.AllocsPerRun(20, func() { _ = kernels.MatMul(p, dt, y1, w, &a, N) })
+		if allocs != 0 {
+			t.Errorf("%v: MatMul allocates %v times a call", dt, allocs)
+		}
+		allocs = testing.AllocsPerRun(20, func() { _ = a.Prepare(dt, x, T, K) })
+		if allocs != 0 {
+			t.Errorf("%v: Prepare allocates %v times a call", dt, allocs)
+		}
+	}
+}
+
+func TestMatMulErrors(t *testing.T) {
+	var a kernels.Acts
+	x := make([]float32, 64)
+	y := make([]float32, 8)
+	w := make([]byte, 4*34*2)
+	cases := []struct {
+		name string
+		err  error
+	}{
+		{"unprepared", kernels.MatMulRows(poot.Q8_0, y, w, &a, 4, 0, 4)},
+		{"bad dtype", a.Prepare(poot.I32, x, 1, 64)},
+		{"K not blocks", a.Prepare(poot.Q8_0, x, 1, 48)},
+		{"short x", a.Prepare(poot.Q8_0, x, 2, 64)},
+		{"empty", a.Prepare(poot.Q8_0, x, 0, 64)},
+	}
+	for _, c := range cases {
+		if c.err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+	if err := a.Prepare(poot.Q8_0, x, 1, 64); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		dt     poot.DType
+		y      []float32
+		w      []byte
+		N      int
+		n0, n1 int
+	}{
+		{"wrong family", poot.Q4_K, y, w, 4, 0, 4},
+		{"short w", poot.Q8_0, y, w[:100], 4, 0, 4},
+		{"short y", poot.Q8_0, y[:3], w, 4, 0, 4},
+		{"range", poot.Q8_0, y, w, 4, 3, 2},
+		{"range end", poot.Q8_0, y, w, 4, 0, 5},
+		{"negative", poot.Q8_0, y, w, 4, -1, 2},
+	} {
+		if err := kernels.MatMulRows(c.dt, c.y, c.w, &a, c.N, c.n0, c.n1); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+	if err := kernels.MatVecRows(poot.Q8_0, y, w, &a, 0, 4); err != nil {
+		t.Errorf("MatVecRows: %v", err)
+	}
+}
+
+func ExampleMatMul() {
+	// y = W·x for a 2x4 F32 weight matrix and one activation row.
+	w := make([]byte, 0, 32)
+	for _, v := range []float32{1, 2, 3, 4, 0, 1, 0, -1} {
+		w = append(w, byte(math.Float32bits(v)), byte(math.Float32bits(v)>>8), byte(math.Float32bits(v)>>16), byte(math.Float32bits(v)>>24))
+	}
+	var a kernels.Acts
+	if err := a.Prepare(poot.F32, []float32{1, 1, 1, 2}, 1, 4); err != nil {
+		panic(err)
+	}
+	y := make([]float32, 2)
+	if err := kernels.MatMul(nil, poot.F32, y, w, &a, 2); err != nil {
+		panic(err)
+	}
+	fmt.Println(y)
+	// Output: [14 -1]
+}

@@ -1,0 +1,223 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// errShort reports a slice shorter than a kernel needs.
+func errShort(what string, have, want int) error {
+	return fmt.Errorf("kernels: %s has %d elements, want at least %d", what, have, want)
+}
+
+// RMSNorm writes dst[i] = x[i] / sqrt(mean(x²) + eps) * weight[i] for the
+// len(x) elements of x; a nil weight means all ones. dst may be x.
+func RMSNorm(dst, x, weight []float32, eps float32) error {
+	n := len(x)
+	if len(dst) < n {
+		return errShort("RMSNorm dst", len(dst), n)
+	}
+	if weight != nil && len(weight) < n {
+		return errShort("RMSNorm weight", len(weight), n)
+	}
+	if n == 0 {
+		return nil
+	}
+	ss := sumSquares(x)
+	inv := float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
+	dst = dst[:n]
+	if weight == nil {
+		scaleTo(dst, x, inv)
+		return nil
+	}
+	weight = weight[:n]
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		d, s, w := (*[4]float32)(dst[i:i+4]), (*[4]float32)(x[i:i+4]), (*[4]float32)(weight[i:i+4])
+		d[0] = s[0] * inv * w[0]
+		d[1] = s[1] * inv * w[1]
+		d[2] = s[2] * inv * w[2]
+		d[3] = s[3] * inv * w[3]
+	}
+	for ; i < n; i++ {
+		dst[i] = x[i] * inv * weight[i]
+	}
+	return nil
+}
+
+// sumSquares accumulates in float64 so long rows lose nothing.
+func sumSquares(x []float32) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := (*[4]float32)(x[i : i+4])
+		s0 += float64(v[0] * v[0])
+		s1 += float64(v[1] * v[1])
+		s2 += float64(v[2] * v[2])
+		s3 += float64(v[3] * v[3])
+	}
+	for ; i < len(x); i++ {
+		s0 += float64(x[i] * x[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+func scaleTo(dst, x []float32, s float32) {
+	x = x[:len(dst)]
+	for i := range dst {
+		dst[i] = x[i] * s
+	}
+}
+
+// Softmax replaces x with exp(x-max)/sum(exp(x-max)). Elements equal to -inf
+// become 0; a row of only -inf becomes all 0.
+func Softmax(x []float32) {
+	if len(x) == 0 {
+		return
+	}
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	if math.IsInf(float64(m), -1) {
+		clear(x)
+		return
+	}
+	var sum float32
+	for i, v := range x {
+		e := expf(v - m)
+		x[i] = e
+		sum += e
+	}
+	scaleTo(x, x, 1/sum)
+}
+
+// SiLUMul writes dst[i] = silu(gate[i]) * up[i] (SwiGLU's gating) for the
+// len(dst) elements of dst. dst may alias gate or up.
+func SiLUMul(dst, gate, up []float32) error {
+	n := len(dst)
+	if len(gate) < n || len(up) < n {
+		return errShort("SiLUMul input", min(len(gate), len(up)), n)
+	}
+	gate, up = gate[:n], up[:n]
+	for i := range dst {
+		g := gate[i]
+		dst[i] = g / (1 + expf(-g)) * up[i]
+	}
+	return nil
+}
+
+// Add writes dst[i] = a[i] + b[i] for the len(dst) elements of dst; dst may
+// alias a or b.
+func Add(dst, a, b []float32) error {
+	n := len(dst)
+	if len(a) < n || len(b) < n {
+		return errShort("Add input", min(len(a), len(b)), n)
+	}
+	a, b = a[:n], b[:n]
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		d, x, y := (*[4]float32)(dst[i:i+4]), (*[4]float32)(a[i:i+4]), (*[4]float32)(b[i:i+4])
+		d[0] = x[0] + y[0]
+		d[1] = x[1] + y[1]
+		d[2] = x[2] + y[2]
+		d[3] = x[3] + y[3]
+	}
+	for ; i < n; i++ {
+		dst[i] = a[i] + b[i]
+	}
+	return nil
+}
+
+// expf is a float32 exp with a relative error below 2e-7 over the finite
+// range: 2^n·p(r) with r = x - n·ln2 in [-ln2/2, ln2/2] and a degree-6
+// polynomial. Below -87.3 it returns 0 and above 88.7 +inf.
+func expf(x float32) float32 {
+	switch {
+	case x < -87.33654:
+		return 0
+	case x > 88.72283:
+		return float32(math.Inf(1))
+	case x != x:
+		return x
+	}
+	const (
+		log2e = 1.44269504088896341
+		ln2hi = 0.693145751953125
+		ln2lo = 1.42860682030941723212e-6
+	)
+	// Round half away from zero without math.Round.
+	t := x * log2e
+	var n int32
+	if t >= 0 {
+		n = int32(t + 0.5)
+	} else {
+		n = int32(t - 0.5)
+	}
+	fn := float32(n)
+	r := x - fn*ln2hi - fn*ln2lo
+	p := 1 + r*(1+r*(0.5+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720))))))
+	// 2^n may be a subnormal for n < -126: split it in two factors.
+	if n < -126 {
+		return p * math.Float32frombits(uint32(n+127+64)<<23) * (1.0 / (1 << 64))
+	}
+	if n > 127 {
+		return p * 2 * math.Float32frombits(uint32(n-1+127)<<23)
+	}
+	return p * math.Float32frombits(uint32(n+127)<<23)
+}
+
+// RoPETable fills cos[i] and sin[i], i < len(cos), with the rotation of pair
+// i at position pos: angle = pos * base^(-2i/dims), where dims is the number
+// of rotated dimensions (2*len(cos) for the usual full rotation).
+func RoPETable(cos, sin []float32, pos int, base float64, dims int) error {
+	if len(sin) < len(cos) {
+		return errShort("RoPETable sin", len(sin), len(cos))
+	}
+	if dims <= 0 {
+		return fmt.Errorf("kernels: RoPE over %d dimensions", dims)
+	}
+	for i := range cos {
+		theta := float64(pos) * math.Pow(base, -2*float64(i)/float64(dims))
+		s, c := math.Sincos(theta)
+		cos[i], sin[i] = float32(c), float32(s)
+	}
+	return nil
+}
+
+// RoPE rotates each head of x (heads of headDim elements, back to back) in
+// place by the angles in cos and sin (as from [RoPETable]). Only the first
+// 2*len(cos) dimensions of each head rotate. With neox false, pairs are
+// adjacent elements (2i, 2i+1), as llama.cpp's normal mode; with neox true,
+// pair i is (i, i+len(cos)), as its NeoX mode.
+func RoPE(x []float32, headDim int, cos, sin []float32, neox bool) error {
+	half := len(cos)
+	if len(sin) < half {
+		return errShort("RoPE sin", len(sin), half)
+	}
+	if headDim <= 0 || 2*half > headDim || len(x)%headDim != 0 {
+		return fmt.Errorf("kernels: RoPE of %d rotated dims over heads of %d in %d elements", 2*half, headDim, len(x))
+	}
+	sin = sin[:half]
+	for h := 0; h < len(x); h += headDim {
+		v := x[h : h+2*half]
+		if neox {
+			lo, hi := v[:half], v[half:2*half]
+			for i, c := range cos {
+				s := sin[i]
+				a, b := lo[i], hi[i]
+				lo[i] = a*c - b*s
+				hi[i] = a*s + b*c
+			}
+			continue
+		}
+		for i, c := range cos {
+			s := sin[i]
+			p := (*[2]float32)(v[2*i : 2*i+2])
+			a, b := p[0], p[1]
+			p[0] = a*c - b*s
+			p[1] = a*s + b*c
+		}
+	}
+	return nil
+}
