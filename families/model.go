@@ -1,0 +1,93 @@
+package families
+
+import (
+	"fmt"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/gguf"
+)
+
+// Model is one configured model of a family, ready to trace. It is not
+// generic: each family traces with a brand of its own choosing and returns
+// the brand-free graph.
+type Model interface {
+	// Family is the registry name of the model's family ("llama").
+	Family() string
+	// Schema gives the facts a driver needs to size steps.
+	Schema() Schema
+	// Trace checks spec against the schema and records the step's graph,
+	// charging limits. A spec the model cannot run is a *StepError.
+	Trace(spec StepSpec, limits poot.Limits) (*poot.Graph, error)
+	// Tensors lists the weights the graphs read, by canonical (GGUF) name,
+	// with their poot-order shapes.
+	Tensors() []TensorSpec
+	// Weights is the weight map: canonical names to stored names for the
+	// container the model was configured from.
+	Weights() WeightMap
+}
+
+// Schema is what a driver needs to know about a model to shape its steps.
+type Schema struct {
+	Vocab      int // rows of the token embedding; tokens lie in [0, Vocab)
+	Dim        int // width of the residual stream
+	Layers     int
+	MaxContext int // the context length the checkpoint declares; 0 if none
+	// States lists the carried state names in the order the graph
+	// declares them (cache.k.0, cache.v.0, cache.k.1, …).
+	States []string
+	// CacheWidth is each cache state's column count, by state name
+	// (kv_heads*head_dim for attention layers).
+	CacheWidth map[string]int
+}
+
+// Check validates a step shape against the schema.
+func (s Schema) Check(family string, shape StepShape) error {
+	if err := shape.Validate(); err != nil {
+		if se, ok := err.(*StepError); ok {
+			se.Model = family
+		}
+		return err
+	}
+	if s.MaxContext > 0 && shape.Capacity > s.MaxContext {
+		return &StepError{Model: family, Field: "Capacity", Detail: fmt.Sprintf("capacity %d exceeds the model's context length %d", shape.Capacity, s.MaxContext)}
+	}
+	return nil
+}
+
+// TensorSpec describes one weight a family reads.
+type TensorSpec struct {
+	Name     string     // canonical (GGUF) name
+	Shape    poot.Shape // poot order, [out_features, in_features] for matrices
+	Optional bool       // the family works without it (a tied head, a bias)
+	// Role says what the tensor is, for synthesizers: "norm" (initialise
+	// near one), "bias", "weight".
+	Role string
+}
+
+// Container says where a checkpoint came from, which decides its tensor
+// names.
+type Container uint8
+
+// The containers.
+const (
+	GGUF        Container = iota // a GGUF file: canonical names as stored
+	Safetensors                  // a safetensors directory with Hugging Face names
+)
+
+// Row is one family's entry in the registry: the names it answers to and
+// how it configures a model from each container's metadata.
+type Row struct {
+	// Family is the family's name ("llama").
+	Family string
+	// GGUFArchitectures are the general.architecture values it reads.
+	GGUFArchitectures []string
+	// HFArchitectures are the config.json "architectures" entries it reads
+	// ("LlamaForCausalLM"); HFModelTypes the "model_type" values.
+	HFArchitectures []string
+	HFModelTypes    []string
+	// FromGGUF configures a model from a GGUF file's metadata and tensor
+	// table.
+	FromGGUF func(f *gguf.File) (Model, error)
+	// FromHF configures a model from a decoded config.json.
+	FromHF func(cfg map[string]any) (Model, error)
+}
