@@ -1,0 +1,95 @@
+package tokenizer
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Decode converts token ids to text: the concatenation of each token's text,
+// with "▁" turned back into spaces (SentencePiece), the byte-to-rune map
+// undone (byte-level BPE), byte tokens as their bytes, and control and
+// unknown tokens (BOS, EOS, …) omitted. The leading space that encoding a
+// SentencePiece text adds is kept, as llama.cpp's token pieces keep it. The
+// result may be invalid UTF-8 when ids ends inside a multi-byte character.
+// An id outside the vocabulary is a *TokenIDError.
+func (t *Tokenizer) Decode(ids []int32) (string, error) {
+	var sb strings.Builder
+	for _, id := range ids {
+		if id < 0 || int(id) >= len(t.pieces) {
+			return "", &TokenIDError{ID: id, VocabSize: len(t.pieces)}
+		}
+		sb.WriteString(t.pieces[id])
+	}
+	return sb.String(), nil
+}
+
+// TokenText returns what token id contributes to Decode's output, or "" for
+// an id out of range.
+func (t *Tokenizer) TokenText(id int32) string {
+	if id < 0 || int(id) >= len(t.pieces) {
+		return ""
+	}
+	return t.pieces[id]
+}
+
+// StreamDecoder decodes tokens one at a time, as they are generated. Add
+// returns only whole UTF-8 characters: the bytes of a character split across
+// tokens (byte tokens <0xE2> <0x9C> <0x85>, or a byte-level piece ending
+// mid-character) are held back until it is complete. The concatenation of
+// everything Add and Flush return equals Decode of all the ids.
+type StreamDecoder struct {
+	t       *Tokenizer
+	pending []byte
+	err     error
+}
+
+// NewStreamDecoder returns a StreamDecoder for t.
+func NewStreamDecoder(t *Tokenizer) *StreamDecoder { return &StreamDecoder{t: t} }
+
+// Add decodes token id and returns the text that is now complete. An id
+// outside the vocabulary adds nothing; Err reports it.
+func (d *StreamDecoder) Add(id int32) string {
+	if id < 0 || int(id) >= len(d.t.pieces) {
+		if d.err == nil {
+			d.err = &TokenIDError{ID: id, VocabSize: len(d.t.pieces)}
+		}
+		return ""
+	}
+	piece := d.t.pieces[id]
+	if len(d.pending) == 0 && utf8.FullRuneInString(lastRuneStart(piece)) {
+		return piece
+	}
+	d.pending = append(d.pending, piece...)
+	cut := len(d.pending) - len(lastRuneStart(string(d.pending)))
+	if utf8.FullRune(d.pending[cut:]) {
+		cut = len(d.pending)
+	}
+	out := string(d.pending[:cut])
+	d.pending = append(d.pending[:0], d.pending[cut:]...)
+	return out
+}
+
+// Flush returns the bytes still held back (an incomplete character, as
+// raw bytes) and resets the decoder.
+func (d *StreamDecoder) Flush() string {
+	out := string(d.pending)
+	d.pending = d.pending[:0]
+	return out
+}
+
+// Err returns the first out-of-range id passed to Add, as a *TokenIDError.
+func (d *StreamDecoder) Err() error { return d.err }
+
+// lastRuneStart returns the tail of s from the start of its last character:
+// the last byte that is not a UTF-8 continuation byte, looking back at most
+// three bytes (a longer run cannot be one character).
+func lastRuneStart(s string) string {
+	for i := len(s) - 1; i >= 0 && i >= len(s)-utf8.UTFMax; i-- {
+		if !isContinuation(s[i]) {
+			return s[i:]
+		}
+	}
+	return ""
+}
+
+func isContinuation(c byte) bool { return c&0xC0 == 0x80 }

@@ -1,0 +1,29 @@
+// Package tokenizer turns text into token ids and back for the vocabularies
+// that language models ship with: SentencePiece-style BPE and GPT-2 byte-level
+// BPE, read from GGUF metadata (FromGGUF), from a Hugging Face tokenizer.json
+// (FromHFJSON) or from a llama2.c tokenizer file (FromLlama2C).
+//
+// The reference for every behaviour is llama.cpp's tokenizer (llama-vocab.cpp
+// and unicode.cpp): the same text gives the same ids, including the quirks,
+// because a model only works with the ids it was trained on. In particular:
+//
+//   - SentencePiece vocabularies prepend a space to the text (and to the text
+//     after each special token), write spaces as U+2581 "▁", merge the
+//     adjacent pair whose merged piece has the highest score first (leftmost on
+//     ties) and spell characters missing from the vocabulary as byte tokens
+//     <0xNN>.
+//   - GPT-2 vocabularies cut the text into words with the pre-tokenizer named
+//     by tokenizer.ggml.pre, map every byte to a printable rune, and merge the
+//     adjacent pair with the lowest merge rank first.
+//   - Before either runs, the text is cut at special tokens: user-defined
+//     tokens always, control tokens only when EncodeOptions.ParseSpecial is
+//     set. Longer special tokens are looked for first.
+//
+// The pre-tokenizer expressions are written by hand as small matchers over
+// runes (Go's regexp has no lookahead and its classes differ from PCRE's);
+// each one is documented with the expression it implements.
+//
+// What this package is not for: chat templates, sampling, or training
+// tokenizers. No third-party library reproduces llama.cpp's behaviour, so the
+// algorithms are written here.
+package tokenizer
