@@ -1,0 +1,275 @@
+package ops
+
+import (
+	"math"
+
+	"github.com/pootlabs/poot"
+)
+
+// This file holds the recurrent mixers: a causal depthwise convolution over
+// a carried window of rows, and the gated delta rule (Yang, Kautz and
+// Hatamizadeh, "Gated Delta Networks", 2024; the linear-attention layers of
+// Qwen3-Next). Both work on one sequence of T new tokens, rows [T, C], and
+// carry their state from step to step as a State input paired with the
+// state they return.
+
+// CausalConv1D convolves each channel of the new rows x [T, C] with its own
+// filter over the last taps rows, where the rows before x come from state
+// [taps-1, C] (the previous step's last rows; zeros at the start of a
+// sequence). weight is [taps, C] in any plain float dtype: row taps-1
+// multiplies the current row, row taps-2 the one before, and so on. bias is
+// an optional [C]. It returns the convolved rows [T, C] and the new state,
+// the last taps-1 rows of state followed by x.
+func CausalConv1D[B any](b *poot.Builder[B], x, state, weight, bias poot.Traced[B]) (y, newState poot.Traced[B]) {
+	b.Scope("causal_conv1d", func() {
+		t, c := b.Dim(x, 0), b.Dim(x, 1)
+		taps := b.Dim(weight, 0)
+		if b.Rank(x) != 2 || b.Rank(weight) != 2 || b.Dim(weight, 1) != c || taps < 2 ||
+			b.Rank(state) != 2 || b.Dim(state, 0) != taps-1 || b.Dim(state, 1) != c {
+			y = fail(b, "causal_conv1d", "rows %v, state %v and weight %v: want [T,C], [taps-1,C] and [taps,C] with taps ≥ 2",
+				b.Shape(x), b.Shape(state), b.Shape(weight))
+			newState = y
+			return
+		}
+		w := AsF32(b, weight)
+		window := b.Concat(0, state, x) // [taps-1+T, C]
+		for j := range taps {
+			term := b.Mul(b.SliceAxis(window, 0, j, j+t), b.Broadcast(b.SliceAxis(w, 0, j, j+1), t, c))
+			if j == 0 {
+				y = term
+			} else {
+				y = b.Add(y, term)
+			}
+		}
+		if present(bias) {
+			y = b.Add(y, broadcastRow(b, AsF32(b, bias), t))
+		}
+		newState = b.SliceAxis(window, 0, t, t+taps-1)
+	})
+	return y, newState
+}
+
+// GatedDeltaConfig describes a gated delta rule layer.
+type GatedDeltaConfig struct {
+	// KeyHeads and ValueHeads are the numbers of query/key heads and of
+	// value heads; ValueHeads is a multiple of KeyHeads, and each query/key
+	// head serves ValueHeads/KeyHeads value heads.
+	KeyHeads, ValueHeads int
+	// TiledHeads says value head h reads query/key head h mod KeyHeads
+	// (llama.cpp's repeat) rather than h / (ValueHeads/KeyHeads) (Hugging
+	// Face's repeat_interleave). Which one a checkpoint needs depends on how
+	// its value heads are ordered.
+	TiledHeads bool
+	// Scale multiplies the queries after their L2 norm; 0 means
+	// 1/sqrt(key head dim).
+	Scale float64
+	// L2Eps is the epsilon of the query and key L2 norms; 0 means 1e-6.
+	L2Eps float64
+	// NormEps is the epsilon of the gated RMSNorm on the output; 0 means
+	// 1e-6.
+	NormEps float64
+	// ChunkSize selects the form. 0 runs the recurrence token by token
+	// (unrolled in the graph). A positive size runs the exact chunked
+	// parallel form: within a chunk the delta rule's triangular system is
+	// solved in the graph, so a chunk costs a few batched matrix products
+	// instead of one recurrence step a token. Both forms compute the same
+	// values up to rounding.
+	ChunkSize int
+}
+
+func (c GatedDeltaConfig) or(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// GatedDelta is a gated delta rule mixer for one sequence of T tokens, with
+// its output normalised and gated: out = RMSNorm(o) · normWeight ·
+// silu(z) per value head, where o is GatedDeltaRule's read-out.
+// q and k are [T, Hk·Dk], v and z [T, Hv·Dv], g and beta [T, Hv], state
+// [Hv, Dv, Dk] and normWeight [Dv] (or the zero handle). It returns
+// [T, Hv·Dv] and the new state.
+func GatedDelta[B any](b *poot.Builder[B], q, k, v, g, beta, z, normWeight, state poot.Traced[B], cfg GatedDeltaConfig) (out, newState poot.Traced[B]) {
+	b.Scope("gated_delta", func() {
+		o, s := GatedDeltaRule(b, q, k, v, g, beta, state, cfg)
+		out, newState = GatedRMSNorm(b, o, z, normWeight, cfg.ValueHeads, cfg.or(cfg.NormEps, 1e-6)), s
+	})
+	return out, newState
+}
+
+// GatedRMSNorm normalises each head of x [T, H·D] by its root mean square,
+// scales it by w [D] (shared by the heads; the zero handle for none) and
+// gates it by silu(z), z like x.
+func GatedRMSNorm[B any](b *poot.Builder[B], x, z, w poot.Traced[B], heads int, eps float64) poot.Traced[B] {
+	return scoped(b, "gated_rms_norm", func() poot.Traced[B] {
+		return b.Mul(RMSNormHeads(b, x, w, heads, eps), silu(b, z))
+	})
+}
+
+// GatedDeltaDecay is the log decay of the gated delta rule (and of
+// Mamba2): g = -exp(aLog) · softplus(a + dtBias), for a [T, H] and the
+// per-head aLog and dtBias [H]. exp(g) lies in (0, 1].
+func GatedDeltaDecay[B any](b *poot.Builder[B], a, dtBias, aLog poot.Traced[B]) poot.Traced[B] {
+	return scoped(b, "gated_delta_decay", func() poot.Traced[B] {
+		t := b.Dim(a, 0)
+		sp := softplus(b, b.Add(a, broadcastRow(b, AsF32(b, dtBias), t)))
+		return b.Mul(b.Neg(b.Exp(broadcastRow(b, AsF32(b, aLog), t))), sp)
+	})
+}
+
+// softplus is log(1+exp(x)), written max(x, 0) + log(1 + exp(-|x|)) so
+// that large inputs do not overflow.
+func softplus[B any](b *poot.Builder[B], x poot.Traced[B]) poot.Traced[B] {
+	pos := b.Max(x, b.FullLike(x, 0))
+	return b.Add(pos, b.Log(b.Add(b.FullLike(x, 1), b.Exp(b.Neg(b.Abs(x))))))
+}
+
+// GatedDeltaRule runs the gated delta rule over T tokens of one sequence.
+// Per value head, with q and k L2-normalised and q scaled:
+//
+//	S ← S · exp(g_t)
+//	S ← S + β_t · k_t ⊗ (v_t − Sᵀk_t)
+//	o_t = Sᵀq_t
+//
+// where S is the head's [Dk, Dv] state. q and k are [T, Hk·Dk], v
+// [T, Hv·Dv], g (the log decay, ≤ 0) and beta (in [0, 1]) [T, Hv]. The
+// state is stored transposed, [Hv, Dv, Dk]: each value channel holds a key
+// vector. It returns o [T, Hv·Dv] and the new state.
+func GatedDeltaRule[B any](b *poot.Builder[B], q, k, v, g, beta, state poot.Traced[B], cfg GatedDeltaConfig) (o, newState poot.Traced[B]) {
+	b.Scope("gated_delta_rule", func() {
+		hk, hv := cfg.KeyHeads, cfg.ValueHeads
+		t := b.Dim(q, 0)
+		if hk < 1 || hv < 1 || hv%hk != 0 || b.Rank(q) != 2 || b.Rank(v) != 2 || b.Dim(q, 1)%hk != 0 || b.Dim(v, 1)%hv != 0 || cfg.ChunkSize < 0 {
+			o = fail(b, "gated_delta_rule", "q %v, v %v with %d key and %d value heads, chunk %d", b.Shape(q), b.Shape(v), hk, hv, cfg.ChunkSize)
+			newState = o
+			return
+		}
+		dk, dv := b.Dim(q, 1)/hk, b.Dim(v, 1)/hv
+		want := poot.T(poot.F32, hv, dv, dk)
+		if !b.Aval(state).Equal(want) || !b.Aval(g).Equal(poot.T(poot.F32, t, hv)) || !b.Aval(beta).Equal(poot.T(poot.F32, t, hv)) ||
+			!b.Aval(k).Equal(b.Aval(q)) || b.Dim(v, 0) != t {
+			o = fail(b, "gated_delta_rule", "state %v (want %v), g %v, beta %v, k %v, v %v for q %v",
+				b.Shape(state), want, b.Shape(g), b.Shape(beta), b.Shape(k), b.Shape(v), b.Shape(q))
+			newState = o
+			return
+		}
+		eps := cfg.or(cfg.L2Eps, 1e-6)
+		scale := cfg.or(cfg.Scale, 1/math.Sqrt(float64(dk)))
+		// Heads first: [H, T, D] and [H, T].
+		heads := func(x poot.Traced[B], h, d int) poot.Traced[B] {
+			return b.Transpose(b.Reshape(x, t, h, d), 1, 0, 2)
+		}
+		qn := MulScalar(b, L2NormHeads(b, q, hk, eps), scale)
+		kn := L2NormHeads(b, k, hk, eps)
+		qh := heads(repeatKeyHeads(b, qn, hk, hv, dk, cfg.TiledHeads), hv, dk)
+		kh := heads(repeatKeyHeads(b, kn, hk, hv, dk, cfg.TiledHeads), hv, dk)
+		vh := heads(v, hv, dv)
+		gh, bh := b.Transpose(g, 1, 0), b.Transpose(beta, 1, 0)
+		var oh poot.Traced[B]
+		if cfg.ChunkSize == 0 {
+			oh, newState = deltaSteps(b, qh, kh, vh, gh, bh, state)
+		} else {
+			oh, newState = deltaChunks(b, qh, kh, vh, gh, bh, state, cfg.ChunkSize)
+		}
+		o = b.Reshape(b.Transpose(oh, 1, 0, 2), t, hv*dv)
+	})
+	return o, newState
+}
+
+// repeatKeyHeads expands x [T, Hk·D] to [T, Hv·D], interleaved (head h
+// reads h / (Hv/Hk)) or tiled (head h reads h mod Hk).
+func repeatKeyHeads[B any](b *poot.Builder[B], x poot.Traced[B], hk, hv, d int, tiled bool) poot.Traced[B] {
+	if hk == hv {
+		return x
+	}
+	t, rep := b.Dim(x, 0), hv/hk
+	if tiled {
+		x = b.Broadcast(b.Reshape(x, t, 1, hk, d), t, rep, hk, d)
+	} else {
+		x = b.Broadcast(b.Reshape(x, t, hk, 1, d), t, hk, rep, d)
+	}
+	return b.Reshape(x, t, hv*d)
+}
+
+// deltaSteps is the recurrence one token at a time, over heads-first
+// q, k [H, T, Dk], v [H, T, Dv], g, beta [H, T] and state [H, Dv, Dk].
+func deltaSteps[B any](b *poot.Builder[B], q, k, v, g, beta, s poot.Traced[B]) (o, state poot.Traced[B]) {
+	h, t, dk, dv := b.Dim(q, 0), b.Dim(q, 1), b.Dim(q, 2), b.Dim(v, 2)
+	outs := make([]poot.Traced[B], 0, t)
+	for i := range t {
+		at := func(x poot.Traced[B]) poot.Traced[B] { return b.SliceAxis(x, 1, i, i+1) }
+		qt, kt, vt := at(q), at(k), at(v) // [H, 1, D]
+		decay := b.Exp(b.Reshape(at(g), h, 1, 1))
+		s = b.Mul(s, b.Broadcast(decay, h, dv, dk))
+		kv := b.MatMul(kt, s) // Sᵀk: [H, 1, Dv]
+		delta := b.Mul(b.Sub(vt, kv), b.Broadcast(b.Reshape(at(beta), h, 1, 1), h, 1, dv))
+		s = b.Add(s, b.MatMul(b.Reshape(delta, h, dv, 1), b.Reshape(kt, h, dk, 1)))
+		outs = append(outs, b.MatMul(qt, s))
+	}
+	if len(outs) == 1 {
+		return outs[0], s
+	}
+	return b.Concat(1, outs...), s
+}
+
+// deltaChunks is the chunked parallel form. Within a chunk of c tokens
+// starting from state S₀ (written [Dk, Dv] here), with G_i the cumulative
+// log decay, the recurrence unrolls to
+//
+//	S_i = e^{G_i} S₀ + Σ_{j≤i} e^{G_i−G_j} k_j w_jᵀ
+//
+// where the new values w solve the unit lower-triangular system
+//
+//	w_i + β_i Σ_{j<i} e^{G_i−G_j} (k_i·k_j) w_j = β_i (v_i − e^{G_i} S₀ᵀk_i).
+//
+// With N the strictly lower matrix of the left-hand sums (negated),
+// (I − N)⁻¹ = (I + N)(I + N²)(I + N⁴)… exactly, since N^c = 0; so the solve
+// is ⌈log₂ c⌉ batched matrix products. Then
+//
+//	o_i = e^{G_i} S₀ᵀq_i + Σ_{j≤i} e^{G_i−G_j} (q_i·k_j) w_j.
+func deltaChunks[B any](b *poot.Builder[B], q, k, v, g, beta, s poot.Traced[B], size int) (o, state poot.Traced[B]) {
+	h, t, dk, dv := b.Dim(q, 0), b.Dim(q, 1), b.Dim(q, 2), b.Dim(v, 2)
+	var outs []poot.Traced[B]
+	for start := 0; start < t; start += size {
+		c := min(size, t-start)
+		at := func(x poot.Traced[B]) poot.Traced[B] { return b.SliceAxis(x, 1, start, start+c) }
+		qc, kc, vc, gc, bc := at(q), at(k), at(v), at(g), at(beta)
+		row := b.Iota(poot.T(poot.I32, c, c), 0)
+		col := b.Iota(poot.T(poot.I32, c, c), 1)
+		lower := b.Ge(row, col) // j ≤ i
+		cum := b.MatMul(gc, b.Cast(lower, poot.F32))
+		// e^{G_i−G_j} where j ≤ i (strictly, for the solve), else 0; the
+		// mask is applied before exp so that no Inf·0 appears.
+		diff := b.Sub(b.Broadcast(b.Reshape(cum, h, c, 1), h, c, c), b.Broadcast(b.Reshape(cum, h, 1, c), h, c, c))
+		ninf := b.Full(poot.T(poot.F32, h, c, c), math.Inf(-1))
+		mask := func(m poot.Traced[B]) poot.Traced[B] {
+			return b.Exp(b.Select(b.Broadcast(b.Reshape(m, 1, c, c), h, c, c), diff, ninf))
+		}
+		decay, strict := mask(lower), mask(b.Gt(row, col))
+		betaRows := b.Reshape(bc, h, c, 1)
+		n := b.Neg(b.Mul(b.Mul(b.MatMul(kc, kc), strict), b.Broadcast(betaRows, h, c, c)))
+		eg := b.Reshape(b.Exp(cum), h, c, 1)
+		rhs := b.Mul(b.Sub(vc, b.Mul(b.MatMul(kc, s), b.Broadcast(eg, h, c, dv))), b.Broadcast(betaRows, h, c, dv))
+		// Solve with the transposed unknowns wᵀ [H, Dv, c]:
+		// (x + Nᵖx)ᵀ = xᵀ + MatMul(xᵀ, Nᵖ).
+		wt := b.Transpose(rhs, 0, 2, 1)
+		for p, np := 1, n; p < c; p *= 2 {
+			wt = b.Add(wt, b.MatMul(wt, np))
+			if 2*p < c {
+				np = b.MatMul(np, b.Transpose(np, 0, 2, 1))
+			}
+		}
+		inter := b.MatMul(b.Mul(qc, b.Broadcast(eg, h, c, dk)), s)
+		intra := b.MatMul(b.Mul(b.MatMul(qc, kc), decay), wt)
+		outs = append(outs, b.Add(inter, intra))
+		last := b.SliceAxis(cum, 1, c-1, c) // [H, 1]
+		tail := b.Exp(b.Sub(b.Broadcast(last, h, c), cum))
+		kd := b.Mul(kc, b.Broadcast(b.Reshape(tail, h, c, 1), h, c, dk))
+		s = b.Add(b.Mul(s, b.Broadcast(b.Reshape(b.Exp(last), h, 1, 1), h, dv, dk)), b.MatMul(wt, b.Transpose(kd, 0, 2, 1)))
+	}
+	if len(outs) == 1 {
+		return outs[0], s
+	}
+	return b.Concat(1, outs...), s
+}
