@@ -1,0 +1,172 @@
+package interp
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/tensor"
+)
+
+// Consts supplies the data of a graph's constants by name. A loader can
+// implement it over a memory-mapped checkpoint and hand out zero-copy views
+// lazily; tests use [ConstMap].
+type Consts interface {
+	// Lookup returns the tensor bound to name, as stored.
+	Lookup(name string) (tensor.Tensor, bool)
+}
+
+// ConstNamer is implemented by Consts that can list every name they bind.
+// Interpreters use it to reject bindings the graph does not declare.
+type ConstNamer interface {
+	Names() []string
+}
+
+// ConstMap is the simplest Consts: tensors by name.
+type ConstMap map[string]tensor.Tensor
+
+// Lookup returns m[name].
+func (m ConstMap) Lookup(name string) (tensor.Tensor, bool) {
+	t, ok := m[name]
+	return t, ok
+}
+
+// Names lists the bound names in sorted order.
+func (m ConstMap) Names() []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Slots are the per-step inputs by name. A slot of a kind other than
+// poot.SlotNamed is named after its kind (poot.SlotToken.String() is
+// "token").
+type Slots map[string]tensor.Tensor
+
+// State holds the state carried between steps (KV caches, recurrent state)
+// by the names of the graph's state inputs. A step reads every state tensor
+// and, when it succeeds, overwrites each with its new value in place (the
+// same Data, so views handed out earlier see the update). A failed step
+// leaves the state untouched. The prefill and decode graphs of one model
+// share one State.
+type State struct {
+	Tensors map[string]tensor.Tensor
+}
+
+// NewState returns a State holding a zero-filled tensor for every state
+// input of g.
+func NewState(g *poot.Graph) (*State, error) {
+	s := &State{Tensors: map[string]tensor.Tensor{}}
+	for _, id := range g.Inputs(poot.State) {
+		v := g.Value(id)
+		t, err := tensor.New(v.Type)
+		if err != nil {
+			return nil, bindingError(v.Name, fmt.Errorf("%w: %w", ErrBinding, err))
+		}
+		s.Tensors[v.Name] = t
+	}
+	return s, nil
+}
+
+// Clone returns a deep copy of s, for comparing two interpreters from the
+// same starting state.
+func (s *State) Clone() *State {
+	if s == nil {
+		return nil
+	}
+	c := &State{Tensors: make(map[string]tensor.Tensor, len(s.Tensors))}
+	for k, t := range s.Tensors {
+		c.Tensors[k] = t.Clone()
+	}
+	return c
+}
+
+// checkBound reports whether t is valid data for value v.
+func checkBound(v poot.Value, t tensor.Tensor, ok bool) error {
+	if !ok {
+		return bindingError(v.Name, fmt.Errorf("%w: %v %v is not bound", ErrBinding, v.Kind, v.Type))
+	}
+	if !t.Type.Equal(v.Type) {
+		return bindingError(v.Name, fmt.Errorf("%w: %v is declared %v, bound to %v", ErrBinding, v.Kind, v.Type, t.Type))
+	}
+	if err := t.Validate(); err != nil {
+		return bindingError(v.Name, fmt.Errorf("%w: %w", ErrBinding, err))
+	}
+	return nil
+}
+
+// CheckConsts validates that consts binds every constant of g with its
+// declared type and, when consts can list its names, nothing else.
+func CheckConsts(g *poot.Graph, consts Consts) error {
+	ids := g.Inputs(poot.Const)
+	if consts == nil && len(ids) > 0 {
+		consts = ConstMap(nil)
+	}
+	for _, id := range ids {
+		v := g.Value(id)
+		t, ok := consts.Lookup(v.Name)
+		if err := checkBound(v, t, ok); err != nil {
+			return err
+		}
+	}
+	if n, ok := consts.(ConstNamer); ok {
+		for _, name := range n.Names() {
+			id, ok := g.Lookup(name)
+			if !ok || g.Value(id).Kind != poot.Const {
+				return bindingError(name, fmt.Errorf("%w: the graph declares no constant of that name", ErrBinding))
+			}
+		}
+	}
+	return nil
+}
+
+// CheckStep validates the slots and state of one step of g: every slot and
+// state present with its declared type, nothing extra, and every ranged
+// slot's values within [Min, Max].
+func CheckStep(g *poot.Graph, slots Slots, state *State) error {
+	slotIDs := g.Inputs(poot.Slot)
+	for _, id := range slotIDs {
+		v := g.Value(id)
+		t, ok := slots[v.Name]
+		if err := checkBound(v, t, ok); err != nil {
+			return err
+		}
+		if v.Ranged() {
+			for i, x := range t.I32() {
+				if int64(x) < v.Min || int64(x) > v.Max {
+					return bindingError(v.Name, fmt.Errorf("%w: element %d is %d, outside [%d, %d]", ErrSlotRange, i, x, v.Min, v.Max))
+				}
+			}
+		}
+	}
+	for name := range slots {
+		id, ok := g.Lookup(name)
+		if !ok || g.Value(id).Kind != poot.Slot {
+			return bindingError(name, fmt.Errorf("%w: the graph declares no slot of that name", ErrBinding))
+		}
+	}
+	stateIDs := g.Inputs(poot.State)
+	if len(stateIDs) == 0 && (state == nil || len(state.Tensors) == 0) {
+		return nil
+	}
+	if state == nil {
+		state = &State{}
+	}
+	for _, id := range stateIDs {
+		v := g.Value(id)
+		t, ok := state.Tensors[v.Name]
+		if err := checkBound(v, t, ok); err != nil {
+			return err
+		}
+	}
+	for name := range state.Tensors {
+		id, ok := g.Lookup(name)
+		if !ok || g.Value(id).Kind != poot.State {
+			return bindingError(name, fmt.Errorf("%w: the graph declares no state of that name", ErrBinding))
+		}
+	}
+	return nil
+}
