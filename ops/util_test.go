@@ -1,0 +1,399 @@
+package ops_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/interp"
+	"github.com/pootlabs/poot/ops"
+	"github.com/pootlabs/poot/tensor"
+	"pgregory.net/rapid"
+)
+
+// The tests of this file's author share a small harness: a builder of brand
+// coreBrand, inputs declared together with their data, and evaluation under
+// the oracle. References are naive float64 loops written in the tests.
+
+type coreBrand struct{}
+
+type coreT = poot.Traced[coreBrand]
+
+// coreTB is what the harness needs of a *testing.T or a *rapid.T.
+type coreTB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Logf(format string, args ...any)
+}
+
+type coreGraph struct {
+	b      *poot.Builder[coreBrand]
+	consts interp.ConstMap
+	slots  interp.Slots
+	state  *interp.State
+	carry  []poot.Carry[coreBrand]
+}
+
+func newCore() *coreGraph {
+	return &coreGraph{
+		b:      poot.NewBuilder[coreBrand](poot.Limits{}),
+		consts: interp.ConstMap{},
+		slots:  interp.Slots{},
+		state:  &interp.State{Tensors: map[string]tensor.Tensor{}},
+	}
+}
+
+func f32s(v []float64) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
+}
+
+// rounded returns v as the float32 values the graph sees, widened back.
+func rounded(v []float64) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(float32(x))
+	}
+	return out
+}
+
+// constant declares an F32 constant holding v (rounded to float32, as the
+// reference should also use).
+func (g *coreGraph) constant(tb coreTB, name string, v []float64, shape ...int) coreT {
+	tb.Helper()
+	t, err := tensor.FromF32(poot.Shape(shape), f32s(v))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g.consts[name] = t
+	return g.b.Constant(name, poot.T(poot.F32, shape...))
+}
+
+// stored declares a constant of dtype d holding v as d encodes it, and
+// returns the decoded values the graph reads.
+func (g *coreGraph) stored(tb coreTB, name string, d poot.DType, v []float64, shape ...int) (coreT, []float64) {
+	tb.Helper()
+	t, err := tensor.Quantize(poot.T(d, shape...), f32s(v))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dec, err := t.ToF32()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g.consts[name] = t
+	out := make([]float64, len(dec))
+	for i, x := range dec {
+		out[i] = float64(x)
+	}
+	return g.b.Constant(name, t.Type), out
+}
+
+// positions declares the SlotPos slot with values pos in [0, max].
+func (g *coreGraph) positions(tb coreTB, pos []int, max int) coreT {
+	tb.Helper()
+	v := make([]int32, len(pos))
+	for i, p := range pos {
+		v[i] = int32(p)
+	}
+	t, err := tensor.FromI32(poot.Shape{len(pos)}, v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g.slots[poot.SlotPos.String()] = t
+	return g.b.Slot(poot.SlotPos, poot.Shape{len(pos)}, 0, int64(max))
+}
+
+// cache declares an F32 state input holding v.
+func (g *coreGraph) cache(tb coreTB, name string, v []float64, shape ...int) coreT {
+	tb.Helper()
+	t, err := tensor.FromF32(poot.Shape(shape), f32s(v))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g.state.Tensors[name] = t
+	return g.b.StateInput(name, poot.T(poot.F32, shape...))
+}
+
+// run finishes the graph with outs (and the recorded carries), logs its
+// size, evaluates it under the oracle and returns the outputs as float64.
+func (g *coreGraph) run(tb coreTB, label string, outs ...coreT) [][]float64 {
+	tb.Helper()
+	o := poot.Out(outs...)
+	for _, c := range g.carry {
+		o = o.WithState(c.In, c.Out)
+	}
+	gr, err := g.b.Finish(o)
+	if err != nil {
+		tb.Fatalf("%s: %v", label, err)
+	}
+	if label != "" {
+		tb.Logf("%s: %d equations, %d dispatches", label, gr.NumEqns(), poot.DispatchCount(gr))
+	}
+	res, err := interp.Eval(gr, g.consts, g.slots, g.state)
+	if err != nil {
+		tb.Fatalf("%s: eval: %v", label, err)
+	}
+	out := make([][]float64, len(res))
+	for i, r := range res {
+		f, err := r.ToF32()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[i] = make([]float64, len(f))
+		for j, x := range f {
+			out[i][j] = float64(x)
+		}
+	}
+	return out
+}
+
+// stateOf returns the state tensor name after a run, as float64.
+func (g *coreGraph) stateOf(tb coreTB, name string) []float64 {
+	f, err := g.state.Tensors[name].ToF32()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make([]float64, len(f))
+	for i, x := range f {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// relErr is the largest absolute difference relative to the largest
+// reference magnitude (at least 1e-3, so all-zero references compare by
+// absolute error).
+func relErr(got, want []float64) float64 {
+	if len(got) != len(want) {
+		return math.Inf(1)
+	}
+	scale, worst := 1e-3, 0.0
+	for _, w := range want {
+		scale = math.Max(scale, math.Abs(w))
+	}
+	for i := range got {
+		d := math.Abs(got[i] - want[i])
+		if math.IsNaN(got[i]) != math.IsNaN(want[i]) {
+			return math.Inf(1)
+		}
+		if !math.IsNaN(d) {
+			worst = math.Max(worst, d)
+		}
+	}
+	return worst / scale
+}
+
+const coreTol = 1e-5
+
+func checkClose(tb coreTB, label string, got, want []float64) {
+	tb.Helper()
+	if e := relErr(got, want); !(e < coreTol) {
+		tb.Errorf("%s: relative error %.3g (tolerance %g)\n got %v\nwant %v", label, e, coreTol, head(got), head(want))
+	}
+}
+
+func head(v []float64) []float64 {
+	if len(v) > 8 {
+		return v[:8]
+	}
+	return v
+}
+
+func randVec(r *rand.Rand, n int, scale float64) []float64 {
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = rounded([]float64{(r.Float64()*2 - 1) * scale})[0]
+	}
+	return v
+}
+
+// --- naive references ---
+
+func refSigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+
+func refSoftmaxRows(x []float64, n int) []float64 {
+	out := make([]float64, len(x))
+	for r := 0; r < len(x)/n; r++ {
+		row := x[r*n : (r+1)*n]
+		m := math.Inf(-1)
+		for _, v := range row {
+			m = math.Max(m, v)
+		}
+		s := 0.0
+		for _, v := range row {
+			s += math.Exp(v - m)
+		}
+		for i, v := range row {
+			out[r*n+i] = math.Exp(v-m) / s
+		}
+	}
+	return out
+}
+
+func mapVec(x []float64, f func(float64) float64) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = f(v)
+	}
+	return out
+}
+
+// --- tests ---
+
+func TestUtilAgainstReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const rows, n = 3, 7
+	xv := randVec(r, rows*n, 20)
+
+	g := newCore()
+	x := g.constant(t, "x", xv, rows, n)
+	out := g.run(t, "Softmax", ops.Softmax(g.b, x, -1))
+	checkClose(t, "Softmax", out[0], refSoftmaxRows(xv, n))
+
+	g = newCore()
+	x = g.constant(t, "x", xv, rows, n)
+	out = g.run(t, "LogSumExp", ops.LogSumExp(g.b, x, 1))
+	want := make([]float64, rows)
+	for i := range rows {
+		s := 0.0
+		for _, v := range xv[i*n : (i+1)*n] {
+			s += math.Exp(v)
+		}
+		want[i] = math.Log(s)
+	}
+	checkClose(t, "LogSumExp", out[0], want)
+
+	g = newCore()
+	x = g.constant(t, "x", xv, rows, n)
+	out = g.run(t, "Sigmoid", ops.Sigmoid(g.b, x))
+	checkClose(t, "Sigmoid", out[0], mapVec(xv, refSigmoid))
+
+	g = newCore()
+	x = g.constant(t, "x", xv, rows, n)
+	out = g.run(t, "SiLU", ops.SiLU(g.b, x))
+	checkClose(t, "SiLU", out[0], mapVec(xv, func(v float64) float64 { return v * refSigmoid(v) }))
+
+	// Softmax over a leading axis.
+	g = newCore()
+	x = g.constant(t, "x", xv, rows, n)
+	out = g.run(t, "Softmax(axis 0)", ops.Softmax(g.b, x, 0))
+	tr := make([]float64, len(xv))
+	for i := range rows {
+		for j := range n {
+			tr[j*rows+i] = xv[i*n+j]
+		}
+	}
+	sm := refSoftmaxRows(tr, rows)
+	want = make([]float64, len(xv))
+	for i := range rows {
+		for j := range n {
+			want[i*n+j] = sm[j*rows+i]
+		}
+	}
+	checkClose(t, "Softmax(axis 0)", out[0], want)
+
+	// BroadcastTo prepends axes.
+	g = newCore()
+	v := g.constant(t, "v", xv[:n], n)
+	out = g.run(t, "BroadcastTo", ops.BroadcastTo(g.b, v, rows, n))
+	want = nil
+	for range rows {
+		want = append(want, xv[:n]...)
+	}
+	checkClose(t, "BroadcastTo", out[0], want)
+}
+
+func TestSoftmaxRowsSumToOne(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		rows := rapid.IntRange(1, 4).Draw(rt, "rows")
+		n := rapid.IntRange(1, 9).Draw(rt, "n")
+		xv := rapid.SliceOfN(rapid.Float64Range(-80, 80), rows*n, rows*n).Draw(rt, "x")
+		xv = rounded(xv)
+		g := newCore()
+		out := g.run(rt, "", ops.Softmax(g.b, g.constant(rt, "x", xv, rows, n), -1))
+		for i := range rows {
+			s := 0.0
+			for _, p := range out[0][i*n : (i+1)*n] {
+				if p < 0 || p > 1 {
+					rt.Fatalf("probability %v outside [0,1]", p)
+				}
+				s += p
+			}
+			if math.Abs(s-1) > 1e-5 {
+				rt.Fatalf("row %d sums to %v", i, s)
+			}
+		}
+	})
+}
+
+// TestNoPanics drives every composite with operands of wrong shapes, foreign
+// and poisoned handles: each must record an error and never panic.
+func TestNoPanics(t *testing.T) {
+	type fn func(b *poot.Builder[coreBrand], x, y coreT)
+	var none coreT
+	cases := map[string]fn{
+		"RMSNorm":       func(b *poot.Builder[coreBrand], x, y coreT) { ops.RMSNorm(b, x, y, 1e-5) },
+		"LayerNorm":     func(b *poot.Builder[coreBrand], x, y coreT) { ops.LayerNorm(b, x, y, y, 1e-5) },
+		"L2Norm":        func(b *poot.Builder[coreBrand], x, y coreT) { ops.L2Norm(b, x, 1e-5) },
+		"RMSNormHeads":  func(b *poot.Builder[coreBrand], x, y coreT) { ops.RMSNormHeads(b, x, y, 3, 1e-5) },
+		"L2NormHeads":   func(b *poot.Builder[coreBrand], x, y coreT) { ops.L2NormHeads(b, x, 0, 1e-5) },
+		"Linear":        func(b *poot.Builder[coreBrand], x, y coreT) { ops.Linear(b, x, y, y) },
+		"SplitQKV":      func(b *poot.Builder[coreBrand], x, y coreT) { ops.SplitQKV(b, x, 2, 1, 3) },
+		"Softmax":       func(b *poot.Builder[coreBrand], x, y coreT) { ops.Softmax(b, x, 5) },
+		"LogSumExp":     func(b *poot.Builder[coreBrand], x, y coreT) { ops.LogSumExp(b, x, -7) },
+		"Mean":          func(b *poot.Builder[coreBrand], x, y coreT) { ops.Mean(b, x, 9) },
+		"BroadcastTo":   func(b *poot.Builder[coreBrand], x, y coreT) { ops.BroadcastTo(b, x, 2) },
+		"MergeHeads":    func(b *poot.Builder[coreBrand], x, y coreT) { ops.MergeHeads(b, y) },
+		"RopeInvFreq":   func(b *poot.Builder[coreBrand], x, y coreT) { ops.RopeInvFreq(b, ops.RopeConfig{Dims: 3}) },
+		"RopeTables":    func(b *poot.Builder[coreBrand], x, y coreT) { ops.RopeTables(b, x, y, 1, ops.RopeNeoX) },
+		"RoPE":          func(b *poot.Builder[coreBrand], x, y coreT) { ops.RoPE(b, x, 5, ops.Rotary[coreBrand]{Cos: y, Sin: y}) },
+		"RoPE(zero)":    func(b *poot.Builder[coreBrand], x, y coreT) { ops.RoPE(b, x, 1, ops.Rotary[coreBrand]{}) },
+		"Temperature":   func(b *poot.Builder[coreBrand], x, y coreT) { ops.AttnTemperature(b, x, 0, 1) },
+		"ScaleRows":     func(b *poot.Builder[coreBrand], x, y coreT) { ops.ScaleRows(b, x, y) },
+		"RepeatKV":      func(b *poot.Builder[coreBrand], x, y coreT) { ops.RepeatKV(b, x, 0) },
+		"CausalMask":    func(b *poot.Builder[coreBrand], x, y coreT) { ops.CausalMask(b, x, 4, -1, 0) },
+		"CacheIndex":    func(b *poot.Builder[coreBrand], x, y coreT) { ops.CacheIndex(b, x, 0, 4) },
+		"Attention":     func(b *poot.Builder[coreBrand], x, y coreT) { ops.Attention(b, x, y, y, x, ops.AttentionConfig[coreBrand]{}) },
+		"Cached":        func(b *poot.Builder[coreBrand], x, y coreT) { ops.CachedAttention(b, x, y, y, y, y, x, x, ops.AttentionConfig[coreBrand]{Rows: -1}) },
+		"OutputGate":    func(b *poot.Builder[coreBrand], x, y coreT) { ops.OutputGate(b, x, y) },
+		"SwiGLUClamped": func(b *poot.Builder[coreBrand], x, y coreT) { ops.SwiGLUClamped(b, x, y, 7, 1.7) },
+		"GatedFFN":      func(b *poot.Builder[coreBrand], x, y coreT) { ops.GatedFFN(b, x, y, y, y, ops.SwiGLU[coreBrand]) },
+		"FFN":           func(b *poot.Builder[coreBrand], x, y coreT) { ops.FFN(b, x, y, none, y, none, ops.GeLU[coreBrand]) },
+		"SoftCap":       func(b *poot.Builder[coreBrand], x, y coreT) { ops.SoftCap(b, x, 0) },
+	}
+	for name, f := range cases {
+		t.Run(name, func(t *testing.T) {
+			// Wrong shapes: a scalar and a rank-3 value.
+			b := poot.NewBuilder[coreBrand](poot.Limits{})
+			f(b, b.Scalar(1), b.Full(poot.T(poot.F32, 2, 3, 5), 1))
+			b2 := poot.NewBuilder[coreBrand](poot.Limits{})
+			f(b2, b2.Full(poot.T(poot.F32, 2, 3, 5), 1), b2.Scalar(1))
+			if b.Err() == nil && b2.Err() == nil {
+				t.Errorf("no error recorded for wrong shapes")
+			}
+			// Foreign handles.
+			other := poot.NewBuilder[coreBrand](poot.Limits{})
+			b3 := poot.NewBuilder[coreBrand](poot.Limits{})
+			f(b3, other.Full(poot.T(poot.F32, 4, 6), 1), other.Full(poot.T(poot.F32, 6), 1))
+			if b3.Err() == nil {
+				t.Errorf("no error recorded for foreign handles")
+			}
+			// Zero handles, and a builder already in error.
+			b4 := poot.NewBuilder[coreBrand](poot.Limits{})
+			f(b4, none, none)
+			b5 := poot.NewBuilder[coreBrand](poot.Limits{})
+			b5.Reshape(b5.Scalar(1), 2)
+			f(b5, b5.Scalar(1), b5.Scalar(1))
+			if b5.Err() == nil {
+				t.Errorf("error lost")
+			}
+		})
+	}
+}
