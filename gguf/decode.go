@@ -10,6 +10,13 @@ import (
 // nest more than once, and the bound keeps recursion shallow on hostile input.
 const maxArrayDepth = 8
 
+// prealloc caps the capacity reserved for n entries whose Go form is larger
+// than their smallest encoding (strings, nested arrays, tensor infos): a
+// hostile count that fits the file could otherwise reserve several times the
+// file's size before the entries fail to parse. Past the cap, slices grow as
+// entries are actually read.
+func prealloc(n int) int { return min(n, 1<<12) }
+
 // decoder reads little-endian fields from an untrusted buffer. Every read
 // checks the remaining length first; no count is trusted before it has been
 // compared with the bytes that could hold it.
@@ -149,20 +156,24 @@ func (d *decoder) array(depth int) (Value, error) {
 	v := Value{typ: TypeArray, elem: elem, ok: true}
 	switch elem {
 	case TypeString:
-		a := make([]string, n)
-		for i := range a {
-			if a[i], err = d.str("string element"); err != nil {
+		a := make([]string, 0, prealloc(n))
+		for range n {
+			s, err := d.str("string element")
+			if err != nil {
 				return Value{}, err
 			}
+			a = append(a, s)
 		}
 		v.arr = a
 		return v, nil
 	case TypeArray:
-		a := make([]Value, n)
-		for i := range a {
-			if a[i], err = d.array(depth + 1); err != nil {
+		a := make([]Value, 0, prealloc(n))
+		for range n {
+			e, err := d.array(depth + 1)
+			if err != nil {
 				return Value{}, err
 			}
+			a = append(a, e)
 		}
 		v.arr = a
 		return v, nil

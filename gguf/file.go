@@ -159,8 +159,8 @@ func Parse(data []byte) (*File, error) {
 	}
 
 	f := &File{version: version, alignment: DefaultAlignment, data: data}
-	f.kvs = make([]KV, 0, nKV)
-	f.kvIndex = make(map[string]int, nKV)
+	f.kvs = make([]KV, 0, prealloc(nKV))
+	f.kvIndex = make(map[string]int, prealloc(nKV))
 	for range nKV {
 		start := d.off
 		key, err := d.str("key")
@@ -189,9 +189,9 @@ func Parse(data []byte) (*File, error) {
 		f.kvs = append(f.kvs, KV{Key: key, Value: v})
 	}
 
-	f.tensors = make([]TensorInfo, 0, nTensors)
-	f.tensorIndex = make(map[string]int, nTensors)
-	infoStarts := make([]int, 0, nTensors)
+	f.tensors = make([]TensorInfo, 0, prealloc(nTensors))
+	f.tensorIndex = make(map[string]int, prealloc(nTensors))
+	infoStarts := make([]int, 0, prealloc(nTensors))
 	for range nTensors {
 		start := d.off
 		t, err := d.tensorInfo()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -198,6 +199,28 @@ func checkParsed(t testing.TB, data []byte) {
 		}
 		if tt, err := ti.TensorType(); err == nil && tt.Bytes() != ti.Size {
 			t.Fatalf("%s: poot says %d bytes, file %d", ti.Name, tt.Bytes(), ti.Size)
+		}
+	}
+}
+
+// TestNoAmplification checks that a count which fits the file but is false
+// does not make Parse reserve memory in proportion to it: 16 MiB of 0xff
+// after a string array header claiming two million elements fails on the
+// first element, having allocated little.
+func TestNoAmplification(t *testing.T) {
+	const size = 16 << 20
+	for _, elem := range []ValueType{TypeString, TypeArray} {
+		r := header(0, 1).str("k").u32(uint32(TypeArray)).u32(uint32(elem)).u64(size / 16)
+		r.b = append(r.b, bytes.Repeat([]byte{0xff}, size)...)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := Parse(r.b)
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Fatalf("%v: parsed", elem)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+			t.Errorf("%v: Parse allocated %d bytes for a bogus count", elem, grew)
 		}
 	}
 }
