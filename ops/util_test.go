@@ -46,7 +46,7 @@ func newCore() *coreGraph {
 	}
 }
 
-func f32s(v []float64) []float32 {
+func coreF32s(v []float64) []float32 {
 	out := make([]float32, len(v))
 	for i, x := range v {
 		out[i] = float32(x)
@@ -54,8 +54,8 @@ func f32s(v []float64) []float32 {
 	return out
 }
 
-// rounded returns v as the float32 values the graph sees, widened back.
-func rounded(v []float64) []float64 {
+// coreRound returns v as the float32 values the graph sees, widened back.
+func coreRound(v []float64) []float64 {
 	out := make([]float64, len(v))
 	for i, x := range v {
 		out[i] = float64(float32(x))
@@ -67,7 +67,7 @@ func rounded(v []float64) []float64 {
 // reference should also use).
 func (g *coreGraph) constant(tb coreTB, name string, v []float64, shape ...int) coreT {
 	tb.Helper()
-	t, err := tensor.FromF32(poot.Shape(shape), f32s(v))
+	t, err := tensor.FromF32(poot.Shape(shape), coreF32s(v))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func (g *coreGraph) constant(tb coreTB, name string, v []float64, shape ...int) 
 // returns the decoded values the graph reads.
 func (g *coreGraph) stored(tb coreTB, name string, d poot.DType, v []float64, shape ...int) (coreT, []float64) {
 	tb.Helper()
-	t, err := tensor.Quantize(poot.T(d, shape...), f32s(v))
+	t, err := tensor.Quantize(poot.T(d, shape...), coreF32s(v))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func (g *coreGraph) positions(tb coreTB, pos []int, max int) coreT {
 // cache declares an F32 state input holding v.
 func (g *coreGraph) cache(tb coreTB, name string, v []float64, shape ...int) coreT {
 	tb.Helper()
-	t, err := tensor.FromF32(poot.Shape(shape), f32s(v))
+	t, err := tensor.FromF32(poot.Shape(shape), coreF32s(v))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -167,10 +167,10 @@ func (g *coreGraph) stateOf(tb coreTB, name string) []float64 {
 	return out
 }
 
-// relErr is the largest absolute difference relative to the largest
+// coreRelErr is the largest absolute difference relative to the largest
 // reference magnitude (at least 1e-3, so all-zero references compare by
 // absolute error).
-func relErr(got, want []float64) float64 {
+func coreRelErr(got, want []float64) float64 {
 	if len(got) != len(want) {
 		return math.Inf(1)
 	}
@@ -192,33 +192,33 @@ func relErr(got, want []float64) float64 {
 
 const coreTol = 1e-5
 
-func checkClose(tb coreTB, label string, got, want []float64) {
+func coreCheck(tb coreTB, label string, got, want []float64) {
 	tb.Helper()
-	if e := relErr(got, want); !(e < coreTol) {
-		tb.Errorf("%s: relative error %.3g (tolerance %g)\n got %v\nwant %v", label, e, coreTol, head(got), head(want))
+	if e := coreRelErr(got, want); !(e < coreTol) {
+		tb.Errorf("%s: relative error %.3g (tolerance %g)\n got %v\nwant %v", label, e, coreTol, coreHead(got), coreHead(want))
 	}
 }
 
-func head(v []float64) []float64 {
+func coreHead(v []float64) []float64 {
 	if len(v) > 8 {
 		return v[:8]
 	}
 	return v
 }
 
-func randVec(r *rand.Rand, n int, scale float64) []float64 {
+func coreRand(r *rand.Rand, n int, scale float64) []float64 {
 	v := make([]float64, n)
 	for i := range v {
-		v[i] = rounded([]float64{(r.Float64()*2 - 1) * scale})[0]
+		v[i] = coreRound([]float64{(r.Float64()*2 - 1) * scale})[0]
 	}
 	return v
 }
 
 // --- naive references ---
 
-func refSigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+func coreSigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 
-func refSoftmaxRows(x []float64, n int) []float64 {
+func coreSoftmaxRows(x []float64, n int) []float64 {
 	out := make([]float64, len(x))
 	for r := 0; r < len(x)/n; r++ {
 		row := x[r*n : (r+1)*n]
@@ -237,7 +237,7 @@ func refSoftmaxRows(x []float64, n int) []float64 {
 	return out
 }
 
-func mapVec(x []float64, f func(float64) float64) []float64 {
+func coreMap(x []float64, f func(float64) float64) []float64 {
 	out := make([]float64, len(x))
 	for i, v := range x {
 		out[i] = f(v)
@@ -250,12 +250,12 @@ func mapVec(x []float64, f func(float64) float64) []float64 {
 func TestUtilAgainstReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	const rows, n = 3, 7
-	xv := randVec(r, rows*n, 20)
+	xv := coreRand(r, rows*n, 20)
 
 	g := newCore()
 	x := g.constant(t, "x", xv, rows, n)
 	out := g.run(t, "Softmax", ops.Softmax(g.b, x, -1))
-	checkClose(t, "Softmax", out[0], refSoftmaxRows(xv, n))
+	coreCheck(t, "Softmax", out[0], coreSoftmaxRows(xv, n))
 
 	g = newCore()
 	x = g.constant(t, "x", xv, rows, n)
@@ -268,17 +268,17 @@ func TestUtilAgainstReference(t *testing.T) {
 		}
 		want[i] = math.Log(s)
 	}
-	checkClose(t, "LogSumExp", out[0], want)
+	coreCheck(t, "LogSumExp", out[0], want)
 
 	g = newCore()
 	x = g.constant(t, "x", xv, rows, n)
 	out = g.run(t, "Sigmoid", ops.Sigmoid(g.b, x))
-	checkClose(t, "Sigmoid", out[0], mapVec(xv, refSigmoid))
+	coreCheck(t, "Sigmoid", out[0], coreMap(xv, coreSigmoid))
 
 	g = newCore()
 	x = g.constant(t, "x", xv, rows, n)
 	out = g.run(t, "SiLU", ops.SiLU(g.b, x))
-	checkClose(t, "SiLU", out[0], mapVec(xv, func(v float64) float64 { return v * refSigmoid(v) }))
+	coreCheck(t, "SiLU", out[0], coreMap(xv, func(v float64) float64 { return v * coreSigmoid(v) }))
 
 	// Softmax over a leading axis.
 	g = newCore()
@@ -290,14 +290,14 @@ func TestUtilAgainstReference(t *testing.T) {
 			tr[j*rows+i] = xv[i*n+j]
 		}
 	}
-	sm := refSoftmaxRows(tr, rows)
+	sm := coreSoftmaxRows(tr, rows)
 	want = make([]float64, len(xv))
 	for i := range rows {
 		for j := range n {
 			want[i*n+j] = sm[j*rows+i]
 		}
 	}
-	checkClose(t, "Softmax(axis 0)", out[0], want)
+	coreCheck(t, "Softmax(axis 0)", out[0], want)
 
 	// BroadcastTo prepends axes.
 	g = newCore()
@@ -307,7 +307,7 @@ func TestUtilAgainstReference(t *testing.T) {
 	for range rows {
 		want = append(want, xv[:n]...)
 	}
-	checkClose(t, "BroadcastTo", out[0], want)
+	coreCheck(t, "BroadcastTo", out[0], want)
 }
 
 func TestSoftmaxRowsSumToOne(t *testing.T) {
@@ -315,7 +315,7 @@ func TestSoftmaxRowsSumToOne(t *testing.T) {
 		rows := rapid.IntRange(1, 4).Draw(rt, "rows")
 		n := rapid.IntRange(1, 9).Draw(rt, "n")
 		xv := rapid.SliceOfN(rapid.Float64Range(-80, 80), rows*n, rows*n).Draw(rt, "x")
-		xv = rounded(xv)
+		xv = coreRound(xv)
 		g := newCore()
 		out := g.run(rt, "", ops.Softmax(g.b, g.constant(rt, "x", xv, rows, n), -1))
 		for i := range rows {
