@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/ops"
 )
 
 // KVLayout says how a step's KV cache is stored.
@@ -209,20 +210,18 @@ func (s *Step[B]) cacheRows() poot.Traced[B] {
 		return s.WriteMap
 	}
 	if !s.haveIdx {
-		b, sh := s.B, s.Shape
-		base := b.Iota(poot.T(poot.I32, sh.Rows, sh.New), 0)
-		base = b.Mul(base, b.Full(poot.T(poot.I32, sh.Rows, sh.New), float64(sh.Capacity)))
-		s.writeIdx = b.Add(b.Reshape(base, sh.Tokens()), s.Pos)
+		s.writeIdx = ops.CacheIndex(s.B, s.Pos, s.Shape.Rows, s.Shape.Capacity)
 		s.haveIdx = true
 	}
 	return s.writeIdx
 }
 
-// Cache declares the state named name with width columns, writes the
-// step's new rows (f32[rows*new, width]) into it, records the carry, and
-// returns the cache as every row sees it: f32[rows, capacity, width], logical
-// position p of row r at [r, p]. Positions not yet written hold whatever the
-// state holds; the attention mask hides them.
+// Cache declares the state named name with the width of fresh's columns,
+// writes the step's new rows (fresh, f32[rows*new, width]) into it, records
+// the carry, and returns the cache as the rows see it: f32[rows*capacity,
+// width], logical position p of row r at row r*capacity+p (the layout
+// ops.Attention reads). Positions not yet written hold whatever the state
+// holds (zeros from a fresh state); the attention mask hides them.
 func (s *Step[B]) Cache(name string, fresh poot.Traced[B]) poot.Traced[B] {
 	b, sh := s.B, s.Shape
 	width := b.Dim(fresh, -1)
@@ -230,26 +229,20 @@ func (s *Step[B]) Cache(name string, fresh poot.Traced[B]) poot.Traced[B] {
 	out := b.WriteRows(in, s.cacheRows(), fresh)
 	s.carries = append(s.carries, poot.Carry[B]{In: in, Out: out})
 	if sh.Layout == Paged {
-		return b.Gather(out, s.SlotMap)
+		return b.Reshape(b.Gather(out, s.SlotMap), sh.Rows*sh.Capacity, width)
 	}
-	return b.Reshape(out, sh.Rows, sh.Capacity, width)
+	return out
 }
 
-// Mask returns the attention mask Bool[rows, new, capacity]: new token i of
-// row r may see logical position j when j <= pos and, for window > 0, when
-// pos - j < window. It is built once per window and shared by the layers.
+// Mask returns the attention mask Bool[rows*new, capacity]: new token i of
+// row r may see its row's logical position j when j <= pos and, for
+// window > 0, when pos - j < window. It is built once per window and shared
+// by the layers.
 func (s *Step[B]) Mask(window int) poot.Traced[B] {
 	if m, ok := s.masks[window]; ok {
 		return m
 	}
-	b, sh := s.B, s.Shape
-	full := poot.T(poot.I32, sh.Rows, sh.New, sh.Capacity)
-	key := b.Iota(full, 2)
-	query := b.Broadcast(b.Reshape(s.Pos, sh.Rows, sh.New, 1), sh.Rows, sh.New, sh.Capacity)
-	m := b.Le(key, query)
-	if window > 0 {
-		m = b.And(m, b.Gt(key, b.Sub(query, b.Full(full, float64(window)))))
-	}
+	m := ops.CausalMask(s.B, s.Pos, s.Shape.Capacity, window, 0)
 	s.masks[window] = m
 	return m
 }

@@ -1,0 +1,298 @@
+package families
+
+import (
+	"fmt"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/ops"
+)
+
+// Activation is a gated feed-forward's activation.
+type Activation uint8
+
+// The activations.
+const (
+	// SiLU gives SwiGLU: down(silu(gate·x) ⊙ up·x).
+	SiLU Activation = iota
+	// GELUTanh gives GeGLU with the tanh approximation of GELU.
+	GELUTanh
+)
+
+// Rope is a rotary embedding: the ops configuration of its frequencies,
+// the channel layout, and whether a GGUF rope_freqs.weight table of
+// per-frequency divisors (Llama 3.1 conversions) applies.
+type Rope struct {
+	ops.RopeConfig
+	Layout      ops.RopeLayout
+	FreqFactors bool
+}
+
+// MoE describes a routed feed-forward: Experts experts of hidden width FFN,
+// each token sent to Used of them.
+type MoE struct {
+	Experts, Used, FFN int
+	Gating             ops.Gating
+	Renormalize        bool
+}
+
+// Decoder holds the hyperparameters of a standard decoder: the shape every
+// family in the first batch shares. A family's config reader fills it, and
+// it is a Model: the shared tracer (Stack over Layer, Attention and
+// GatedFFN or RoutedFFN) records its steps.
+type Decoder struct {
+	Name       string // family name, for errors and the Model interface
+	Vocab      int
+	Dim        int
+	Layers     int
+	Heads      int
+	KVHeads    int
+	HeadDim    int
+	FFN        int // gated FFN hidden width (dense layers)
+	Eps        float64
+	MaxContext int
+
+	Rope Rope
+	// LocalRope, when non-nil, is the rotary embedding of the layers with a
+	// sliding window (Gemma 3's local base).
+	LocalRope *Rope
+	// Windows gives each layer's sliding window; 0 (or a nil slice) means
+	// global attention.
+	Windows []int
+
+	QKVBias   bool // attn_q/k/v.bias (Qwen2)
+	QKNorm    bool // attn_q_norm/attn_k_norm per-head RMSNorm before RoPE (Qwen3, Gemma 3)
+	PostNorms bool // post_attention_norm and post_ffw_norm on the branch outputs (Gemma 2/3)
+	// NormPlusOne scales norms by (1 + w): Gemma's Hugging Face weights
+	// (GGUF conversions fold the one in).
+	NormPlusOne bool
+	EmbedScale  float64 // multiplies the embeddings; 0 means 1
+	AttnScale   float64 // multiplies the attention scores; 0 means 1/sqrt(HeadDim)
+	AttnSoftCap float64 // cap·tanh(s/cap) on attention scores; 0 means none
+	// FinalSoftCap is the same on the logits.
+	FinalSoftCap float64
+	Act          Activation
+	Tied         bool // no output.weight: the head reads token_embd.weight
+	MoE          *MoE // routed FFN in every layer when non-nil
+
+	// Weight is the weight map for the container the model came from.
+	Weight WeightMap
+}
+
+type decoderBrand struct{}
+
+// Family returns d.Name.
+func (d *Decoder) Family() string { return d.Name }
+
+// Weights returns d.Weight.
+func (d *Decoder) Weights() WeightMap { return d.Weight }
+
+// Window returns layer l's sliding window (0 for global attention).
+func (d *Decoder) Window(l int) int {
+	if l < len(d.Windows) {
+		return d.Windows[l]
+	}
+	return 0
+}
+
+// Schema returns the driver's facts about the model.
+func (d *Decoder) Schema() Schema {
+	s := Schema{Vocab: d.Vocab, Dim: d.Dim, Layers: d.Layers, MaxContext: d.MaxContext, CacheWidth: map[string]int{}}
+	for l := range d.Layers {
+		for _, kind := range []string{"k", "v"} {
+			n := CacheName(kind, l)
+			s.States = append(s.States, n)
+			s.CacheWidth[n] = d.KVHeads * d.HeadDim
+		}
+	}
+	return s
+}
+
+// Validate checks the hyperparameters against each other. A config reader
+// calls it last; its errors name the field.
+func (d *Decoder) Validate() error {
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Source: d.Name, Key: field, Err: ErrInconsistent, Detail: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case d.Vocab < 1 || d.Dim < 1 || d.Layers < 1 || d.Heads < 1 || d.KVHeads < 1 || d.HeadDim < 1:
+		return bad("shape", "vocab %d, dim %d, layers %d, heads %d/%d, head dim %d must all be positive", d.Vocab, d.Dim, d.Layers, d.Heads, d.KVHeads, d.HeadDim)
+	case d.Heads%d.KVHeads != 0:
+		return bad("KVHeads", "%d query heads are not a multiple of %d key/value heads", d.Heads, d.KVHeads)
+	case d.MoE == nil && d.FFN < 1:
+		return bad("FFN", "feed-forward width %d", d.FFN)
+	case !(d.Eps > 0):
+		return bad("Eps", "norm epsilon %v must be positive", d.Eps)
+	case d.Rope.Dims < 2 || d.Rope.Dims > d.HeadDim || d.Rope.Dims%2 != 0:
+		return bad("Rope.Dims", "%d rotary dims for head dim %d", d.Rope.Dims, d.HeadDim)
+	case len(d.Windows) != 0 && len(d.Windows) != d.Layers:
+		return bad("Windows", "%d windows for %d layers", len(d.Windows), d.Layers)
+	}
+	if m := d.MoE; m != nil && (m.Experts < 1 || m.Used < 1 || m.Used > m.Experts || m.FFN < 1) {
+		return bad("MoE", "%d experts, %d used, width %d", m.Experts, m.Used, m.FFN)
+	}
+	return nil
+}
+
+// Tensors lists the weights a step reads.
+func (d *Decoder) Tensors() []TensorSpec {
+	var ts []TensorSpec
+	add := func(name, role string, optional bool, shape ...int) {
+		ts = append(ts, TensorSpec{Name: name, Shape: poot.Shape(shape), Optional: optional, Role: role})
+	}
+	q, kv := d.Heads*d.HeadDim, d.KVHeads*d.HeadDim
+	add("token_embd.weight", "weight", false, d.Vocab, d.Dim)
+	if d.Rope.FreqFactors {
+		add("rope_freqs.weight", "rope_freqs", false, d.Rope.Dims/2)
+	}
+	for l := range d.Layers {
+		p := fmt.Sprintf("blk.%d.", l)
+		add(p+"attn_norm.weight", "norm", false, d.Dim)
+		add(p+"attn_q.weight", "weight", false, q, d.Dim)
+		add(p+"attn_k.weight", "weight", false, kv, d.Dim)
+		add(p+"attn_v.weight", "weight", false, kv, d.Dim)
+		if d.QKVBias {
+			add(p+"attn_q.bias", "bias", false, q)
+			add(p+"attn_k.bias", "bias", false, kv)
+			add(p+"attn_v.bias", "bias", false, kv)
+		}
+		if d.QKNorm {
+			add(p+"attn_q_norm.weight", "norm", false, d.HeadDim)
+			add(p+"attn_k_norm.weight", "norm", false, d.HeadDim)
+		}
+		add(p+"attn_output.weight", "weight", false, d.Dim, q)
+		if d.PostNorms {
+			add(p+"post_attention_norm.weight", "norm", false, d.Dim)
+		}
+		add(p+"ffn_norm.weight", "norm", false, d.Dim)
+		if m := d.MoE; m != nil {
+			add(p+"ffn_gate_inp.weight", "weight", false, m.Experts, d.Dim)
+			add(p+"ffn_gate_exps.weight", "weight", false, m.Experts, m.FFN, d.Dim)
+			add(p+"ffn_up_exps.weight", "weight", false, m.Experts, m.FFN, d.Dim)
+			add(p+"ffn_down_exps.weight", "weight", false, m.Experts, d.Dim, m.FFN)
+		} else {
+			add(p+"ffn_gate.weight", "weight", false, d.FFN, d.Dim)
+			add(p+"ffn_up.weight", "weight", false, d.FFN, d.Dim)
+			add(p+"ffn_down.weight", "weight", false, d.Dim, d.FFN)
+		}
+		if d.PostNorms {
+			add(p+"post_ffw_norm.weight", "norm", false, d.Dim)
+		}
+	}
+	add("output_norm.weight", "norm", false, d.Dim)
+	if !d.Tied {
+		add("output.weight", "weight", false, d.Vocab, d.Dim)
+	}
+	return ts
+}
+
+// Trace checks spec against the schema and records the step.
+func (d *Decoder) Trace(spec StepSpec, limits poot.Limits) (*poot.Graph, error) {
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	schema := d.Schema()
+	if err := schema.Check(d.Name, spec.Shape); err != nil {
+		return nil, err
+	}
+	if err := checkCarries(d.Name, spec.Carries, schema.States); err != nil {
+		return nil, err
+	}
+	b := poot.NewBuilder[decoderBrand](limits)
+	step := NewStep(b, spec.Shape, d.Vocab)
+	return TraceDecoder(step, d)
+}
+
+func checkCarries(family string, want, have []string) error {
+	if len(want) == 0 {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, n := range have {
+		set[n] = true
+	}
+	for _, n := range want {
+		if !set[n] {
+			return &StepError{Model: family, Field: "Carries", Detail: fmt.Sprintf("the model carries no state %q", n)}
+		}
+		delete(set, n)
+	}
+	if len(set) > 0 {
+		return &StepError{Model: family, Field: "Carries", Detail: fmt.Sprintf("the spec omits %d of the model's states", len(set))}
+	}
+	return nil
+}
+
+// TraceDecoder records one step of the standard decoder d on step's
+// builder and finishes the graph: the shared wrapper every standard family
+// traces with.
+func TraceDecoder[B any](step *Step[B], d *Decoder) (*poot.Graph, error) {
+	b := step.B
+	w := func(name string, dims ...int) poot.Traced[B] { return b.Constant(name, poot.T(poot.F32, dims...)) }
+	var norm []ops.NormOption
+	if d.NormPlusOne {
+		norm = append(norm, ops.OnePlusWeight())
+	}
+	stack := StackWeights[B]{Embed: w("token_embd.weight", d.Vocab, d.Dim)}
+	var freq poot.Traced[B]
+	if d.Rope.FreqFactors {
+		freq = w("rope_freqs.weight", d.Rope.Dims/2)
+	}
+	global := step.Rotary(d.Rope, freq)
+	local := global
+	if d.LocalRope != nil {
+		local = step.Rotary(*d.LocalRope, freq)
+	}
+	q, kv := d.Heads*d.HeadDim, d.KVHeads*d.HeadDim
+	layer := func(l int, x poot.Traced[B]) poot.Traced[B] {
+		p := fmt.Sprintf("blk.%d.", l)
+		opt := func(on bool, name string, dims ...int) poot.Traced[B] {
+			if !on {
+				return poot.Traced[B]{}
+			}
+			return w(p+name, dims...)
+		}
+		aw := AttentionWeights[B]{
+			Q: w(p+"attn_q.weight", q, d.Dim), K: w(p+"attn_k.weight", kv, d.Dim), V: w(p+"attn_v.weight", kv, d.Dim),
+			QBias: opt(d.QKVBias, "attn_q.bias", q), KBias: opt(d.QKVBias, "attn_k.bias", kv), VBias: opt(d.QKVBias, "attn_v.bias", kv),
+			QNorm: opt(d.QKNorm, "attn_q_norm.weight", d.HeadDim), KNorm: opt(d.QKNorm, "attn_k_norm.weight", d.HeadDim),
+			Out: w(p+"attn_output.weight", d.Dim, q),
+		}
+		ac := AttentionConfig[B]{Layer: l, Heads: d.Heads, KVHeads: d.KVHeads, Eps: d.Eps, Norm: norm,
+			Scale: d.AttnScale, SoftCap: d.AttnSoftCap, Window: d.Window(l), Rotary: global}
+		if ac.Window > 0 {
+			ac.Rotary = local
+		}
+		ln := LayerNorms[B]{
+			Mixer: w(p+"attn_norm.weight", d.Dim), MixerPost: opt(d.PostNorms, "post_attention_norm.weight", d.Dim),
+			FFN: w(p+"ffn_norm.weight", d.Dim), FFNPost: opt(d.PostNorms, "post_ffw_norm.weight", d.Dim),
+			Eps: d.Eps, Options: norm,
+		}
+		var ffn func(h poot.Traced[B]) poot.Traced[B]
+		if m := d.MoE; m != nil {
+			mw := ops.MoEWeights[B]{
+				Router: w(p+"ffn_gate_inp.weight", m.Experts, d.Dim),
+				Gate:   w(p+"ffn_gate_exps.weight", m.Experts, m.FFN, d.Dim),
+				Up:     w(p+"ffn_up_exps.weight", m.Experts, m.FFN, d.Dim),
+				Down:   w(p+"ffn_down_exps.weight", m.Experts, d.Dim, m.FFN),
+			}
+			mc := ops.MoEConfig{TopK: m.Used, Gating: m.Gating, Renormalize: m.Renormalize}
+			ffn = func(h poot.Traced[B]) poot.Traced[B] { return RoutedFFN(b, h, mw, mc) }
+		} else {
+			fw := FFNWeights[B]{Gate: w(p+"ffn_gate.weight", d.FFN, d.Dim), Up: w(p+"ffn_up.weight", d.FFN, d.Dim), Down: w(p+"ffn_down.weight", d.Dim, d.FFN)}
+			ffn = func(h poot.Traced[B]) poot.Traced[B] { return GatedFFN(b, h, fw, d.Act) }
+		}
+		return Layer(b, x, ln,
+			func(h poot.Traced[B]) poot.Traced[B] { return Attention(step, h, aw, ac) },
+			ffn)
+	}
+	stack.Norm = w("output_norm.weight", d.Dim)
+	if !d.Tied {
+		stack.Output = w("output.weight", d.Vocab, d.Dim)
+	}
+	cfg := StackConfig{Layers: d.Layers, EmbedScale: d.EmbedScale, Eps: d.Eps, Norm: norm, SoftCap: d.FinalSoftCap}
+	logits, hidden := Stack(step, stack, cfg, layer)
+	if step.Shape.Hidden {
+		return step.Finish(logits, hidden)
+	}
+	return step.Finish(logits)
+}
