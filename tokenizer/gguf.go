@@ -226,4 +226,3 @@ func ranksFromStrings(merges []string) map[pair]int32 {
 	}
 	return ranks
 }
-
