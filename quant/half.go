@@ -18,15 +18,17 @@ var f16Table = func() *[1 << 16]float32 {
 }()
 
 // f16ToF32Slow widens a binary16 exactly, by moving its fields into binary32
-// positions. NaN payloads are kept (shifted left by 13), as a hardware
-// conversion would.
+// positions. A NaN keeps its payload (shifted left by 13) and is made quiet,
+// as ggml's scalar conversion and x86's F16C instructions both do.
 func f16ToF32Slow(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
 	exp := uint32(h>>10) & 0x1f
 	mant := uint32(h) & 0x3ff
 	switch {
-	case exp == 0x1f: // infinity or NaN
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp == 0x1f && mant != 0: // NaN
+		return math.Float32frombits(sign | 0x7fc00000 | mant<<13)
+	case exp == 0x1f: // infinity
+		return math.Float32frombits(sign | 0x7f800000)
 	case exp != 0: // normal: rebias the exponent from 15 to 127
 		return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
 	case mant == 0:
@@ -43,7 +45,8 @@ func f16ToF32Slow(h uint16) float32 {
 }
 
 // F16ToF32 widens an IEEE binary16 bit pattern to float32. The conversion is
-// exact for every input, subnormals, infinities and NaNs included.
+// exact for every number, subnormals and infinities included; a signalling
+// NaN comes back quiet, as it does from ggml.
 func F16ToF32(h uint16) float32 { return f16Table[h] }
 
 // F32ToF16 narrows f to IEEE binary16 the way ggml does: round to nearest,
