@@ -168,7 +168,7 @@ func mixRelErr(got, want []float64) float64 {
 
 func mixClose(t mixFailer, what string, got, want []float64, tol float64) {
 	t.Helper()
-	if e := mixRelErr(got, want); !(e < tol) {
+	if e := mixRelErr(got, want); !(e <= tol) {
 		t.Fatalf("%s: relative error %.3g ≥ %.1g (got %.6g, want %.6g)", what, e, tol, mixHead(got), mixHead(want))
 	}
 }

@@ -1,0 +1,262 @@
+package ops_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/ops"
+	"pgregory.net/rapid"
+)
+
+func refCausalConv(x, state, w, bias []float64, t, c, taps int) (y, newState []float64) {
+	win := append(append([]float64(nil), state...), x...)
+	y = make([]float64, t*c)
+	for i := range t {
+		for ch := range c {
+			var s float64
+			for j := range taps {
+				s += w[j*c+ch] * win[(i+j)*c+ch]
+			}
+			if bias != nil {
+				s += bias[ch]
+			}
+			y[i*c+ch] = s
+		}
+	}
+	return y, append([]float64(nil), win[t*c:]...)
+}
+
+func TestCausalConv1D(t *testing.T) {
+	for _, tc := range []struct{ t, c, taps int }{{1, 3, 4}, {5, 6, 4}, {2, 1, 2}, {3, 4, 5}} {
+		for _, withBias := range []bool{false, true} {
+			t.Run(fmt.Sprintf("T%d_C%d_taps%d_bias%v", tc.t, tc.c, tc.taps, withBias), func(t *testing.T) {
+				c := newMixCase(t, 3)
+				x, xv := c.randConst("x", 1, tc.t, tc.c)
+				w, wv := c.randConst("w", 1, tc.taps, tc.c)
+				var bias mixH
+				var bv []float64
+				if withBias {
+					bias, bv = c.randConst("bias", 1, tc.c)
+				}
+				sv := c.random((tc.taps-1)*tc.c, 1)
+				s := c.state("conv_state", sv, tc.taps-1, tc.c)
+				var y, s2 mixH
+				n := c.counted(func() { y, s2 = ops.CausalConv1D(c.b, x, s, w, bias) })
+				c.outs = append(c.outs, y)
+				c.carry = append(c.carry, poot.Carry[mixBrand]{In: s, Out: s2})
+				got, st := c.run()
+				wantY, wantS := refCausalConv(xv, sv, wv, bv, tc.t, tc.c, tc.taps)
+				mixClose(t, "conv rows", got[0], wantY, 1e-6)
+				mixClose(t, "conv state", st["conv_state"], wantS, 0)
+				t.Logf("causal_conv1d T=%d C=%d taps=%d: %d primitives", tc.t, tc.c, tc.taps, n)
+			})
+		}
+	}
+}
+
+// deltaSpec sizes a gated delta rule test.
+type deltaSpec struct {
+	t, hk, hv, dk, dv int
+	tiled             bool
+}
+
+// deltaInputs are the random inputs of a gated delta test, in float64 and
+// as graph handles.
+type deltaInputs struct {
+	q, k, v, z, a, bRaw, dtBias, aLog, normW, state0 []float64 // state0 is [Hv, Dk, Dv]
+	hq, hk, hv, hz, ha, hb, hdt, halog, hnorm        mixH
+}
+
+func newDeltaInputs(c *mixCase, s deltaSpec) *deltaInputs {
+	in := &deltaInputs{}
+	in.hq, in.q = c.randConst("q", 1, s.t, s.hk*s.dk)
+	in.hk, in.k = c.randConst("k", 1, s.t, s.hk*s.dk)
+	in.hv, in.v = c.randConst("v", 1, s.t, s.hv*s.dv)
+	in.hz, in.z = c.randConst("z", 1, s.t, s.hv*s.dv)
+	in.ha, in.a = c.randConst("a", 2, s.t, s.hv)
+	in.hb, in.bRaw = c.randConst("b", 2, s.t, s.hv)
+	in.hdt, in.dtBias = c.randConst("dt_bias", 1, s.hv)
+	in.halog, in.aLog = c.randConst("a_log", 1, s.hv)
+	in.hnorm, in.normW = c.randConst("norm", 1, s.dv)
+	in.state0 = c.random(s.hv*s.dk*s.dv, 0.5)
+	return in
+}
+
+// graphState is state0 transposed to the graph's [Hv, Dv, Dk] layout.
+func graphState(s []float64, hv, dk, dv int) []float64 {
+	out := make([]float64, len(s))
+	for h := range hv {
+		for i := range dk {
+			for j := range dv {
+				out[(h*dv+j)*dk+i] = s[(h*dk+i)*dv+j]
+			}
+		}
+	}
+	return out
+}
+
+func mixSoftplus(x float64) float64 { return math.Log1p(math.Exp(x)) }
+
+// refGatedDelta follows the recurrent reference of the Qwen3-Next
+// implementations: state per value head [Dk, Dv], q and k L2-normalised,
+// q scaled by 1/sqrt(Dk), then the gated RMSNorm of the output.
+func refGatedDelta(in *deltaInputs, s deltaSpec) (out, state []float64) {
+	state = append([]float64(nil), in.state0...)
+	out = make([]float64, s.t*s.hv*s.dv)
+	l2 := func(v []float64) []float64 {
+		var ss float64
+		for _, x := range v {
+			ss += x * x
+		}
+		r := 1 / math.Sqrt(ss+1e-6)
+		o := make([]float64, len(v))
+		for i, x := range v {
+			o[i] = x * r
+		}
+		return o
+	}
+	rep := s.hv / s.hk
+	for t := range s.t {
+		for h := range s.hv {
+			kh := h / rep
+			if s.tiled {
+				kh = h % s.hk
+			}
+			q := l2(in.q[(t*s.hk+kh)*s.dk : (t*s.hk+kh+1)*s.dk])
+			for i := range q {
+				q[i] /= math.Sqrt(float64(s.dk))
+			}
+			k := l2(in.k[(t*s.hk+kh)*s.dk : (t*s.hk+kh+1)*s.dk])
+			v := in.v[(t*s.hv+h)*s.dv : (t*s.hv+h+1)*s.dv]
+			g := -math.Exp(in.aLog[h]) * mixSoftplus(in.a[t*s.hv+h]+in.dtBias[h])
+			beta := mixSigmoid(in.bRaw[t*s.hv+h])
+			st := state[h*s.dk*s.dv : (h+1)*s.dk*s.dv]
+			for i := range st {
+				st[i] *= math.Exp(g)
+			}
+			delta := make([]float64, s.dv)
+			for j := range s.dv {
+				var mem float64
+				for i := range s.dk {
+					mem += st[i*s.dv+j] * k[i]
+				}
+				delta[j] = (v[j] - mem) * beta
+			}
+			for i := range s.dk {
+				for j := range s.dv {
+					st[i*s.dv+j] += k[i] * delta[j]
+				}
+			}
+			o := out[(t*s.hv+h)*s.dv : (t*s.hv+h+1)*s.dv]
+			var ms float64
+			for j := range s.dv {
+				for i := range s.dk {
+					o[j] += st[i*s.dv+j] * q[i]
+				}
+				ms += o[j] * o[j]
+			}
+			r := 1 / math.Sqrt(ms/float64(s.dv)+1e-6)
+			for j := range o {
+				z := in.z[(t*s.hv+h)*s.dv+j]
+				o[j] = o[j] * r * in.normW[j] * z * mixSigmoid(z)
+			}
+		}
+	}
+	return out, state
+}
+
+// gatedDeltaLayer records the decay, beta and the rule over rows
+// [from, to) of the inputs, chaining the state.
+func gatedDeltaLayer(b *poot.Builder[mixBrand], in *deltaInputs, s deltaSpec, state mixH, from, to int, cfg ops.GatedDeltaConfig) (out, newState mixH) {
+	rows := func(x mixH) mixH {
+		if from == 0 && to == s.t {
+			return x
+		}
+		return b.SliceAxis(x, 0, from, to)
+	}
+	g := ops.GatedDeltaDecay(b, rows(in.ha), in.hdt, in.halog)
+	beta := ops.Sigmoid(b, rows(in.hb))
+	return ops.GatedDelta(b, rows(in.hq), rows(in.hk), rows(in.hv), g, beta, rows(in.hz), in.hnorm, state, cfg)
+}
+
+func TestGatedDeltaMatchesReference(t *testing.T) {
+	specs := []deltaSpec{
+		{t: 1, hk: 2, hv: 2, dk: 4, dv: 3},
+		{t: 7, hk: 2, hv: 2, dk: 4, dv: 3},
+		{t: 6, hk: 1, hv: 3, dk: 5, dv: 2},
+		{t: 6, hk: 2, hv: 4, dk: 3, dv: 4},
+		{t: 6, hk: 2, hv: 4, dk: 3, dv: 4, tiled: true},
+	}
+	for _, s := range specs {
+		for _, chunk := range []int{0, 1, 3, 4, 16} {
+			name := fmt.Sprintf("T%d_hk%d_hv%d_tiled%v_chunk%d", s.t, s.hk, s.hv, s.tiled, chunk)
+			t.Run(name, func(t *testing.T) {
+				c := newMixCase(t, 5)
+				in := newDeltaInputs(c, s)
+				st := c.state("delta_state", graphState(in.state0, s.hv, s.dk, s.dv), s.hv, s.dv, s.dk)
+				cfg := ops.GatedDeltaConfig{KeyHeads: s.hk, ValueHeads: s.hv, TiledHeads: s.tiled, ChunkSize: chunk}
+				var out, st2 mixH
+				n := c.counted(func() { out, st2 = gatedDeltaLayer(c.b, in, s, st, 0, s.t, cfg) })
+				c.outs = append(c.outs, out)
+				c.carry = append(c.carry, poot.Carry[mixBrand]{In: st, Out: st2})
+				got, states := c.run()
+				wantOut, wantState := refGatedDelta(in, s)
+				mixClose(t, "output", got[0], wantOut, 1e-5)
+				mixClose(t, "state", states["delta_state"], graphState(wantState, s.hv, s.dk, s.dv), 1e-5)
+				t.Logf("gated_delta %s: %d primitives", name, n)
+			})
+		}
+	}
+}
+
+// TestGatedDeltaChunkLaw: a chunk of T tokens (in either form) equals T
+// single-token steps chained through the state.
+func TestGatedDeltaChunkLaw(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		hk := rapid.IntRange(1, 2).Draw(rt, "key heads")
+		s := deltaSpec{
+			t: rapid.IntRange(1, 9).Draw(rt, "tokens"), hk: hk, hv: hk * rapid.IntRange(1, 2).Draw(rt, "ratio"),
+			dk: rapid.IntRange(1, 5).Draw(rt, "dk"), dv: rapid.IntRange(1, 4).Draw(rt, "dv"), tiled: rapid.Bool().Draw(rt, "tiled"),
+		}
+		chunk := rapid.IntRange(0, 10).Draw(rt, "chunk")
+		c := newMixCase(rt, rapid.Uint64().Draw(rt, "seed"))
+		in := newDeltaInputs(c, s)
+		gs := graphState(in.state0, s.hv, s.dk, s.dv)
+		cfg := ops.GatedDeltaConfig{KeyHeads: s.hk, ValueHeads: s.hv, TiledHeads: s.tiled}
+		stA := c.state("state_a", gs, s.hv, s.dv, s.dk)
+		stB := c.state("state_b", gs, s.hv, s.dv, s.dk)
+		cfgChunk := cfg
+		cfgChunk.ChunkSize = chunk
+		whole, stA2 := gatedDeltaLayer(c.b, in, s, stA, 0, s.t, cfgChunk)
+		steps := make([]mixH, s.t)
+		stB2 := stB
+		for i := range s.t {
+			steps[i], stB2 = gatedDeltaLayer(c.b, in, s, stB2, i, i+1, cfg)
+		}
+		c.outs = append(c.outs, whole, c.b.Concat(0, steps...))
+		c.carry = append(c.carry, poot.Carry[mixBrand]{In: stA, Out: stA2}, poot.Carry[mixBrand]{In: stB, Out: stB2})
+		got, states := c.run()
+		mixClose(rt, "chunk vs steps", got[0], got[1], 1e-5)
+		mixClose(rt, "state after chunk vs steps", states["state_a"], states["state_b"], 1e-5)
+	})
+}
+
+func TestRecurrentShapeErrors(t *testing.T) {
+	c := newMixCase(t, 1)
+	x, _ := c.randConst("x", 1, 3, 4)
+	w, _ := c.randConst("w", 1, 4, 4)
+	bad := c.state("bad", make([]float64, 2*4), 2, 4) // taps-1 = 3 rows expected
+	ops.CausalConv1D(c.b, x, bad, w, mixH{})
+	if c.b.Err() == nil {
+		t.Errorf("conv with a short state: no error recorded")
+	}
+	c = newMixCase(t, 1)
+	in := newDeltaInputs(c, deltaSpec{t: 2, hk: 2, hv: 2, dk: 3, dv: 3})
+	st := c.state("s", make([]float64, 2*3*3), 2, 3, 3)
+	gatedDeltaLayer(c.b, in, deltaSpec{t: 2, hk: 2, hv: 2, dk: 3, dv: 3}, st, 0, 2, ops.GatedDeltaConfig{KeyHeads: 2, ValueHeads: 3})
+	if c.b.Err() == nil {
+		t.Errorf("gated delta with 3 value heads over 2 key heads: no error recorded")
+	}
+}
