@@ -100,7 +100,7 @@ func (b *Builder[B]) Aval(h Traced[B]) TensorType {
 	id, ok := b.resolve(h)
 	if !ok {
 		if b.err == nil {
-			b.fail(ErrForeignHandle, "aval", nil, "handle %d of builder %d used with builder %d", h.id, h.owner, b.serial)
+			b.fail(ErrForeignHandle, "aval", nil, "the handle was made by another builder")
 		}
 		return TensorType{}
 	}
@@ -283,7 +283,7 @@ func (b *Builder[B]) Apply(op Op, p Params, in ...Traced[B]) Traced[B] {
 	for _, h := range in {
 		id, ok := b.resolve(h)
 		if !ok {
-			return b.fail(ErrForeignHandle, op.String(), nil, "operand %d is a handle of builder %d, not %d", len(ids), h.owner, b.serial)
+			return b.fail(ErrForeignHandle, op.String(), nil, "operand %d was made by another builder", len(ids))
 		}
 		ids = append(ids, id)
 		types = append(types, b.values[id].Type)

@@ -283,3 +283,100 @@ func (g *Graph) compact(dropConsts bool) (*Graph, error) {
 	}
 	return ng, nil
 }
+
+// RetypeConstants returns a copy of g in which each constant named in dtypes
+// is read as the given stored dtype instead of the dtype it was declared
+// with. This is how binding makes weights "move as they are stored": a
+// contraction (the weight operand of MatMul or IndexedMatMul) reads the
+// stored dtype directly; a Gather reads stored rows and a Cast to the
+// declared dtype is inserted after it, so only the gathered rows are
+// converted; any other reader gets one Cast of the whole constant, inserted
+// before its first reader. A stored dtype that cannot be cast to the declared
+// one is an error naming the constant.
+func (g *Graph) RetypeConstants(dtypes map[string]DType) (*Graph, error) {
+	values := append([]Value(nil), g.values...)
+	declared := make(map[ValueID]DType)
+	for name, d := range dtypes {
+		id, ok := g.Lookup(name)
+		if !ok || values[id].Kind != Const {
+			return nil, editError("no constant named %q", name)
+		}
+		decl := values[id].Type
+		if d == decl.DType {
+			continue
+		}
+		stored := TensorType{Shape: decl.Shape, DType: d}
+		if _, err := Cast.Infer(Params{DType: decl.DType}, stored); err != nil {
+			return nil, editError("constant %q is declared %v but stored as %v: %v", name, decl, d, err)
+		}
+		if err := checkType(stored); err != nil {
+			return nil, editError("constant %q stored as %v: %v", name, stored, err)
+		}
+		declared[id] = decl.DType
+		values[id].Type = stored
+	}
+	if len(declared) == 0 {
+		return g, nil
+	}
+	newValue := func(t TensorType) ValueID {
+		values = append(values, Value{Type: t})
+		return ValueID(len(values) - 1)
+	}
+	whole := make(map[ValueID]ValueID) // constant -> its cast
+	subst := make(map[ValueID]ValueID) // gather result -> its cast
+	var eqns []Eqn
+	for _, e := range g.eqns {
+		e = e.clone()
+		for j, in := range e.Inputs {
+			if r, ok := subst[in]; ok {
+				e.Inputs[j] = r
+				continue
+			}
+			decl, retyped := declared[in]
+			if !retyped {
+				continue
+			}
+			asStored := (j == 1 && (e.Op == MatMul || e.Op == IndexedMatMul) && values[in].Type.DType.Float()) ||
+				(j == 0 && e.Op == Gather)
+			if asStored {
+				continue
+			}
+			c, ok := whole[in]
+			if !ok {
+				c = newValue(TensorType{Shape: values[in].Type.Shape, DType: decl})
+				whole[in] = c
+				eqns = append(eqns, Eqn{Op: Cast, Params: Params{DType: decl}, Inputs: []ValueID{in}, Out: c, Scope: e.Scope})
+			}
+			e.Inputs[j] = c
+		}
+		if e.Op == Gather {
+			if decl, ok := declared[e.Inputs[0]]; ok {
+				stored := values[e.Inputs[0]].Type.DType
+				rows := values[e.Out].Type
+				values[e.Out].Type.DType = stored
+				c := newValue(rows)
+				eqns = append(eqns, e, Eqn{Op: Cast, Params: Params{DType: decl}, Inputs: []ValueID{e.Out}, Out: c, Scope: e.Scope})
+				subst[e.Out] = c
+				continue
+			}
+		}
+		eqns = append(eqns, e)
+	}
+	sub := func(id ValueID) ValueID {
+		if r, ok := subst[id]; ok {
+			return r
+		}
+		return id
+	}
+	ng := &Graph{values: values, eqns: eqns, scopes: g.scopes}
+	for _, o := range g.outputs {
+		ng.outputs = append(ng.outputs, sub(o))
+	}
+	for _, s := range g.states {
+		ng.states = append(ng.states, StatePair{In: s.In, Out: sub(s.Out)})
+	}
+	for _, w := range g.witnesses {
+		ng.witnesses = append(ng.witnesses, Witness{Name: w.Name, Value: sub(w.Value)})
+	}
+	return ng.compact(false)
+}

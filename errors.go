@@ -120,13 +120,5 @@ func internalFrame(f runtime.Frame) bool {
 }
 
 func shortFile(path string) string {
-	// Keep the last two path elements: enough to find the file, short
-	// enough to read.
-	i := strings.LastIndexByte(path, '/')
-	if i > 0 {
-		if j := strings.LastIndexByte(path[:i], '/'); j >= 0 {
-			return path[j+1:]
-		}
-	}
-	return path
+	return path[strings.LastIndexByte(path, '/')+1:]
 }
