@@ -12,23 +12,18 @@ func init() {
 	rules[poot.IndexedMatMul] = ruleIndexedMatMul
 }
 
-// dot is the float64 dot product of two float32 rows. Products of float32
-// values are exact in float64; four partial sums keep the loop from waiting
-// on one chain of additions.
+// dot is the float64 dot product of two float32 rows, summed in element
+// order. Products of float32 values are exact in float64, so the only
+// roundings are those of the additions, and the result is exactly what
+// quant.DotRow gives over the same decoded row: a definition anyone can
+// reproduce bit for bit.
 func dot(a, b []float32) float64 {
 	b = b[:len(a)]
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += float64(a[i]) * float64(b[i])
-		s1 += float64(a[i+1]) * float64(b[i+1])
-		s2 += float64(a[i+2]) * float64(b[i+2])
-		s3 += float64(a[i+3]) * float64(b[i+3])
+	var s float64
+	for i, v := range a {
+		s += float64(v) * float64(b[i])
 	}
-	for ; i < len(a); i++ {
-		s0 += float64(a[i]) * float64(b[i])
-	}
-	return (s0 + s1) + (s2 + s3)
+	return s
 }
 
 // weightRows reads the rows of a contraction's weight operand as stored: F32
