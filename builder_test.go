@@ -85,16 +85,22 @@ func TestInputs(t *testing.T) {
 		t.Errorf("duplicate constant: %v", b.Err())
 	}
 	for name, fn := range map[string]func(b *poot.Builder[brandA]){
-		"empty name":        func(b *poot.Builder[brandA]) { b.Constant("", poot.T(poot.F32, 1)) },
-		"zero extent":       func(b *poot.Builder[brandA]) { b.Constant("w", poot.T(poot.F32, 0)) },
-		"bad block":         func(b *poot.Builder[brandA]) { b.Constant("w", poot.T(poot.Q8_0, 2, 31)) },
-		"slot named kind":   func(b *poot.Builder[brandA]) { b.Slot(poot.SlotNamed, poot.Shape{1}, 0, 1) },
-		"slot range":        func(b *poot.Builder[brandA]) { b.Slot(poot.SlotPos, poot.Shape{1}, 5, 1) },
-		"slot wide":         func(b *poot.Builder[brandA]) { b.Slot(poot.SlotPos, poot.Shape{1}, 0, 1<<40) },
-		"duplicate slots":   func(b *poot.Builder[brandA]) { b.Slot(poot.SlotPos, poot.Shape{1}, 0, 1); b.Slot(poot.SlotPos, poot.Shape{1}, 0, 1) },
-		"packed state":      func(b *poot.Builder[brandA]) { b.StateInput("s", poot.T(poot.Q8_0, 1, 32)) },
-		"packed slot":       func(b *poot.Builder[brandA]) { b.SlotNamed("s", poot.T(poot.Q8_0, 1, 32)) },
-		"slot/const clash":  func(b *poot.Builder[brandA]) { b.Constant("pos", poot.T(poot.F32, 1)); b.Slot(poot.SlotPos, poot.Shape{1}, 0, 1) },
+		"empty name":      func(b *poot.Builder[brandA]) { b.Constant("", poot.T(poot.F32, 1)) },
+		"zero extent":     func(b *poot.Builder[brandA]) { b.Constant("w", poot.T(poot.F32, 0)) },
+		"bad block":       func(b *poot.Builder[brandA]) { b.Constant("w", poot.T(poot.Q8_0, 2, 31)) },
+		"slot named kind": func(b *poot.Builder[brandA]) { b.Slot(poot.SlotNamed, poot.Shape{1}, 0, 1) },
+		"slot range":      func(b *poot.Builder[brandA]) { b.Slot(poot.SlotPos, poot.Shape{1}, 5, 1) },
+		"slot wide":       func(b *poot.Builder[brandA]) { b.Slot(poot.SlotPos, poot.Shape{1}, 0, 1<<40) },
+		"duplicate slots": func(b *poot.Builder[brandA]) {
+			b.Slot(poot.SlotPos, poot.Shape{1}, 0, 1)
+			b.Slot(poot.SlotPos, poot.Shape{1}, 0, 1)
+		},
+		"packed state": func(b *poot.Builder[brandA]) { b.StateInput("s", poot.T(poot.Q8_0, 1, 32)) },
+		"packed slot":  func(b *poot.Builder[brandA]) { b.SlotNamed("s", poot.T(poot.Q8_0, 1, 32)) },
+		"slot/const clash": func(b *poot.Builder[brandA]) {
+			b.Constant("pos", poot.T(poot.F32, 1))
+			b.Slot(poot.SlotPos, poot.Shape{1}, 0, 1)
+		},
 		"pop without push":  func(b *poot.Builder[brandA]) { b.Pop() },
 		"scope with slash":  func(b *poot.Builder[brandA]) { b.Push("a/b") },
 		"empty scope":       func(b *poot.Builder[brandA]) { b.Push("") },

@@ -114,12 +114,25 @@ func TestReplaceSimplifies(t *testing.T) {
 	// Replacements that cannot be right are errors, and g is untouched.
 	before := g.String()
 	bad := map[string]func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite]{
-		"count":    func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] { return nil },
-		"type":     func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] { return []poot.Traced[poot.Rewrite]{b.Scalar(1)} },
-		"failing":  func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] { return []poot.Traced[poot.Rewrite]{b.Add(in[0], b.Scalar(1))} },
-		"open":     func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] { b.Push("x"); return in },
-		"clash":    func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] { return []poot.Traced[poot.Rewrite]{b.Constant("x", poot.T(poot.F32, 4, 1))} },
-		"foreign":  func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] { return []poot.Traced[poot.Rewrite]{{}} },
+		"count": func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] {
+			return nil
+		},
+		"type": func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] {
+			return []poot.Traced[poot.Rewrite]{b.Scalar(1)}
+		},
+		"failing": func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] {
+			return []poot.Traced[poot.Rewrite]{b.Add(in[0], b.Scalar(1))}
+		},
+		"open": func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] {
+			b.Push("x")
+			return in
+		},
+		"clash": func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] {
+			return []poot.Traced[poot.Rewrite]{b.Constant("x", poot.T(poot.F32, 4, 1))}
+		},
+		"foreign": func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] {
+			return []poot.Traced[poot.Rewrite]{{}}
+		},
 	}
 	for name, fn := range bad {
 		if _, err := g.Replace(0, 2, fn); !errors.Is(err, poot.ErrEdit) {

@@ -12,6 +12,7 @@ type FormatError struct {
 	What   string
 }
 
+// Error formats the FormatError for people.
 func (e *FormatError) Error() string {
 	return fmt.Sprintf("gguf: malformed file at byte %d: %s", e.Offset, e.What)
 }
@@ -35,6 +36,7 @@ type KeyError struct {
 	Err  error
 }
 
+// Error formats the KeyError for people.
 func (e *KeyError) Error() string {
 	switch {
 	case errors.Is(e.Err, ErrKeyNotFound):
@@ -54,6 +56,7 @@ type TensorError struct {
 	Err  error
 }
 
+// Error formats the TensorError for people.
 func (e *TensorError) Error() string { return fmt.Sprintf("gguf: tensor %q: %v", e.Name, e.Err) }
 
 // Unwrap returns the cause.
@@ -66,6 +69,7 @@ type UnsupportedTypeError struct {
 	Type   GGMLType
 }
 
+// Error formats the UnsupportedTypeError for people.
 func (e *UnsupportedTypeError) Error() string {
 	if !e.Type.Known() {
 		return fmt.Sprintf("gguf: tensor %q has unknown ggml type id %d", e.Tensor, uint32(e.Type))

@@ -188,9 +188,10 @@ func TestGatedDeltaMatchesReference(t *testing.T) {
 		{t: 6, hk: 1, hv: 3, dk: 5, dv: 2},
 		{t: 6, hk: 2, hv: 4, dk: 3, dv: 4},
 		{t: 6, hk: 2, hv: 4, dk: 3, dv: 4, tiled: true},
+		{t: 70, hk: 1, hv: 2, dk: 16, dv: 8},
 	}
 	for _, s := range specs {
-		for _, chunk := range []int{0, 1, 3, 4, 16} {
+		for _, chunk := range []int{0, 1, 3, 4, 16, 64} {
 			name := fmt.Sprintf("T%d_hk%d_hv%d_tiled%v_chunk%d", s.t, s.hk, s.hv, s.tiled, chunk)
 			t.Run(name, func(t *testing.T) {
 				c := newMixCase(t, 5)

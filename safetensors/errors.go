@@ -12,6 +12,7 @@ type FormatError struct {
 	What   string
 }
 
+// Error formats the FormatError for people.
 func (e *FormatError) Error() string {
 	return fmt.Sprintf("safetensors: malformed file at byte %d: %s", e.Offset, e.What)
 }
@@ -28,6 +29,7 @@ type TensorError struct {
 	Err  error
 }
 
+// Error formats the TensorError for people.
 func (e *TensorError) Error() string { return fmt.Sprintf("safetensors: tensor %q: %v", e.Name, e.Err) }
 
 // Unwrap returns the cause.
@@ -40,6 +42,7 @@ type UnsupportedDTypeError struct {
 	DType  DType
 }
 
+// Error formats the UnsupportedDTypeError for people.
 func (e *UnsupportedDTypeError) Error() string {
 	if e.DType.Size() == 0 {
 		return fmt.Sprintf("safetensors: tensor %q has unknown dtype %q", e.Tensor, string(e.DType))
