@@ -1,0 +1,248 @@
+package ops_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/ops"
+	"pgregory.net/rapid"
+)
+
+// mlaSpec sizes a latent attention test.
+type mlaSpec struct {
+	d, h, nope, rope, vd, lora, qlora, capacity int
+	pos                                         []int32
+	layout                                      ops.RopeLayout
+	mscale                                      float64
+	absorb, kbt                                 bool
+}
+
+// mlaInputs are the random inputs, in float64 and as handles.
+type mlaInputs struct {
+	x, q, qa, qaNorm, qb, kva, kvaNorm, kb, vb, o, invFreq, cache0 []float64
+	hx                                                             mixH
+	w                                                              ops.MLAWeights[mixBrand]
+}
+
+func newMLAInputs(c *mixCase, s mlaSpec) *mlaInputs {
+	in := &mlaInputs{}
+	qk := s.nope + s.rope
+	in.hx, in.x = c.randConst("x", 1, len(s.pos), s.d)
+	if s.qlora > 0 {
+		in.w.QA, in.qa = c.randConst("q_a", 0.5, s.qlora, s.d)
+		in.w.QANorm, in.qaNorm = c.randConst("q_a_norm", 1, s.qlora)
+		in.w.QB, in.qb = c.randConst("q_b", 0.5, s.h*qk, s.qlora)
+	} else {
+		in.w.Q, in.q = c.randConst("q", 0.5, s.h*qk, s.d)
+	}
+	in.w.KVA, in.kva = c.randConst("kv_a", 0.5, s.lora+s.rope, s.d)
+	in.w.KVANorm, in.kvaNorm = c.randConst("kv_a_norm", 1, s.lora)
+	in.w.KB, in.kb = c.randConst("k_b", 0.5, s.h, s.nope, s.lora)
+	if s.kbt {
+		t := make([]float64, len(in.kb))
+		for h := range s.h {
+			for n := range s.nope {
+				for l := range s.lora {
+					t[(h*s.lora+l)*s.nope+n] = in.kb[(h*s.nope+n)*s.lora+l]
+				}
+			}
+		}
+		in.w.KBT = c.constant("k_b_t", t, s.h, s.lora, s.nope)
+	}
+	in.w.VB, in.vb = c.randConst("v_b", 0.5, s.h, s.vd, s.lora)
+	in.w.O, in.o = c.randConst("o", 0.5, s.d, s.h*s.vd)
+	in.invFreq = make([]float64, s.rope/2)
+	for i := range in.invFreq {
+		in.invFreq[i] = float64(float32(math.Pow(100, -2*float64(i)/float64(s.rope))))
+	}
+	in.cache0 = c.random(s.capacity*(s.lora+s.rope), 1)
+	return in
+}
+
+func refRMS(x, w []float64) []float64 {
+	var ms float64
+	for _, v := range x {
+		ms += v * v
+	}
+	r := 1 / math.Sqrt(ms/float64(len(x))+1e-6)
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = v * r * w[i]
+	}
+	return out
+}
+
+func refRotate(x, inv []float64, pos float64, layout ops.RopeLayout) []float64 {
+	out := append([]float64(nil), x...)
+	half := len(inv)
+	for i := range half {
+		// The graph's angles are f32 products of f32 operands.
+		ang := float64(float32(pos) * float32(inv[i]))
+		cs, sn := math.Cos(ang), math.Sin(ang)
+		a, b := i, i+half
+		if layout == ops.RopeInterleaved {
+			a, b = 2*i, 2*i+1
+		}
+		out[a] = x[a]*cs - x[b]*sn
+		out[b] = x[b]*cs + x[a]*sn
+	}
+	return out
+}
+
+// refLatentAttention decompresses every cached latent per head, as the
+// papers write it, and returns the output and the cache afterwards.
+func refLatentAttention(in *mlaInputs, s mlaSpec) (out, cache []float64) {
+	qk, kw, t := s.nope+s.rope, s.lora+s.rope, len(s.pos)
+	cache = append([]float64(nil), in.cache0...)
+	qs := make([][]float64, t)
+	for i, p := range s.pos {
+		x := in.x[i*s.d : (i+1)*s.d]
+		if s.qlora > 0 {
+			qs[i] = mixMatVec(in.qb, 0, s.h*qk, s.qlora, refRMS(mixMatVec(in.qa, 0, s.qlora, s.d, x), in.qaNorm))
+		} else {
+			qs[i] = mixMatVec(in.q, 0, s.h*qk, s.d, x)
+		}
+		for h := range s.h {
+			copy(qs[i][h*qk+s.nope:(h+1)*qk], refRotate(qs[i][h*qk+s.nope:(h+1)*qk], in.invFreq, float64(p), s.layout))
+		}
+		kv := mixMatVec(in.kva, 0, kw, s.d, x)
+		copy(cache[int(p)*kw:], refRMS(kv[:s.lora], in.kvaNorm))
+		copy(cache[int(p)*kw+s.lora:], refRotate(kv[s.lora:], in.invFreq, float64(p), s.layout))
+	}
+	scale := 1 / math.Sqrt(float64(qk))
+	if s.mscale != 0 {
+		scale *= s.mscale * s.mscale
+	}
+	out = make([]float64, t*s.d)
+	for i, p := range s.pos {
+		ctx := make([]float64, s.h*s.vd)
+		for h := range s.h {
+			q := qs[i][h*qk : (h+1)*qk]
+			n := int(p) + 1
+			scores := make([]float64, n)
+			mx := math.Inf(-1)
+			for j := range n {
+				lat := cache[j*kw : j*kw+s.lora]
+				kNope := mixMatVec(in.kb, h*s.nope*s.lora, s.nope, s.lora, lat)
+				var sc float64
+				for c := range s.nope {
+					sc += q[c] * kNope[c]
+				}
+				for c := range s.rope {
+					sc += q[s.nope+c] * cache[j*kw+s.lora+c]
+				}
+				scores[j] = sc * scale
+				mx = math.Max(mx, scores[j])
+			}
+			var sum float64
+			for j := range scores {
+				scores[j] = math.Exp(scores[j] - mx)
+				sum += scores[j]
+			}
+			for j := range n {
+				v := mixMatVec(in.vb, h*s.vd*s.lora, s.vd, s.lora, cache[j*kw:j*kw+s.lora])
+				for c := range s.vd {
+					ctx[h*s.vd+c] += scores[j] / sum * v[c]
+				}
+			}
+		}
+		copy(out[i*s.d:], mixMatVec(in.o, 0, s.d, s.h*s.vd, ctx))
+	}
+	return out, cache
+}
+
+func mlaGraph(c *mixCase, in *mlaInputs, s mlaSpec, forms ...bool) ([]mixH, []int) {
+	pos := c.positions(s.pos, s.capacity)
+	inv := c.constant("inv_freq", in.invFreq, s.rope/2)
+	rot := ops.RopeTables(c.b, pos, inv, 1, s.layout)
+	cfg := ops.MLAConfig{Heads: s.h, NopeDim: s.nope, RopeDim: s.rope, ValueDim: s.vd, KVLoraRank: s.lora, MScale: s.mscale}
+	var outs []mixH
+	var counts []int
+	for i, absorb := range forms {
+		cfg.Absorb = absorb
+		name := fmt.Sprintf("cache_%d", i)
+		cache := c.state(name, in.cache0, s.capacity, s.lora+s.rope)
+		var out, cache2 mixH
+		counts = append(counts, c.counted(func() { out, cache2 = ops.LatentAttention(c.b, in.hx, pos, cache, rot, in.w, cfg) }))
+		outs = append(outs, out)
+		c.carry = append(c.carry, poot.Carry[mixBrand]{In: cache, Out: cache2})
+	}
+	return outs, counts
+}
+
+func TestLatentAttentionMatchesReference(t *testing.T) {
+	base := mlaSpec{d: 10, h: 3, nope: 4, rope: 4, vd: 3, lora: 5, capacity: 9, pos: []int32{3, 4, 5}}
+	variants := []struct {
+		name string
+		edit func(*mlaSpec)
+	}{
+		{"prefill", func(s *mlaSpec) {}},
+		{"decode", func(s *mlaSpec) { s.pos = []int32{7} }},
+		{"from_zero", func(s *mlaSpec) { s.pos = []int32{0, 1, 2, 3} }},
+		{"low_rank_q", func(s *mlaSpec) { s.qlora = 6 }},
+		{"interleaved_rope", func(s *mlaSpec) { s.layout = ops.RopeInterleaved }},
+		{"yarn_mscale", func(s *mlaSpec) { s.mscale = ops.YaRNMScale(40, 0.707) }},
+		{"k_b_transposed", func(s *mlaSpec) { s.kbt = true }},
+	}
+	for _, v := range variants {
+		for _, absorb := range []bool{false, true} {
+			s := base
+			v.edit(&s)
+			name := fmt.Sprintf("%s/absorb=%v", v.name, absorb)
+			t.Run(name, func(t *testing.T) {
+				c := newMixCase(t, 11)
+				in := newMLAInputs(c, s)
+				outs, counts := mlaGraph(c, in, s, absorb)
+				c.outs = outs
+				got, states := c.run()
+				wantOut, wantCache := refLatentAttention(in, s)
+				mixClose(t, "output", got[0], wantOut, 1e-5)
+				mixClose(t, "cache", states["cache_0"], wantCache, 1e-6)
+				t.Logf("latent_attention %s (T=%d, capacity %d): %d primitives", name, len(s.pos), s.capacity, counts[0])
+			})
+		}
+	}
+}
+
+// TestLatentAttentionAbsorbedLaw: the absorbed form equals the naive one.
+func TestLatentAttentionAbsorbedLaw(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := mlaSpec{
+			d: rapid.IntRange(1, 8).Draw(rt, "width"), h: rapid.IntRange(1, 3).Draw(rt, "heads"),
+			nope: rapid.IntRange(1, 5).Draw(rt, "nope"), rope: 2 * rapid.IntRange(1, 3).Draw(rt, "rope/2"),
+			vd: rapid.IntRange(1, 4).Draw(rt, "value dim"), lora: rapid.IntRange(1, 6).Draw(rt, "latent"),
+			capacity: rapid.IntRange(1, 8).Draw(rt, "capacity"), kbt: rapid.Bool().Draw(rt, "k_b transposed"),
+			layout: ops.RopeLayout(rapid.IntRange(0, 1).Draw(rt, "layout")),
+		}
+		if rapid.Bool().Draw(rt, "low-rank q") {
+			s.qlora = rapid.IntRange(1, 5).Draw(rt, "q rank")
+		}
+		start := rapid.IntRange(0, s.capacity-1).Draw(rt, "start")
+		t := rapid.IntRange(1, s.capacity-start).Draw(rt, "tokens")
+		for i := range t {
+			s.pos = append(s.pos, int32(start+i))
+		}
+		c := newMixCase(rt, rapid.Uint64().Draw(rt, "seed"))
+		in := newMLAInputs(c, s)
+		outs, _ := mlaGraph(c, in, s, false, true)
+		c.outs = outs
+		got, states := c.run()
+		mixClose(rt, "absorbed vs naive", got[1], got[0], 1e-5)
+		mixClose(rt, "caches", states["cache_1"], states["cache_0"], 0)
+	})
+}
+
+func TestLatentAttentionShapeErrors(t *testing.T) {
+	c := newMixCase(t, 1)
+	s := mlaSpec{d: 4, h: 2, nope: 2, rope: 2, vd: 2, lora: 3, capacity: 4, pos: []int32{0}}
+	in := newMLAInputs(c, s)
+	pos := c.positions(s.pos, s.capacity)
+	cache := c.state("cache", make([]float64, 4*4), 4, 4) // lora+rope is 5
+	rot := ops.RopeTables(c.b, pos, c.constant("inv", []float64{1}, 1), 1, ops.RopeNeoX)
+	ops.LatentAttention(c.b, in.hx, pos, cache, rot, in.w, ops.MLAConfig{Heads: 2, NopeDim: 2, RopeDim: 2, ValueDim: 2, KVLoraRank: 3})
+	if c.b.Err() == nil {
+		t.Errorf("a cache of the wrong width: no error recorded")
+	}
+}
