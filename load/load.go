@@ -1,0 +1,353 @@
+// Package load opens checkpoints and binds a traced graph's constants to the
+// tensors they store, as they are stored.
+//
+// One loader serves both containers: a GGUF file or a Hugging Face
+// safetensors directory, memory-mapped, so that a bound constant is a view
+// of the file, never a widened copy. Binding retypes each constant to its
+// stored dtype: a contraction then reads the weight as stored (half
+// precision or packed blocks), a gather converts only the rows it reads, and
+// any other reader gets one explicit cast (see poot.Graph.RetypeConstants).
+// The few layouts a graph cannot read in place (per-expert tensors that form
+// one stack, transposed matrices, Hugging Face's rotary row order) are
+// rearranged at load, still in the stored dtype.
+//
+// Package load does not know model families: a family's weight map says
+// which stored tensor each constant comes from (Source). It does not
+// tokenize or run anything either.
+package load
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/safetensors"
+	"github.com/pootlabs/poot/tensor"
+)
+
+// Format names a checkpoint container.
+type Format string
+
+// The containers.
+const (
+	GGUF        Format = "gguf"
+	Safetensors Format = "safetensors"
+)
+
+// ErrFormat reports a path that is neither a GGUF file nor a safetensors
+// model directory.
+var ErrFormat = errors.New("not a GGUF file or a safetensors model directory")
+
+// Checkpoint is an opened GGUF file or safetensors directory. Its tensors are
+// views of memory-mapped files, valid until Close.
+type Checkpoint struct {
+	path string
+	gf   *gguf.File
+	st   *safetensors.Dir
+}
+
+// Open opens path: a directory is read as a Hugging Face safetensors model
+// directory, a file as GGUF. Anything else is an error wrapping ErrFormat
+// (or the container's own typed error, naming the byte offset).
+func Open(path string) (*Checkpoint, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	if fi.IsDir() {
+		d, err := safetensors.OpenDir(path)
+		if err != nil {
+			return nil, fmt.Errorf("load: %w", err)
+		}
+		return &Checkpoint{path: path, st: d}, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	var magic [4]byte
+	_, rerr := f.ReadAt(magic[:], 0)
+	f.Close()
+	if rerr != nil || string(magic[:]) != "GGUF" {
+		return nil, fmt.Errorf("load: %s: %w", path, ErrFormat)
+	}
+	g, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load: %w", err)
+	}
+	return &Checkpoint{path: path, gf: g}, nil
+}
+
+// Close releases the memory maps. Tensors obtained from the checkpoint must
+// not be used afterwards.
+func (c *Checkpoint) Close() error {
+	if c.gf != nil {
+		return c.gf.Close()
+	}
+	return c.st.Close()
+}
+
+// Path is the path the checkpoint was opened from.
+func (c *Checkpoint) Path() string { return c.path }
+
+// Format says which container the checkpoint is.
+func (c *Checkpoint) Format() Format {
+	if c.gf != nil {
+		return GGUF
+	}
+	return Safetensors
+}
+
+// GGUF returns the GGUF file, or nil for a safetensors directory.
+func (c *Checkpoint) GGUF() *gguf.File { return c.gf }
+
+// Safetensors returns the safetensors directory, or nil for a GGUF file.
+func (c *Checkpoint) Safetensors() *safetensors.Dir { return c.st }
+
+// HFConfig returns the parsed config.json of a safetensors directory, or nil.
+func (c *Checkpoint) HFConfig() map[string]any {
+	if c.st == nil {
+		return nil
+	}
+	return c.st.Config()
+}
+
+// TensorNames lists the stored tensors in file order.
+func (c *Checkpoint) TensorNames() []string {
+	var names []string
+	if c.gf != nil {
+		for _, t := range c.gf.Tensors() {
+			names = append(names, t.Name)
+		}
+		return names
+	}
+	for _, t := range c.st.Tensors() {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// TensorType returns a stored tensor's type with its shape in poot order
+// (outermost first: a weight is [out_features, in_features]).
+func (c *Checkpoint) TensorType(name string) (poot.TensorType, error) {
+	if c.gf != nil {
+		info, ok := c.gf.Tensor(name)
+		if !ok {
+			return poot.TensorType{}, &BindError{Tensor: name, Err: ErrMissing}
+		}
+		return info.TensorType()
+	}
+	info, ok := c.st.Tensor(name)
+	if !ok {
+		return poot.TensorType{}, &BindError{Tensor: name, Err: ErrMissing}
+	}
+	return info.TensorType()
+}
+
+// Tensor returns a stored tensor as a view of the mapped file.
+func (c *Checkpoint) Tensor(name string) (tensor.Tensor, error) {
+	t, err := c.TensorType(name)
+	if err != nil {
+		return tensor.Tensor{}, err
+	}
+	var data []byte
+	if c.gf != nil {
+		data, err = c.gf.TensorData(name)
+	} else {
+		data, err = c.st.TensorData(name)
+	}
+	if err != nil {
+		return tensor.Tensor{}, err
+	}
+	return tensor.View(t, data)
+}
+
+// Source says where a graph constant's data are stored. Exactly one of
+// Tensor and Parts is set.
+type Source struct {
+	// Tensor is the stored tensor's name.
+	Tensor string
+	// RowStart and RowEnd, when RowEnd > 0, select rows [RowStart, RowEnd)
+	// of Tensor: how a fused QKV projection is split (a zero-copy view).
+	RowStart, RowEnd int
+	// Parts, instead of Tensor, lists tensors of one shape and dtype that
+	// are stacked along a new leading axis (per-expert matrices stored one
+	// tensor an expert). The stack is copied once, in the stored dtype.
+	Parts []string
+	// Transposed says the stored matrix is [in, out]; it is transposed at
+	// load (plain dtypes only).
+	Transposed bool
+	// RowOrder, when set, reorders the rows at load: row i of the constant
+	// is stored row RowOrder[i] (Hugging Face's rotary layout of Q and K).
+	RowOrder []int
+}
+
+// Resolver maps a graph constant's name to where its data are stored, and
+// reports false for a constant the checkpoint does not provide.
+type Resolver func(constant string) (Source, bool)
+
+// Identity resolves every constant to the stored tensor of the same name
+// (GGUF files store the canonical names).
+func Identity(name string) (Source, bool) { return Source{Tensor: name}, true }
+
+// Names adapts a name mapping to a Resolver.
+func Names(names func(string) (string, bool)) Resolver {
+	return func(c string) (Source, bool) {
+		s, ok := names(c)
+		return Source{Tensor: s}, ok
+	}
+}
+
+// Bind binds every constant of g to its stored tensor through resolve (nil
+// means Identity). It returns the graph retyped to read the stored dtypes
+// (see poot.Graph.RetypeConstants) and the tensors by constant name. A
+// constant the resolver does not know, a missing tensor, a shape mismatch or
+// a stored dtype the graph cannot read is a *BindError naming the constant,
+// the tensor and both types.
+func Bind(g *poot.Graph, c *Checkpoint, resolve Resolver) (*poot.Graph, map[string]tensor.Tensor, error) {
+	if resolve == nil {
+		resolve = Identity
+	}
+	consts := make(map[string]tensor.Tensor)
+	dtypes := make(map[string]poot.DType)
+	for _, id := range g.Inputs(poot.Const) {
+		v := g.Value(id)
+		src, ok := resolve(v.Name)
+		if !ok {
+			return nil, nil, &BindError{Const: v.Name, Want: v.Type, Err: ErrUnmapped}
+		}
+		t, err := c.materialize(src)
+		if err != nil {
+			var be *BindError
+			if errors.As(err, &be) {
+				be.Const, be.Want = v.Name, v.Type
+				return nil, nil, be
+			}
+			return nil, nil, &BindError{Const: v.Name, Tensor: src.name(), Want: v.Type, Err: err}
+		}
+		if !t.Type.Shape.Equal(v.Type.Shape) {
+			return nil, nil, &BindError{Const: v.Name, Tensor: src.name(), Want: v.Type, Got: t.Type, Err: ErrShape}
+		}
+		consts[v.Name] = t
+		if t.Type.DType != v.Type.DType {
+			dtypes[v.Name] = t.Type.DType
+		}
+	}
+	bound, err := g.RetypeConstants(dtypes)
+	if err != nil {
+		return nil, nil, &BindError{Err: fmt.Errorf("%w: %w", ErrDType, err)}
+	}
+	return bound, consts, nil
+}
+
+func (s Source) name() string {
+	if s.Tensor != "" || len(s.Parts) == 0 {
+		return s.Tensor
+	}
+	return s.Parts[0] + "…"
+}
+
+// materialize produces the tensor a Source describes: a view where the
+// layout allows, otherwise one copy in the stored dtype.
+func (c *Checkpoint) materialize(src Source) (tensor.Tensor, error) {
+	var t tensor.Tensor
+	var err error
+	switch {
+	case len(src.Parts) > 0 && src.Tensor != "":
+		return t, fmt.Errorf("source names both a tensor and parts")
+	case len(src.Parts) > 0:
+		t, err = c.stack(src.Parts)
+	default:
+		t, err = c.Tensor(src.Tensor)
+	}
+	if err != nil {
+		return t, err
+	}
+	if src.RowEnd > 0 {
+		if t, err = sliceRows(t, src.RowStart, src.RowEnd); err != nil {
+			return t, &BindError{Tensor: src.name(), Got: t.Type, Err: err}
+		}
+	}
+	if src.Transposed {
+		if t, err = transpose(t); err != nil {
+			return t, &BindError{Tensor: src.name(), Got: t.Type, Err: err}
+		}
+	}
+	if src.RowOrder != nil {
+		if t, err = reorderRows(t, src.RowOrder); err != nil {
+			return t, &BindError{Tensor: src.name(), Got: t.Type, Err: err}
+		}
+	}
+	return t, nil
+}
+
+func (c *Checkpoint) stack(parts []string) (tensor.Tensor, error) {
+	var first tensor.Tensor
+	var data []byte
+	for i, p := range parts {
+		t, err := c.Tensor(p)
+		if err != nil {
+			return t, err
+		}
+		if i == 0 {
+			first = t
+			data = make([]byte, 0, len(t.Data)*len(parts))
+		} else if !t.Type.Equal(first.Type) {
+			return t, &BindError{Tensor: p, Want: first.Type, Got: t.Type, Err: ErrShape}
+		}
+		data = append(data, t.Data...)
+	}
+	shape := append(poot.Shape{len(parts)}, first.Type.Shape...)
+	return tensor.View(poot.TensorType{Shape: shape, DType: first.Type.DType}, data)
+}
+
+// rowBytes is the size of one row (one index of the leading axis).
+func rowBytes(t tensor.Tensor) int {
+	if len(t.Type.Shape) == 0 || t.Type.Shape[0] == 0 {
+		return 0
+	}
+	return len(t.Data) / t.Type.Shape[0]
+}
+
+func sliceRows(t tensor.Tensor, start, end int) (tensor.Tensor, error) {
+	if len(t.Type.Shape) == 0 || start < 0 || start >= end || end > t.Type.Shape[0] {
+		return t, fmt.Errorf("%w: rows [%d, %d) of %v", ErrShape, start, end, t.Type)
+	}
+	rb := rowBytes(t)
+	shape := slices.Clone(t.Type.Shape)
+	shape[0] = end - start
+	return tensor.View(poot.TensorType{Shape: shape, DType: t.Type.DType}, t.Data[start*rb:end*rb])
+}
+
+func reorderRows(t tensor.Tensor, order []int) (tensor.Tensor, error) {
+	if len(t.Type.Shape) == 0 || len(order) != t.Type.Shape[0] {
+		return t, fmt.Errorf("%w: row order of %d for %v", ErrShape, len(order), t.Type)
+	}
+	rb := rowBytes(t)
+	data := make([]byte, len(t.Data))
+	for i, r := range order {
+		if r < 0 || r >= len(order) {
+			return t, fmt.Errorf("%w: row %d out of range", ErrShape, r)
+		}
+		copy(data[i*rb:(i+1)*rb], t.Data[r*rb:(r+1)*rb])
+	}
+	return tensor.View(t.Type, data)
+}
+
+func transpose(t tensor.Tensor) (tensor.Tensor, error) {
+	if len(t.Type.Shape) != 2 || t.Type.DType.Packed() {
+		return t, fmt.Errorf("%w: cannot transpose %v at load", ErrDType, t.Type)
+	}
+	r, c := t.Type.Shape[0], t.Type.Shape[1]
+	es := t.Type.DType.BlockBytes()
+	data := make([]byte, len(t.Data))
+	for i := range r {
+		for j := range c {
+			copy(data[(j*r+i)*es:(j*r+i+1)*es], t.Data[(i*c+j)*es:(i*c+j+1)*es])
+		}
+	}
+	return tensor.View(poot.TensorType{Shape: poot.Shape{c, r}, DType: t.Type.DType}, data)
+}
