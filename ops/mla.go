@@ -88,9 +88,10 @@ func LatentAttention[B any](b *poot.Builder[B], x, pos, cache poot.Traced[B], ro
 		h, nope, rope, vd, lora := cfg.Heads, cfg.NopeDim, cfg.RopeDim, cfg.ValueDim, cfg.KVLoraRank
 		t, capacity := b.Dim(x, 0), b.Dim(cache, 0)
 		if h < 1 || nope < 1 || rope < 2 || vd < 1 || lora < 1 || b.Rank(x) != 2 ||
-			!b.Aval(cache).Equal(poot.T(poot.F32, capacity, lora+rope)) || !b.Aval(pos).Equal(poot.T(poot.I32, t)) {
-			out = fail(b, "latent_attention", "x %v, positions %v, cache %v for %d heads of %d+%d dims, latent %d",
-				b.Shape(x), b.Shape(pos), b.Shape(cache), h, nope, rope, lora)
+			!b.Aval(cache).Equal(poot.T(poot.F32, capacity, lora+rope)) || !b.Aval(pos).Equal(poot.T(poot.I32, t)) ||
+			rope%2 != 0 || 2*b.Dim(rot.Cos, -1) != rope {
+			out = fail(b, "latent_attention", "x %v, positions %v, cache %v, rotary tables %v for %d heads of %d+%d dims, latent %d",
+				b.Shape(x), b.Shape(pos), b.Shape(cache), b.Shape(rot.Cos), h, nope, rope, lora)
 			newCache = out
 			return
 		}

@@ -147,13 +147,14 @@ func Route[B any](b *poot.Builder[B], x poot.Traced[B], w MoEWeights[B], cfg MoE
 }
 
 func route[B any](b *poot.Builder[B], x poot.Traced[B], w MoEWeights[B], cfg MoEConfig) Routing[B] {
-	t, e, k := b.Dim(x, 0), b.Dim(w.Router, 0), cfg.TopK
-	if !checkMoE(b, e, cfg) {
-		return Routing[B]{Experts: b.Iota(poot.T(poot.I32, 1), 0), Weights: b.Iota(poot.T(poot.F32, 1), 0)}
+	t, k := b.Dim(x, 0), cfg.TopK
+	if !checkMoE(b, x, w, cfg) {
+		poisoned := b.Scalar(0) // the builder has failed: a poisoned handle
+		return Routing[B]{Experts: poisoned, Weights: poisoned}
 	}
 	logits := b.MatMul(x, w.Router)
 	if present(w.RouterBias) {
-		logits = b.Add(logits, broadcastRow(b, w.RouterBias, t))
+		logits = b.Add(logits, broadcastRow(b, AsF32(b, w.RouterBias), t))
 	}
 	var scores, choice poot.Traced[B]
 	switch cfg.Gating {
@@ -166,7 +167,7 @@ func route[B any](b *poot.Builder[B], x poot.Traced[B], w MoEWeights[B], cfg MoE
 		scores = sigmoid(b, logits)
 		choice = scores
 		if present(w.SelectionBias) {
-			choice = b.Add(scores, broadcastRow(b, w.SelectionBias, t))
+			choice = b.Add(scores, broadcastRow(b, AsF32(b, w.SelectionBias), t))
 		}
 	}
 	if cfg.Groups > 1 {
@@ -186,15 +187,31 @@ func route[B any](b *poot.Builder[B], x poot.Traced[B], w MoEWeights[B], cfg MoE
 	return Routing[B]{Experts: idx, Weights: weights}
 }
 
-// checkMoE records an error for a configuration the router cannot honour.
-func checkMoE[B any](b *poot.Builder[B], experts int, cfg MoEConfig) bool {
+// checkMoE records an error for weights or a configuration the mixture
+// cannot honour. Expert indices are runtime values, so a stack with fewer
+// experts than the router would be a runtime fault; it is caught here.
+func checkMoE[B any](b *poot.Builder[B], x poot.Traced[B], w MoEWeights[B], cfg MoEConfig) bool {
 	fail := func(format string, args ...any) bool {
 		b.Fail(&poot.Error{Kind: poot.ErrType, Op: "moe", Scope: b.CurrentScope(), Detail: fmt.Sprintf(format, args...)})
 		return false
 	}
+	experts, d, f := b.Dim(w.Router, 0), b.Dim(x, -1), b.Dim(w.Gate, 1)
+	shaped := func(h poot.Traced[B], dims ...int) bool {
+		return b.Shape(h).Equal(poot.Shape(dims))
+	}
 	switch {
 	case b.Err() != nil:
 		return false
+	case b.Rank(x) != 2 || b.DType(x) != poot.F32:
+		return fail("rows %v, want f32 [T, D]", b.Aval(x))
+	case !shaped(w.Router, experts, d) || !shaped(w.Gate, experts, f, d) || !shaped(w.Up, experts, f, d) || !shaped(w.Down, experts, d, f):
+		return fail("router %v, gate %v, up %v, down %v for width %d: want [E,D], [E,F,D], [E,F,D], [E,D,F]",
+			b.Shape(w.Router), b.Shape(w.Gate), b.Shape(w.Up), b.Shape(w.Down), d)
+	case present(w.RouterBias) && !shaped(w.RouterBias, experts), present(w.SelectionBias) && !shaped(w.SelectionBias, experts),
+		present(w.GateBias) && !shaped(w.GateBias, experts, f), present(w.UpBias) && !shaped(w.UpBias, experts, f),
+		present(w.DownBias) && !shaped(w.DownBias, experts, d):
+		return fail("biases %v %v %v %v %v for %d experts of width %d and hidden %d", b.Shape(w.RouterBias), b.Shape(w.SelectionBias),
+			b.Shape(w.GateBias), b.Shape(w.UpBias), b.Shape(w.DownBias), experts, d, f)
 	case cfg.TopK < 1 || cfg.TopK > experts:
 		return fail("top-k %d outside [1, %d experts]", cfg.TopK, experts)
 	case cfg.Gating > SigmoidTopK:
@@ -290,7 +307,7 @@ func expertRows[B any](b *poot.Builder[B], x, idx poot.Traced[B], w MoEWeights[B
 	proj := func(m, bias poot.Traced[B], in poot.Traced[B]) poot.Traced[B] {
 		y := b.IndexedMatMul(in, m, idx)
 		if present(bias) {
-			y = b.Add(y, b.Gather(bias, idx))
+			y = b.Add(y, AsF32(b, b.Gather(bias, idx)))
 		}
 		return y
 	}
@@ -329,7 +346,7 @@ func MoEDense[B any](b *poot.Builder[B], x poot.Traced[B], w MoEWeights[B], cfg 
 				y := b.MatMul(in, m) // [E, T, N]
 				if present(bias) {
 					n := b.Dim(bias, 1)
-					y = b.Add(y, b.Broadcast(b.Reshape(bias, e, 1, n), e, t, n))
+					y = b.Add(y, b.Broadcast(b.Reshape(AsF32(b, bias), e, 1, n), e, t, n))
 				}
 				return y
 			}

@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -537,4 +538,66 @@ func TestMoEConfigErrors(t *testing.T) {
 	if c.b.Err() == nil {
 		t.Errorf("missing weights: no error recorded")
 	}
+}
+
+// TestMixersNeverPanic records every composite of the MoE, recurrent and
+// latent attention files over operands of random shapes (some absent) and
+// random, often nonsensical, configurations: the builder must record an
+// error or a graph, never panic.
+func TestMixersNeverPanic(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		b := poot.NewBuilder[mixBrand](poot.Limits{})
+		n := 0
+		operand := func(label string) mixH {
+			if rapid.IntRange(0, 9).Draw(rt, label+" absent") == 0 {
+				return mixH{}
+			}
+			rank := rapid.IntRange(1, 3).Draw(rt, label+" rank")
+			dims := make([]int, rank)
+			for i := range dims {
+				dims[i] = rapid.IntRange(1, 4).Draw(rt, label+" dim")
+			}
+			n++
+			d := poot.F32
+			if rapid.IntRange(0, 5).Draw(rt, label+" i32") == 0 {
+				d = poot.I32
+			}
+			return b.Constant(fmt.Sprintf("%s.%d", label, n), poot.T(d, dims...))
+		}
+		small := func(label string) int { return rapid.IntRange(-1, 5).Draw(rt, label) }
+		x := operand("x")
+		switch rapid.IntRange(0, 3).Draw(rt, "composite") {
+		case 0:
+			w := ops.MoEWeights[mixBrand]{
+				Router: operand("router"), RouterBias: operand("rb"), SelectionBias: operand("sb"),
+				Gate: operand("gate"), Up: operand("up"), Down: operand("down"),
+				GateBias: operand("gb"), UpBias: operand("ub"), DownBias: operand("db"),
+				SharedGate: operand("sg"), SharedUp: operand("su"), SharedDown: operand("sd"), SharedRouter: operand("sr"),
+			}
+			cfg := ops.MoEConfig{
+				TopK: small("k"), Gating: ops.Gating(small("gating")), Groups: small("groups"), TopGroups: small("top groups"),
+				GroupScore: ops.GroupScore(small("group score")), Renormalize: rapid.Bool().Draw(rt, "renorm"),
+				ScaleInputs: rapid.Bool().Draw(rt, "scale inputs"), Activation: ops.ExpertActivation(small("act")),
+			}
+			for _, form := range moeForms {
+				form.fn(b, x, w, cfg)
+			}
+		case 1:
+			ops.CausalConv1D(b, x, operand("state"), operand("w"), operand("bias"))
+		case 2:
+			cfg := ops.GatedDeltaConfig{KeyHeads: small("hk"), ValueHeads: small("hv"), ChunkSize: small("chunk"), TiledHeads: rapid.Bool().Draw(rt, "tiled")}
+			ops.GatedDelta(b, x, operand("k"), operand("v"), operand("g"), operand("beta"), operand("z"), operand("norm"), operand("state"), cfg)
+			ops.GatedDeltaDecay(b, x, operand("dt"), operand("alog"))
+		case 3:
+			w := ops.MLAWeights[mixBrand]{
+				Q: operand("q"), QA: operand("qa"), QANorm: operand("qan"), QB: operand("qb"), KVA: operand("kva"),
+				KVANorm: operand("kvan"), KB: operand("kb"), KBT: operand("kbt"), VB: operand("vb"), O: operand("o"),
+			}
+			rot := ops.Rotary[mixBrand]{Cos: operand("cos"), Sin: operand("sin")}
+			cfg := ops.MLAConfig{Heads: small("h"), NopeDim: small("nope"), RopeDim: small("rope"), ValueDim: small("v"),
+				KVLoraRank: small("lora"), Absorb: rapid.Bool().Draw(rt, "absorb")}
+			ops.LatentAttention(b, x, operand("pos"), operand("cache"), rot, w, cfg)
+		}
+		_ = b.Err()
+	})
 }
