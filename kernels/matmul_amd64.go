@@ -2,17 +2,144 @@
 
 package kernels
 
-import "github.com/pootlabs/poot"
+import (
+	"unsafe"
 
-// Without assembly the dispatch never selects these (useAsm is false); they
-// exist so matmulRows compiles everywhere.
+	"github.com/pootlabs/poot"
+)
+
+// floatKernels names the assembly tiles of one float dtype; calls go through
+// a switch, not func values, so //go:noescape keeps their outputs on the stack.
+type floatKernels struct {
+	size int // bytes an element
+	dt   poot.DType
+}
+
+var (
+	f32Kernels  = floatKernels{4, poot.F32}
+	f16Kernels  = floatKernels{2, poot.F16}
+	bf16Kernels = floatKernels{2, poot.BF16}
+)
+
+func (f *floatKernels) dot43(x *float32, ldx int, w unsafe.Pointer, ldw int, k int, out *[12]float32) {
+	switch f.dt {
+	case poot.F32:
+		dotF32x4x3(x, ldx, w, ldw, k, out)
+	case poot.F16:
+		dotF16x4x3(x, ldx, w, ldw, k, out)
+	default:
+		dotBF16x4x3(x, ldx, w, ldw, k, out)
+	}
+}
+
+func (f *floatKernels) dot14(x *float32, w unsafe.Pointer, ldw int, k int, out *[4]float32) {
+	switch f.dt {
+	case poot.F32:
+		dotF32x1x4(x, w, ldw, k, out)
+	case poot.F16:
+		dotF16x1x4(x, w, ldw, k, out)
+	default:
+		dotBF16x1x4(x, w, ldw, k, out)
+	}
+}
+
+func (f *floatKernels) dot11(x *float32, w unsafe.Pointer, k int) float32 {
+	switch f.dt {
+	case poot.F32:
+		return dotF32x1x1(x, w, k)
+	case poot.F16:
+		return dotF16x1x1(x, w, k)
+	}
+	return dotBF16x1x1(x, w, k)
+}
 
 func f32RowsAsm(y []float32, N int, w []byte, a *Acts, n0, n1 int) {
-	f32RowsGo(y, N, asF32(w), a, n0, n1)
+	floatRowsAsm(poot.F32, &f32Kernels, y, N, w, a, n0, n1)
 }
 
 func half16RowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
-	half16RowsGo(wt == poot.BF16, y, N, asU16(w), a, n0, n1)
+	if wt == poot.BF16 {
+		floatRowsAsm(wt, &bf16Kernels, y, N, w, a, n0, n1)
+	} else {
+		floatRowsAsm(wt, &f16Kernels, y, N, w, a, n0, n1)
+	}
+}
+
+// floatTail returns the dot of x[from:K] with elements [from,K) of weight
+// row wr: the few elements the assembly step left over.
+func floatTail(wt poot.DType, x []float32, wr []byte, from, K int) float32 {
+	var s float32
+	for k := from; k < K; k++ {
+		var v float32
+		switch wt {
+		case poot.F32:
+			v = *(*float32)(unsafe.Pointer(&wr[4*k]))
+		case poot.F16:
+			v = f16Table[uint16(wr[2*k])|uint16(wr[2*k+1])<<8]
+		default:
+			v = BF16ToF32(uint16(wr[2*k]) | uint16(wr[2*k+1])<<8)
+		}
+		s += x[k] * v
+	}
+	return s
+}
+
+// floatRowsAsm tiles the product: four activation rows by three weight rows
+// when there are at least four activation rows (prompt processing), else one
+// activation row by four weight rows (decode).
+func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
+	T, K, x := a.T, a.K, a.x
+	ldw, ldx := K*kern.size, K*4
+	k8, k16 := K&^7, K&^15
+	row := func(n int) []byte { return w[n*ldw : n*ldw+ldw] }
+	one := func(t, n int) float32 {
+		wr := row(n)
+		xr := x[t*K : t*K+K]
+		return kern.dot11(&xr[0], unsafe.Pointer(&wr[0]), k16) + floatTail(wt, xr, wr, k16, K)
+	}
+	if T >= 4 {
+		var o [12]float32
+		n := n0
+		for ; n+3 <= n1; n += 3 {
+			t := 0
+			for ; t+4 <= T; t += 4 {
+				kern.dot43(&x[t*K], ldx, unsafe.Pointer(&w[n*ldw]), ldw, k8, &o)
+				for i := range 4 {
+					yr := y[(t+i)*N+n : (t+i)*N+n+3]
+					xr := x[(t+i)*K : (t+i)*K+K]
+					for j := range 3 {
+						yr[j] = o[3*i+j] + floatTail(wt, xr, row(n+j), k8, K)
+					}
+				}
+			}
+			for ; t < T; t++ {
+				for j := range 3 {
+					y[t*N+n+j] = one(t, n+j)
+				}
+			}
+		}
+		for ; n < n1; n++ {
+			for t := range T {
+				y[t*N+n] = one(t, n)
+			}
+		}
+		return
+	}
+	var o [4]float32
+	for t := range T {
+		xr := x[t*K : t*K+K]
+		n := n0
+		for ; n+4 <= n1; n += 4 {
+			kern.dot14(&xr[0], unsafe.Pointer(&w[n*ldw]), ldw, k16, &o)
+			yr := y[t*N+n : t*N+n+4]
+			for j := range 4 {
+				yr[j] = o[j] + floatTail(wt, xr, row(n+j), k16, K)
+			}
+		}
+		for ; n < n1; n++ {
+			y[t*N+n] = one(t, n)
+		}
+	}
 }
 
 func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {

@@ -1,0 +1,147 @@
+package kernels_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/kernels"
+)
+
+var benchDTypes = []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K}
+
+// benchWeights returns written (not zero-page) random weights.
+func benchWeights(dt poot.DType, N, K int) []byte {
+	return randWeights(rand.New(rand.NewPCG(1, 2)), dt, N, K)
+}
+
+// BenchmarkMatVec measures one 4096x4096 matrix-vector product (decode), in
+// GB/s of weight bytes, on one thread and on a pool of two.
+func BenchmarkMatVec(b *testing.B) {
+	const N, K = 4096, 4096
+	x := randActs(rand.New(rand.NewPCG(3, 4)), K)
+	y := make([]float32, N)
+	for _, dt := range benchDTypes {
+		w := benchWeights(dt, N, K)
+		var a kernels.Acts
+		if err := a.Prepare(dt, x, 1, K); err != nil {
+			b.Fatal(err)
+		}
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%v/%dt", dt, threads), func(b *testing.B) {
+				p := kernels.NewPool(threads)
+				defer p.Close()
+				b.SetBytes(int64(len(w)))
+				for b.Loop() {
+					if err := kernels.MatMul(p, dt, y, w, &a, N); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkMatMul measures a 64-row by 2048x2048 product (prompt
+// processing), reporting GFLOP/s (2·T·N·K per product), single-threaded.
+func BenchmarkMatMul(b *testing.B) {
+	const T, N, K = 64, 2048, 2048
+	x := randActs(rand.New(rand.NewPCG(3, 4)), T*K)
+	y := make([]float32, T*N)
+	for _, dt := range benchDTypes {
+		w := benchWeights(dt, N, K)
+		var a kernels.Acts
+		if err := a.Prepare(dt, x, T, K); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(dt.String(), func(b *testing.B) {
+			for b.Loop() {
+				if err := kernels.MatMul(nil, dt, y, w, &a, N); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(2*T*N*K*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}
+
+// BenchmarkPrepare measures quantizing one 4096-element activation row.
+func BenchmarkPrepare(b *testing.B) {
+	x := randActs(rand.New(rand.NewPCG(3, 4)), 4096)
+	for _, dt := range []poot.DType{poot.F32, poot.Q8_0, poot.Q4_K} {
+		b.Run(dt.String(), func(b *testing.B) {
+			var a kernels.Acts
+			b.SetBytes(4 * 4096)
+			for b.Loop() {
+				_ = a.Prepare(dt, x, 1, 4096)
+			}
+		})
+	}
+}
+
+// BenchmarkPoolRun measures the fixed cost of one parallel-for over two
+// workers with trivial work.
+func BenchmarkPoolRun(b *testing.B) {
+	for _, workers := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("%dw", workers), func(b *testing.B) {
+			p := kernels.NewPool(workers)
+			defer p.Close()
+			var sink atomic.Int64
+			fn := func(lo, hi int) { sink.Add(int64(hi - lo)) }
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Run(64, fn)
+			}
+		})
+	}
+}
+
+func BenchmarkAttention(b *testing.B) {
+	const S, H, KVH, D = 2048, 32, 8, 128
+	r := rand.New(rand.NewPCG(1, 1))
+	at := kernels.Attention{
+		Q: randActs(r, H*D), K: randActs(r, S*KVH*D), V: randActs(r, S*KVH*D),
+		Out: make([]float32, H*D), S: S, Heads: H, KVHeads: KVH, HeadDim: D, KVStride: KVH * D, Scale: 0.088,
+	}
+	b.SetBytes(int64(2 * 4 * S * KVH * D))
+	for b.Loop() {
+		if err := kernels.AttendHeads(&at, 0, H); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRowOps(b *testing.B) {
+	const n = 4096
+	r := rand.New(rand.NewPCG(1, 1))
+	x, w, y := randActs(r, n), randActs(r, n), make([]float32, n)
+	b.Run("RMSNorm", func(b *testing.B) {
+		b.SetBytes(4 * n)
+		for b.Loop() {
+			_ = kernels.RMSNorm(y, x, w, 1e-6)
+		}
+	})
+	b.Run("SiLUMul", func(b *testing.B) {
+		b.SetBytes(4 * n)
+		for b.Loop() {
+			_ = kernels.SiLUMul(y, x, w)
+		}
+	})
+	b.Run("Softmax", func(b *testing.B) {
+		b.SetBytes(4 * n)
+		for b.Loop() {
+			copy(y, x)
+			kernels.Softmax(y)
+		}
+	})
+	b.Run("F16RowToF32", func(b *testing.B) {
+		h := make([]uint16, n)
+		kernels.F32RowToF16(h, x)
+		b.SetBytes(2 * n)
+		for b.Loop() {
+			kernels.F16RowToF32(y, h)
+		}
+	})
+}
