@@ -76,6 +76,8 @@ type Decoder struct {
 
 	// Weight is the weight map for the container the model came from.
 	Weight WeightMap
+	// HF says how the model is written as a Hugging Face checkpoint.
+	HF HFStyle
 }
 
 type decoderBrand struct{}

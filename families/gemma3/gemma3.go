@@ -50,6 +50,7 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 	setup(d, r, r.Int("attention.sliding_window"), pattern, base,
 		r.FloatOr("attn_logit_softcapping", 0), r.FloatOr("final_logit_softcapping", 0))
 	d.Weight = names().In(families.GGUF)
+	d.HF = hfStyle(gemma2)
 	return families.Finish(d, r)
 }
 
@@ -78,6 +79,7 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 	}
 	d.QKNorm = !gemma2
 	d.Weight = names().In(families.Safetensors)
+	d.HF = hfStyle(gemma2)
 	return families.Finish(d, r)
 }
 
@@ -110,4 +112,35 @@ func names() families.WeightMap {
 		"ffn_norm.weight":            "pre_feedforward_layernorm.weight",
 		"post_ffw_norm.weight":       "post_feedforward_layernorm.weight",
 	})
+}
+
+// hfStyle writes Gemma's own config.json keys: norms stored as offsets from
+// one, the window and per-layer attention types, the local rope base, the
+// query scale and the soft caps.
+func hfStyle(gemma2 bool) families.HFStyle {
+	st := families.HFStyle{Architecture: "Gemma3ForCausalLM", ModelType: "gemma3_text", NormOffset: true}
+	if gemma2 {
+		st.Architecture, st.ModelType = "Gemma2ForCausalLM", "gemma2"
+	}
+	st.Keys = func(d *families.Decoder, cfg map[string]any) {
+		types := make([]any, d.Layers)
+		window := 0
+		for l := range types {
+			types[l] = "full_attention"
+			if w := d.Window(l); w > 0 {
+				types[l], window = "sliding_attention", w
+			}
+		}
+		cfg["layer_types"], cfg["sliding_window"] = types, window
+		cfg["rope_local_base_freq"] = d.LocalRope.Theta
+		cfg["query_pre_attn_scalar"] = families.PreAttnScalar(d)
+		cfg["hidden_activation"] = "gelu_pytorch_tanh"
+		if d.AttnSoftCap > 0 {
+			cfg["attn_logit_softcapping"] = d.AttnSoftCap
+		}
+		if d.FinalSoftCap > 0 {
+			cfg["final_logit_softcapping"] = d.FinalSoftCap
+		}
+	}
+	return st
 }

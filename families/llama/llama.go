@@ -41,6 +41,7 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 	if d.MoE != nil {
 		d.MoE.Gating = ops.TopKSoftmax // Mixtral's router
 	}
+	d.HF = hfStyle(arch, d)
 	return families.Finish(d, r)
 }
 
@@ -64,6 +65,7 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 		r.Fail("attention_bias", families.ErrUnsupported, "output projection biases")
 	}
 	d.Weight = names(d).In(families.Safetensors)
+	d.HF = hfStyle(r.StringOr("model_type", "llama"), d)
 	return families.Finish(d, r)
 }
 
@@ -79,4 +81,17 @@ func names(d *families.Decoder) families.WeightMap {
 		m.Experts = d.MoE.Experts
 	}
 	return m
+}
+
+// hfStyle writes the model back as the Hugging Face architecture of its
+// model type (Mixtral when it has experts).
+func hfStyle(modelType string, d *families.Decoder) families.HFStyle {
+	arch := map[string]string{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+		"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}[modelType]
+	if d.MoE != nil {
+		return families.HFStyle{Architecture: "MixtralForCausalLM", ModelType: "mixtral", Keys: func(d *families.Decoder, cfg map[string]any) {
+			cfg["num_local_experts"], cfg["num_experts_per_tok"], cfg["intermediate_size"] = d.MoE.Experts, d.MoE.Used, d.MoE.FFN
+		}}
+	}
+	return families.HFStyle{Architecture: arch, ModelType: modelType}
 }

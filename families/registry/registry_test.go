@@ -1,0 +1,97 @@
+package registry
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/families/internal/reftest"
+	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/safetensors"
+)
+
+var refModels = []struct {
+	model, ref, family string
+	capacity           int
+}{
+	{"stories260K-f32.gguf", "stories260K-f32.llamacpp.ref.json", "llama", 128},
+	{"tiny-llama-f32.gguf", "tiny-llama-f32.ref.json", "llama", 32},
+	{"tiny-qwen3-f32.gguf", "tiny-qwen3-f32.ref.json", "llama", 32},
+	{"tiny-gemma3-f32.gguf", "tiny-gemma3-f32.ref.json", "gemma3", 32},
+}
+
+// TestSafetensorsRoundTrip writes each reference GGUF as a Hugging Face
+// directory (HF names, config.json, Q/K rows back in rotate-half order for
+// llama, Gemma norms as offsets from one), reads it back through the
+// registry, and checks it against llama.cpp's logits like the GGUF.
+func TestSafetensorsRoundTrip(t *testing.T) {
+	for _, c := range refModels {
+		t.Run(c.model, func(t *testing.T) {
+			dir := reftest.Dir(t)
+			f, err := gguf.Open(filepath.Join(dir, c.model))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			gm, err := FromGGUF(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gm.Family() != c.family {
+				t.Errorf("family %q, want %q", gm.Family(), c.family)
+			}
+			hf := reftest.WriteHF(t, gm, reftest.GGUFValues(f))
+			d, err := safetensors.OpenDir(hf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			hm, err := FromHF(d.Config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hm.Family() != c.family {
+				t.Errorf("config.json family %q, want %q", hm.Family(), c.family)
+			}
+			if !sameTensors(gm.Tensors(), hm.Tensors()) {
+				t.Errorf("GGUF and config.json models read different tensors")
+			}
+			ref := reftest.ReadRef(t, filepath.Join(dir, c.ref))
+			reftest.CheckReference(t, hm, reftest.SafetensorsBinder(d, hm.Weights()), ref, c.capacity, 1e-3)
+		})
+	}
+}
+
+func sameTensors(a, b []families.TensorSpec) bool {
+	return slices.EqualFunc(a, b, func(x, y families.TensorSpec) bool {
+		return x.Name == y.Name && x.Shape.Equal(y.Shape) && x.Optional == y.Optional
+	})
+}
+
+func TestLookup(t *testing.T) {
+	for _, c := range []struct {
+		cfg    map[string]any
+		family string
+	}{
+		{map[string]any{"architectures": []any{"LlamaForCausalLM"}}, "llama"},
+		{map[string]any{"architectures": []any{"Qwen3MoeForCausalLM"}}, "qwen3moe"},
+		{map[string]any{"model_type": "gemma3_text"}, "gemma3"},
+		{map[string]any{"architectures": []any{"Unknown"}, "model_type": "mixtral"}, "mixtral"},
+	} {
+		r, ok := ByHFConfig(c.cfg)
+		if !ok || r.Family != c.family {
+			t.Errorf("%v: got %q, %v; want %q", c.cfg, r.Family, ok, c.family)
+		}
+	}
+	for arch, family := range map[string]string{"llama": "llama", "qwen2": "llama", "qwen3": "llama", "gemma3": "gemma3", "gemma2": "gemma3", "qwen3moe": "qwen3moe"} {
+		if r, ok := ByGGUFArchitecture(arch); !ok || r.Family != family {
+			t.Errorf("GGUF %q: got %q, %v; want %q", arch, r.Family, ok, family)
+		}
+	}
+	_, err := FromHF(map[string]any{"architectures": []any{"BertModel"}})
+	if !errors.Is(err, families.ErrUnknownArchitecture) {
+		t.Errorf("unknown architecture: got %v", err)
+	}
+}
