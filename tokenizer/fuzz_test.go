@@ -1,0 +1,100 @@
+package tokenizer
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// fuzzSPM returns the llama.cpp SentencePiece vocabulary when the shared
+// fixtures are present, and the small hand-built one otherwise, so the fuzz
+// target always runs.
+func fuzzSPM(f *testing.F) *Tokenizer {
+	p := filepath.Join(refDir, "vocab", "ggml-vocab-llama-spm.gguf")
+	if _, err := os.Stat(p); err == nil {
+		return loadGGUF(f, p)
+	}
+	md, _ := spmVocab()
+	tok, err := FromGGUF(md)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return tok
+}
+
+// FuzzEncodeDecode checks that SentencePiece encoding never fails or panics,
+// that every id it returns is in the vocabulary, and that decoding gives the
+// text back with the leading space encoding adds (for valid UTF-8 without
+// special-token texts, which encode with their own spacing rules).
+func FuzzEncodeDecode(f *testing.F) {
+	tok := fuzzSPM(f)
+	for _, s := range []string{"", " ", "Hello world", "  two  spaces ", "\n\n\t", "日本語のテキスト", "emoji 😀✓", "<s>text</s>", "\xff\xfe invalid", "123 4567"} {
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, s string, parseSpecial bool) {
+		ids, err := tok.Encode(s, EncodeOptions{ParseSpecial: parseSpecial})
+		if err != nil {
+			t.Fatalf("Encode(%q): %v", s, err)
+		}
+		for _, id := range ids {
+			if id < 0 || int(id) >= tok.VocabSize() {
+				t.Fatalf("Encode(%q) gave id %d", s, id)
+			}
+		}
+		got, err := tok.Decode(ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if parseSpecial || !utf8.ValidString(s) {
+			return
+		}
+		for _, id := range tok.special {
+			if strings.Contains(s, tok.Piece(id)) {
+				return
+			}
+		}
+		want := s
+		if s != "" {
+			want = " " + s
+		}
+		if got != want {
+			t.Fatalf("Decode(Encode(%q)) = %q", s, got)
+		}
+	})
+}
+
+// FuzzBPEEncode checks that byte-level BPE encoding of any input, with the
+// pre-tokenizers of several vocabularies, never fails and decodes back to
+// the valid UTF-8 input.
+func FuzzBPEEncode(f *testing.F) {
+	var toks []*Tokenizer
+	for _, name := range []string{"gpt-2", "deepseek-llm", "deepseek-coder", "starcoder", "gpt-neox"} {
+		p := filepath.Join(refDir, "vocab", "ggml-vocab-"+name+".gguf")
+		if _, err := os.Stat(p); err == nil {
+			toks = append(toks, loadGGUF(f, p))
+		}
+	}
+	if len(toks) == 0 {
+		f.Skip("reference vocabularies not available")
+	}
+	for _, s := range []string{"", "Hello world", "   \n\n  x", "it's 12345 $$", "日本語 한국어 Ελληνικά", "\xc3("} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, tok := range toks {
+			ids, err := tok.Encode(s, EncodeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := tok.Decode(ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if utf8.ValidString(s) && got != s {
+				t.Fatalf("Decode(Encode(%q)) = %q", s, got)
+			}
+		}
+	})
+}
