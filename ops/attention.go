@@ -137,6 +137,9 @@ func Attention[B any](b *poot.Builder[B], q, k, v, mask poot.Traced[B], cfg Atte
 				h, hkv, d, dv, r, nq, nk)
 		}
 		t, s := nq/r, nk/r
+		if b.Rank(mask) != 2 || b.Dim(mask, 0) != nq || b.Dim(mask, 1) != s || b.DType(mask) != poot.Bool {
+			return fail(b, "attention", "mask %v, want bool[%d,%d]", b.Aval(mask), nq, s)
+		}
 		rep := h / hkv
 		qh := b.Transpose(b.Reshape(q, r, t, h, d), 0, 2, 1, 3)
 		kh := RepeatKV(b, b.Transpose(b.Reshape(k, r, s, hkv, d), 0, 2, 1, 3), rep)

@@ -316,3 +316,37 @@ func TestRepeatKVAndGate(t *testing.T) {
 	out = g.run(t, "CacheIndex", ops.CacheIndex(g.b, g.positions(t, []int{0, 1, 4, 5, 2, 3}, 7), 3, 8))
 	coreCheck(t, "CacheIndex", out[0], []float64{0, 1, 12, 13, 18, 19})
 }
+
+// TestAttentionStepsCarryTheCache: a prefill split into two steps that carry
+// the caches gives the same outputs as one step, and a decode step reads
+// what earlier steps wrote.
+func TestAttentionStepsCarryTheCache(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(rt, "seed"), 2))
+		s := rapid.IntRange(2, 8).Draw(rt, "capacity")
+		n := rapid.IntRange(2, s).Draw(rt, "tokens")
+		split := rapid.IntRange(1, n-1).Draw(rt, "split")
+		window := rapid.IntRange(0, 3).Draw(rt, "window")
+		whole := coreAttnCase{rows: 1, t: n, s: s, heads: 2, kvHeads: 1, d: 3, window: window, pos: coreSpan(0, n)}
+		whole.fill(r)
+		g := newCore()
+		want := g.run(rt, "", whole.graph(rt, g))[0]
+
+		// Step one: tokens [0, split) over the same initial caches.
+		first := whole
+		first.t, first.pos = split, coreSpan(0, split)
+		first.q, first.k, first.v = whole.q[:split*2*3], whole.k[:split*3], whole.v[:split*3]
+		g1 := newCore()
+		out1 := g1.run(rt, "", first.graph(rt, g1))[0]
+		// Step two: the rest, over the carried caches.
+		second := whole
+		second.t, second.pos = n-split, coreSpan(split, n-split)
+		second.q, second.k, second.v = whole.q[split*2*3:], whole.k[split*3:], whole.v[split*3:]
+		second.kCache, second.vCache = g1.stateOf(rt, "cache.k"), g1.stateOf(rt, "cache.v")
+		g2 := newCore()
+		out2 := g2.run(rt, "", second.graph(rt, g2))[0]
+		if e := coreRelErr(append(out1, out2...), want); e > 1e-6 {
+			rt.Fatalf("two steps differ from one by %g", e)
+		}
+	})
+}
