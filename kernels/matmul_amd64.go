@@ -142,8 +142,35 @@ func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byt
 	}
 }
 
+// q8famRowsAsm handles Q8_0 and Q4_0 weights: each weight row meets four
+// activation rows a call while there are four left.
 func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
-	q8famRowsGo(wt, y, N, w, a, n0, n1)
+	T, K := a.T, a.K
+	nb := K / 32
+	rb := nb * wt.BlockBytes()
+	q4 := wt == poot.Q4_0
+	var o [4]float32
+	for n := n0; n < n1; n++ {
+		wr := &w[n*rb]
+		t := 0
+		for ; t+4 <= T; t += 4 {
+			if q4 {
+				dotQ4_0x4(wr, nb, &a.q[t*K], K, &a.d[t*nb], nb*4, &o)
+			} else {
+				dotQ8_0x4(wr, nb, &a.q[t*K], K, &a.d[t*nb], nb*4, &o)
+			}
+			for i := range 4 {
+				y[(t+i)*N+n] = o[i]
+			}
+		}
+		for ; t < T; t++ {
+			if q4 {
+				y[t*N+n] = dotQ4_0x1(wr, nb, &a.q[t*K], &a.d[t*nb])
+			} else {
+				y[t*N+n] = dotQ8_0x1(wr, nb, &a.q[t*K], &a.d[t*nb])
+			}
+		}
+	}
 }
 
 func kfamRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {

@@ -1,0 +1,17 @@
+package kernels
+
+// The assembly in quant_amd64.s: w points at a weight row of nb blocks, aq
+// and ad at an activation row's quants and block scales; lda and ldd are the
+// byte strides between activation rows.
+
+//go:noescape
+func dotQ8_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
+
+//go:noescape
+func dotQ4_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
+
+//go:noescape
+func dotQ8_0x1(w *byte, nb int, aq *int8, ad *float32) float32
+
+//go:noescape
+func dotQ4_0x1(w *byte, nb int, aq *int8, ad *float32) float32
