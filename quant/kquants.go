@@ -119,21 +119,25 @@ func dequantizeQ6_K(dst []float32, src []byte) {
 	for len(dst) >= kElems && len(src) >= q6KBytes {
 		blk := src[:q6KBytes]
 		d := f16At(blk[208:])
+		// d·sc is rounded once per sub-block, exactly as ggml's left-to-right
+		// d * sc[is] * q evaluates it, so hoisting it changes no bit.
+		var ds [16]float32
+		for i, s := range blk[192:208] {
+			ds[i] = float32(d * float32(int8(s)))
+		}
 		for n := range 2 {
 			ql := blk[64*n : 64*n+64]
 			qh := blk[128+32*n : 128+32*n+32]
-			sc := blk[192+8*n : 192+8*n+8]
+			sc := ds[8*n : 8*n+8]
 			y := dst[128*n : 128*n+128]
 			for l := range 32 {
 				is := l / 16
-				q1 := int(ql[l]&0xf|(qh[l]&3)<<4) - 32
-				q2 := int(ql[l+32]&0xf|(qh[l]>>2&3)<<4) - 32
-				q3 := int(ql[l]>>4|(qh[l]>>4&3)<<4) - 32
-				q4 := int(ql[l+32]>>4|(qh[l]>>6&3)<<4) - 32
-				y[l] = float32(d*float32(int8(sc[is]))) * float32(q1)
-				y[l+32] = float32(d*float32(int8(sc[is+2]))) * float32(q2)
-				y[l+64] = float32(d*float32(int8(sc[is+4]))) * float32(q3)
-				y[l+96] = float32(d*float32(int8(sc[is+6]))) * float32(q4)
+				h := qh[l]
+				a, b := ql[l], ql[l+32]
+				y[l] = sc[is] * float32(int(a&0xf|(h&3)<<4)-32)
+				y[l+32] = sc[is+2] * float32(int(b&0xf|(h>>2&3)<<4)-32)
+				y[l+64] = sc[is+4] * float32(int(a>>4|(h>>4&3)<<4)-32)
+				y[l+96] = sc[is+6] * float32(int(b>>4|(h>>6)<<4)-32)
 			}
 		}
 		dst, src = dst[kElems:], src[q6KBytes:]

@@ -178,8 +178,9 @@ func dequantizeQ5_0(dst []float32, src []byte) {
 		qs := src[6:22]
 		y := dst[:legacyElems]
 		for j, q := range qs {
-			h0 := byte(qh>>j&1) << 4
-			h1 := byte(qh>>(j+legacyHalf)&1) << 4
+			h0 := byte(qh<<4) & 0x10  // bit j, moved to value 16
+			h1 := byte(qh>>12) & 0x10 // bit j+16
+			qh >>= 1
 			y[j] = float32(int(q&0xf|h0)-16) * d
 			y[j+legacyHalf] = float32(int(q>>4|h1)-16) * d
 		}
@@ -217,8 +218,9 @@ func dequantizeQ5_1(dst []float32, src []byte) {
 		qs := src[8:24]
 		y := dst[:legacyElems]
 		for j, q := range qs {
-			h0 := byte(qh>>j&1) << 4
-			h1 := byte(qh>>(j+legacyHalf)&1) << 4
+			h0 := byte(qh<<4) & 0x10
+			h1 := byte(qh>>12) & 0x10
+			qh >>= 1
 			y[j] = float32(float32(q&0xf|h0)*d) + m
 			y[j+legacyHalf] = float32(float32(q>>4|h1)*d) + m
 		}
