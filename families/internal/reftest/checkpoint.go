@@ -189,3 +189,18 @@ func MapBinder(m map[string][]float32) Binder {
 		return g, consts, nil
 	}
 }
+
+// WriteGGUF writes an F32 GGUF file with the given metadata and m's tensors
+// from values, returning its path.
+func WriteGGUF(t testing.TB, m families.Model, kvs []gguf.KV, values map[string][]float32) string {
+	t.Helper()
+	var ts []gguf.WriterTensor
+	for _, s := range m.Tensors() {
+		ts = append(ts, gguf.WriterTensor{Name: s.Name, DType: poot.F32, Shape: s.Shape.Clone(), Data: f32bytes(values[s.Name])})
+	}
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	if err := gguf.WriteFile(path, kvs, ts, 0); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

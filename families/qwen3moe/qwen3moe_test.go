@@ -1,0 +1,142 @@
+package qwen3moe_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/families/internal/reftest"
+	"github.com/pootlabs/poot/families/llama"
+	"github.com/pootlabs/poot/families/qwen3moe"
+	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/safetensors"
+)
+
+func tinyConfig() map[string]any {
+	return map[string]any{
+		"architectures": []any{"Qwen3MoeForCausalLM"}, "model_type": "qwen3_moe",
+		"vocab_size": 64.0, "hidden_size": 32.0, "num_hidden_layers": 2.0,
+		"num_attention_heads": 4.0, "num_key_value_heads": 2.0, "head_dim": 16.0,
+		"num_experts": 4.0, "num_experts_per_tok": 2.0, "moe_intermediate_size": 24.0,
+		"rms_norm_eps": 1e-6, "rope_theta": 1e6, "max_position_embeddings": 64.0,
+		"norm_topk_prob": true,
+	}
+}
+
+var toks = []int32{1, 5, 9, 33, 2, 60, 17, 41}
+
+func TestIdenticalExpertsEqualDense(t *testing.T) {
+	m, err := qwen3moe.FromHF(tinyConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dcfg := tinyConfig()
+	dcfg["architectures"], dcfg["model_type"], dcfg["intermediate_size"] = []any{"Qwen3ForCausalLM"}, "qwen3", 24.0
+	dense, err := llama.FromHF(dcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reftest.CheckIdenticalExperts(t, m, dense, 4, toks, 16)
+}
+
+func TestLayouts(t *testing.T) {
+	m, err := qwen3moe.FromHF(tinyConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reftest.CheckLayouts(t, m, reftest.MapBinder(reftest.Synth(m, 3)), toks, 16)
+}
+
+func TestConfigErrors(t *testing.T) {
+	for key, want := range map[string]error{
+		"num_experts":         families.ErrMissing,
+		"num_experts_per_tok": families.ErrMissing,
+		"hidden_size":         families.ErrMissing,
+	} {
+		cfg := tinyConfig()
+		delete(cfg, key)
+		_, err := qwen3moe.FromHF(cfg)
+		var ce *families.ConfigError
+		if !errors.Is(err, want) || !errors.As(err, &ce) || ce.Key != key {
+			t.Errorf("without %s: got %v", key, err)
+		}
+	}
+	cfg := tinyConfig()
+	cfg["num_experts_per_tok"] = 9.0
+	if _, err := qwen3moe.FromHF(cfg); !errors.Is(err, families.ErrInconsistent) {
+		t.Errorf("9 of 4 experts: got %v", err)
+	}
+	cfg = tinyConfig()
+	cfg["mlp_only_layers"] = []any{1.0}
+	if _, err := qwen3moe.FromHF(cfg); !errors.Is(err, families.ErrUnsupported) {
+		t.Errorf("mlp_only_layers: got %v", err)
+	}
+}
+
+// TestContainers runs one random model three ways: bound by canonical name,
+// from a GGUF file written with llama.cpp's qwen3moe keys (read through the
+// registry), and from a Hugging Face directory with one tensor per expert;
+// the logits must agree.
+func TestContainers(t *testing.T) {
+	m, err := qwen3moe.FromHF(tinyConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := reftest.Synth(m, 5)
+	n := len(toks)
+	shape := families.StepShape{Rows: 1, New: n, Capacity: 16, Logits: families.AllTokens}
+	want, err := reftest.NewRunner(m, reftest.MapBinder(w)).Step(shape, toks, reftest.Seq(0, n), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	kv := func(k string, v gguf.Value) gguf.KV { return gguf.KV{Key: k, Value: v} }
+	u := func(x int) gguf.Value { return gguf.ValueOf(uint32(x)) }
+	path := reftest.WriteGGUF(t, m, []gguf.KV{
+		kv("general.architecture", gguf.ValueOf("qwen3moe")),
+		kv("qwen3moe.context_length", u(64)), kv("qwen3moe.embedding_length", u(32)),
+		kv("qwen3moe.block_count", u(2)), kv("qwen3moe.attention.head_count", u(4)),
+		kv("qwen3moe.attention.head_count_kv", u(2)), kv("qwen3moe.attention.key_length", u(16)),
+		kv("qwen3moe.attention.value_length", u(16)), kv("qwen3moe.rope.freq_base", gguf.ValueOf(float32(1e6))),
+		kv("qwen3moe.attention.layer_norm_rms_epsilon", gguf.ValueOf(float32(1e-6))),
+		kv("qwen3moe.expert_count", u(4)), kv("qwen3moe.expert_used_count", u(2)),
+		kv("qwen3moe.expert_feed_forward_length", u(24)),
+	}, w)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gm, err := registry.FromGGUF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := reftest.NewRunner(gm, reftest.GGUFBinder(f, gm.Weights())).Step(shape, toks, reftest.Seq(0, n), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := reftest.MaxDiff32(got, want); d > 1e-6 {
+		t.Errorf("GGUF: max |Δlogit| %.3g", d)
+	}
+
+	d, err := safetensors.OpenDir(reftest.WriteHF(t, m, reftest.MapValues(w)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	hm, err := registry.FromHF(d.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hm.Family() != "qwen3moe" {
+		t.Errorf("family %q", hm.Family())
+	}
+	got, err = reftest.NewRunner(hm, reftest.SafetensorsBinder(d, hm.Weights())).Step(shape, toks, reftest.Seq(0, n), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := reftest.MaxDiff32(got, want); d > 1e-6 {
+		t.Errorf("safetensors: max |Δlogit| %.3g", d)
+	}
+}
