@@ -588,6 +588,9 @@ func TestMixersNeverPanic(t *testing.T) {
 			cfg := ops.GatedDeltaConfig{KeyHeads: small("hk"), ValueHeads: small("hv"), ChunkSize: small("chunk"), TiledHeads: rapid.Bool().Draw(rt, "tiled")}
 			ops.GatedDelta(b, x, operand("k"), operand("v"), operand("g"), operand("beta"), operand("z"), operand("norm"), operand("state"), cfg)
 			ops.GatedDeltaDecay(b, x, operand("dt"), operand("alog"))
+			y, _ := ops.Mamba2SSM(b, x, operand("dt"), operand("B"), operand("C"), operand("dtb"), operand("alog"), operand("D"), operand("state"),
+				ops.Mamba2Config{Heads: small("h"), Groups: small("g"), ChunkSize: small("chunk")})
+			ops.Mamba2Gate(b, y, operand("z"), operand("w"), small("g"), 1e-5)
 		case 3:
 			w := ops.MLAWeights[mixBrand]{
 				Q: operand("q"), QA: operand("qa"), QANorm: operand("qan"), QB: operand("qb"), KVA: operand("kva"),

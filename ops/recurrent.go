@@ -194,6 +194,8 @@ func repeatKeyHeads[B any](b *poot.Builder[B], x poot.Traced[B], hk, hv, d int, 
 
 // deltaSteps is the recurrence one token at a time, over heads-first
 // q, k [H, T, Dk], v [H, T, Dv], g, beta [H, T] and state [H, Dv, Dk].
+// Without beta (the zero handle) the update is the plain decayed outer
+// product S ← S·exp(g_t) + k_t ⊗ v_t of Mamba2's state-space model.
 func deltaSteps[B any](b *poot.Builder[B], q, k, v, g, beta, s poot.Traced[B]) (o, state poot.Traced[B]) {
 	h, t, dk, dv := b.Dim(q, 0), b.Dim(q, 1), b.Dim(q, 2), b.Dim(v, 2)
 	outs := make([]poot.Traced[B], 0, t)
@@ -202,9 +204,12 @@ func deltaSteps[B any](b *poot.Builder[B], q, k, v, g, beta, s poot.Traced[B]) (
 		qt, kt, vt := at(q), at(k), at(v) // [H, 1, D]
 		decay := b.Exp(b.Reshape(at(g), h, 1, 1))
 		s = b.Mul(s, b.Broadcast(decay, h, dv, dk))
-		kv := b.MatMul(kt, s) // Sᵀk: [H, 1, Dv]
-		delta := b.Mul(b.Sub(vt, kv), b.Broadcast(b.Reshape(at(beta), h, 1, 1), h, 1, dv))
-		s = b.Add(s, b.MatMul(b.Reshape(delta, h, dv, 1), b.Reshape(kt, h, dk, 1)))
+		write := vt
+		if present(beta) {
+			kv := b.MatMul(kt, s) // Sᵀk: [H, 1, Dv]
+			write = b.Mul(b.Sub(vt, kv), b.Broadcast(b.Reshape(at(beta), h, 1, 1), h, 1, dv))
+		}
+		s = b.Add(s, b.MatMul(b.Reshape(write, h, dv, 1), b.Reshape(kt, h, dk, 1)))
 		outs = append(outs, b.MatMul(qt, s))
 	}
 	if len(outs) == 1 {
@@ -228,13 +233,15 @@ func deltaSteps[B any](b *poot.Builder[B], q, k, v, g, beta, s poot.Traced[B]) (
 // is ⌈log₂ c⌉ batched matrix products. Then
 //
 //	o_i = e^{G_i} S₀ᵀq_i + Σ_{j≤i} e^{G_i−G_j} (q_i·k_j) w_j.
+//
+// Without beta there is nothing to solve: w = v (Mamba2's SSD).
 func deltaChunks[B any](b *poot.Builder[B], q, k, v, g, beta, s poot.Traced[B], size int) (o, state poot.Traced[B]) {
 	h, t, dk, dv := b.Dim(q, 0), b.Dim(q, 1), b.Dim(q, 2), b.Dim(v, 2)
 	var outs []poot.Traced[B]
 	for start := 0; start < t; start += size {
 		c := min(size, t-start)
 		at := func(x poot.Traced[B]) poot.Traced[B] { return b.SliceAxis(x, 1, start, start+c) }
-		qc, kc, vc, gc, bc := at(q), at(k), at(v), at(g), at(beta)
+		qc, kc, vc, gc := at(q), at(k), at(v), at(g)
 		row := b.Iota(poot.T(poot.I32, c, c), 0)
 		col := b.Iota(poot.T(poot.I32, c, c), 1)
 		lower := b.Ge(row, col) // j ≤ i
@@ -246,19 +253,25 @@ func deltaChunks[B any](b *poot.Builder[B], q, k, v, g, beta, s poot.Traced[B], 
 		mask := func(m poot.Traced[B]) poot.Traced[B] {
 			return b.Exp(b.Select(b.Broadcast(b.Reshape(m, 1, c, c), h, c, c), diff, ninf))
 		}
-		decay, strict := mask(lower), mask(b.Gt(row, col))
-		betaRows := b.Reshape(bc, h, c, 1)
-		n := b.Neg(b.Mul(b.Mul(b.MatMul(kc, kc), strict), b.Broadcast(betaRows, h, c, c)))
+		decay := mask(lower)
 		eg := b.Reshape(b.Exp(cum), h, c, 1)
-		rhs := b.Mul(b.Sub(vc, b.Mul(b.MatMul(kc, s), b.Broadcast(eg, h, c, dv))), b.Broadcast(betaRows, h, c, dv))
-		// Solve with the transposed unknowns wᵀ [H, Dv, c]:
-		// (x + Nᵖx)ᵀ = xᵀ + MatMul(xᵀ, Nᵖ).
-		wt := b.Transpose(rhs, 0, 2, 1)
-		for p, np := 1, n; p < c; p *= 2 {
-			wt = b.Add(wt, b.MatMul(wt, np))
-			if 2*p < c {
-				np = b.MatMul(np, b.Transpose(np, 0, 2, 1))
+		// The unknowns are kept transposed, wᵀ [H, Dv, c], which is the
+		// layout both products below want.
+		var wt poot.Traced[B]
+		if present(beta) {
+			betaRows := b.Reshape(at(beta), h, c, 1)
+			n := b.Neg(b.Mul(b.Mul(b.MatMul(kc, kc), mask(b.Gt(row, col))), b.Broadcast(betaRows, h, c, c)))
+			rhs := b.Mul(b.Sub(vc, b.Mul(b.MatMul(kc, s), b.Broadcast(eg, h, c, dv))), b.Broadcast(betaRows, h, c, dv))
+			// (x + Nᵖx)ᵀ = xᵀ + MatMul(xᵀ, Nᵖ).
+			wt = b.Transpose(rhs, 0, 2, 1)
+			for p, np := 1, n; p < c; p *= 2 {
+				wt = b.Add(wt, b.MatMul(wt, np))
+				if 2*p < c {
+					np = b.MatMul(np, b.Transpose(np, 0, 2, 1))
+				}
 			}
+		} else {
+			wt = b.Transpose(vc, 0, 2, 1)
 		}
 		inter := b.MatMul(b.Mul(qc, b.Broadcast(eg, h, c, dk)), s)
 		intra := b.MatMul(b.Mul(b.MatMul(qc, kc), decay), wt)
@@ -272,4 +285,78 @@ func deltaChunks[B any](b *poot.Builder[B], q, k, v, g, beta, s poot.Traced[B], 
 		return outs[0], s
 	}
 	return b.Concat(1, outs...), s
+}
+
+// Mamba2Config describes Mamba2's selective state-space model (Dao and Gu,
+// "Transformers are SSMs", 2024).
+type Mamba2Config struct {
+	// Heads is the number of heads; Groups the number of B/C groups, a
+	// divisor of Heads (head h reads group h / (Heads/Groups)).
+	Heads, Groups int
+	// ChunkSize selects the form as GatedDeltaConfig.ChunkSize does: 0
+	// steps token by token, a positive size runs the chunked (SSD) form.
+	ChunkSize int
+}
+
+// Mamba2SSM runs Mamba2's selective scan over T tokens of one sequence.
+// Per head, with Δ_t = softplus(dt_t + dtBias) and A = −exp(aLog):
+//
+//	S ← S · exp(Δ_t A) + Δ_t x_t ⊗ B_t
+//	y_t = S C_t + D x_t
+//
+// where S is the head's [P, N] state. x is [T, H·P], dt [T, H] (before the
+// softplus), bm and cm (B and C) [T, G·N], dtBias, aLog and d [H], and
+// state [H, P, N]. It returns y [T, H·P] and the new state. The gate and
+// norm that follow in a Mamba2 block are Mamba2Gate.
+func Mamba2SSM[B any](b *poot.Builder[B], x, dt, bm, cm, dtBias, aLog, d, state poot.Traced[B], cfg Mamba2Config) (y, newState poot.Traced[B]) {
+	b.Scope("mamba2_ssm", func() {
+		h, g := cfg.Heads, cfg.Groups
+		t := b.Dim(x, 0)
+		if h < 1 || g < 1 || h%g != 0 || b.Rank(x) != 2 || b.Rank(bm) != 2 || b.Dim(x, 1)%h != 0 || b.Dim(bm, 1)%g != 0 || cfg.ChunkSize < 0 {
+			y = fail(b, "mamba2_ssm", "x %v, B %v with %d heads in %d groups, chunk %d", b.Shape(x), b.Shape(bm), h, g, cfg.ChunkSize)
+			newState = y
+			return
+		}
+		p, n := b.Dim(x, 1)/h, b.Dim(bm, 1)/g
+		if !b.Aval(state).Equal(poot.T(poot.F32, h, p, n)) || !b.Aval(dt).Equal(poot.T(poot.F32, t, h)) ||
+			!b.Aval(cm).Equal(b.Aval(bm)) || b.Dim(bm, 0) != t || !b.Shape(d).Equal(poot.Shape{h}) {
+			y = fail(b, "mamba2_ssm", "state %v (want [%d,%d,%d]), dt %v, B %v, C %v, D %v for x %v",
+				b.Shape(state), h, p, n, b.Shape(dt), b.Shape(bm), b.Shape(cm), b.Shape(d), b.Shape(x))
+			newState = y
+			return
+		}
+		step := softplus(b, b.Add(dt, broadcastRow(b, AsF32(b, dtBias), t)))      // Δ [T, H]
+		logDecay := b.Mul(b.Neg(b.Exp(broadcastRow(b, AsF32(b, aLog), t))), step) // ΔA
+		perHead := func(v poot.Traced[B]) poot.Traced[B] {                        // [T, H] -> [T, H·P]
+			return b.Reshape(b.Broadcast(b.Reshape(v, t, h, 1), t, h, p), t, h*p)
+		}
+		heads := func(v poot.Traced[B], dim int) poot.Traced[B] {
+			return b.Transpose(b.Reshape(v, t, h, dim), 1, 0, 2)
+		}
+		xs := b.Mul(x, perHead(step))
+		kh := heads(repeatKeyHeads(b, bm, g, h, n, false), n)
+		qh := heads(repeatKeyHeads(b, cm, g, h, n, false), n)
+		var oh poot.Traced[B]
+		if cfg.ChunkSize == 0 {
+			oh, newState = deltaSteps(b, qh, kh, heads(xs, p), b.Transpose(logDecay, 1, 0), poot.Traced[B]{}, state)
+		} else {
+			oh, newState = deltaChunks(b, qh, kh, heads(xs, p), b.Transpose(logDecay, 1, 0), poot.Traced[B]{}, state, cfg.ChunkSize)
+		}
+		skip := b.Mul(x, perHead(broadcastRow(b, AsF32(b, d), t)))
+		y = b.Add(b.Reshape(b.Transpose(oh, 1, 0, 2), t, h*p), skip)
+	})
+	return y, newState
+}
+
+// Mamba2Gate is the gated norm that ends a Mamba2 mixer: y·silu(z),
+// normalised by its root mean square within each of the groups (of
+// H·P/groups channels) and scaled by w [H·P] (the zero handle for none).
+func Mamba2Gate[B any](b *poot.Builder[B], y, z, w poot.Traced[B], groups int, eps float64) poot.Traced[B] {
+	return scoped(b, "mamba2_gate", func() poot.Traced[B] {
+		out := RMSNormHeads(b, b.Mul(y, silu(b, z)), poot.Traced[B]{}, groups, eps)
+		if present(w) {
+			out = b.Mul(out, broadcastRow(b, AsF32(b, w), b.Dim(y, 0)))
+		}
+		return out
+	})
 }

@@ -261,3 +261,125 @@ func TestRecurrentShapeErrors(t *testing.T) {
 		t.Errorf("gated delta with 3 value heads over 2 key heads: no error recorded")
 	}
 }
+
+// mambaSpec sizes a Mamba2 test.
+type mambaSpec struct{ t, h, g, p, n int }
+
+type mambaInputs struct {
+	x, dt, bm, cm, dtBias, aLog, d, z, w, state0 []float64 // state0 is [H, P, N]
+	hx, hdt, hb, hc, hdtb, halog, hd, hz, hw     mixH
+}
+
+func newMambaInputs(c *mixCase, s mambaSpec) *mambaInputs {
+	in := &mambaInputs{}
+	in.hx, in.x = c.randConst("x", 1, s.t, s.h*s.p)
+	in.hdt, in.dt = c.randConst("dt", 2, s.t, s.h)
+	in.hb, in.bm = c.randConst("B", 1, s.t, s.g*s.n)
+	in.hc, in.cm = c.randConst("C", 1, s.t, s.g*s.n)
+	in.hdtb, in.dtBias = c.randConst("dt_bias", 1, s.h)
+	in.halog, in.aLog = c.randConst("a_log", 1, s.h)
+	in.hd, in.d = c.randConst("D", 1, s.h)
+	in.hz, in.z = c.randConst("z", 1, s.t, s.h*s.p)
+	in.hw, in.w = c.randConst("norm", 1, s.h*s.p)
+	in.state0 = c.random(s.h*s.p*s.n, 0.5)
+	return in
+}
+
+// refMamba2 is the recurrent form of Mamba2's SSM followed by its gated
+// group norm.
+func refMamba2(in *mambaInputs, s mambaSpec) (y, gated, state []float64) {
+	state = append([]float64(nil), in.state0...)
+	y = make([]float64, s.t*s.h*s.p)
+	rep := s.h / s.g
+	for t := range s.t {
+		for h := range s.h {
+			grp := h / rep
+			delta := mixSoftplus(in.dt[t*s.h+h] + in.dtBias[h])
+			decay := math.Exp(-math.Exp(in.aLog[h]) * delta)
+			bv := in.bm[(t*s.g+grp)*s.n : (t*s.g+grp+1)*s.n]
+			cv := in.cm[(t*s.g+grp)*s.n : (t*s.g+grp+1)*s.n]
+			for p := range s.p {
+				xv := in.x[(t*s.h+h)*s.p+p]
+				st := state[(h*s.p+p)*s.n : (h*s.p+p+1)*s.n]
+				var o float64
+				for n := range s.n {
+					st[n] = st[n]*decay + delta*xv*bv[n]
+					o += st[n] * cv[n]
+				}
+				y[(t*s.h+h)*s.p+p] = o + in.d[h]*xv
+			}
+		}
+	}
+	gated = make([]float64, len(y))
+	width := s.h * s.p / s.g
+	for t := range s.t {
+		for g := range s.g {
+			off := t*s.h*s.p + g*width
+			var ms float64
+			for i := range width {
+				z := in.z[off+i]
+				gated[off+i] = y[off+i] * z * mixSigmoid(z)
+				ms += gated[off+i] * gated[off+i]
+			}
+			r := 1 / math.Sqrt(ms/float64(width)+1e-5)
+			for i := range width {
+				gated[off+i] *= r * in.w[g*width+i]
+			}
+		}
+	}
+	return y, gated, state
+}
+
+func TestMamba2MatchesReference(t *testing.T) {
+	for _, s := range []mambaSpec{{1, 2, 1, 3, 4}, {7, 4, 2, 2, 3}, {6, 3, 3, 2, 2}, {40, 2, 1, 4, 8}} {
+		for _, chunk := range []int{0, 1, 3, 16} {
+			name := fmt.Sprintf("T%d_h%d_g%d_chunk%d", s.t, s.h, s.g, chunk)
+			t.Run(name, func(t *testing.T) {
+				c := newMixCase(t, 9)
+				in := newMambaInputs(c, s)
+				st := c.state("ssm_state", in.state0, s.h, s.p, s.n)
+				var y, gated, st2 mixH
+				n := c.counted(func() {
+					y, st2 = ops.Mamba2SSM(c.b, in.hx, in.hdt, in.hb, in.hc, in.hdtb, in.halog, in.hd, st, ops.Mamba2Config{Heads: s.h, Groups: s.g, ChunkSize: chunk})
+				})
+				gated = ops.Mamba2Gate(c.b, y, in.hz, in.hw, s.g, 1e-5)
+				c.outs = append(c.outs, y, gated)
+				c.carry = append(c.carry, poot.Carry[mixBrand]{In: st, Out: st2})
+				got, states := c.run()
+				wantY, wantGated, wantState := refMamba2(in, s)
+				mixClose(t, "y", got[0], wantY, 1e-5)
+				mixClose(t, "gated", got[1], wantGated, 1e-5)
+				mixClose(t, "state", states["ssm_state"], wantState, 1e-5)
+				t.Logf("mamba2_ssm %s: %d primitives", name, n)
+			})
+		}
+	}
+}
+
+// TestMamba2ChunkLaw: a chunk of T tokens equals T single-token steps.
+func TestMamba2ChunkLaw(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		g := rapid.IntRange(1, 2).Draw(rt, "groups")
+		s := mambaSpec{
+			t: rapid.IntRange(1, 9).Draw(rt, "tokens"), h: g * rapid.IntRange(1, 2).Draw(rt, "heads per group"), g: g,
+			p: rapid.IntRange(1, 4).Draw(rt, "head dim"), n: rapid.IntRange(1, 4).Draw(rt, "state dim"),
+		}
+		chunk := rapid.IntRange(0, 10).Draw(rt, "chunk")
+		c := newMixCase(rt, rapid.Uint64().Draw(rt, "seed"))
+		in := newMambaInputs(c, s)
+		stA := c.state("state_a", in.state0, s.h, s.p, s.n)
+		stB := c.state("state_b", in.state0, s.h, s.p, s.n)
+		rows := func(x mixH, i int) mixH { return c.b.SliceAxis(x, 0, i, i+1) }
+		whole, stA2 := ops.Mamba2SSM(c.b, in.hx, in.hdt, in.hb, in.hc, in.hdtb, in.halog, in.hd, stA, ops.Mamba2Config{Heads: s.h, Groups: s.g, ChunkSize: chunk})
+		steps := make([]mixH, s.t)
+		stB2 := stB
+		for i := range s.t {
+			steps[i], stB2 = ops.Mamba2SSM(c.b, rows(in.hx, i), rows(in.hdt, i), rows(in.hb, i), rows(in.hc, i), in.hdtb, in.halog, in.hd, stB2, ops.Mamba2Config{Heads: s.h, Groups: s.g})
+		}
+		c.outs = append(c.outs, whole, c.b.Concat(0, steps...))
+		c.carry = append(c.carry, poot.Carry[mixBrand]{In: stA, Out: stA2}, poot.Carry[mixBrand]{In: stB, Out: stB2})
+		got, states := c.run()
+		mixClose(rt, "chunk vs steps", got[0], got[1], 1e-5)
+		mixClose(rt, "state after chunk vs steps", states["state_a"], states["state_b"], 1e-5)
+	})
+}
