@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -293,5 +294,40 @@ func TestWriteErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v, want one containing %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestVersion2 reads a version 2 file, whose layout is the same as version 3.
+func TestVersion2(t *testing.T) {
+	data := sampleFile(t)
+	data[4] = 2
+	f, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Version() != 2 || len(f.Tensors()) != 2 {
+		t.Errorf("version %d, %d tensors", f.Version(), len(f.Tensors()))
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.gguf")
+	if err := WriteFile(empty, nil, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := Open(empty); err != nil || len(f.KVs()) != 0 || len(f.Tensors()) != 0 {
+		t.Errorf("minimal file: %v", err)
+	} else {
+		f.Close()
+	}
+	zero := filepath.Join(dir, "zero.gguf")
+	os.WriteFile(zero, nil, 0o644)
+	var fe *FormatError
+	if _, err := Open(zero); !errors.As(err, &fe) || !strings.Contains(err.Error(), zero) {
+		t.Errorf("zero-length file: err = %v, want a FormatError naming the path", err)
+	}
+	if _, err := Open(filepath.Join(dir, "missing.gguf")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: err = %v", err)
 	}
 }
