@@ -1,0 +1,367 @@
+package kernels_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pootlabs/poot/kernels"
+	"github.com/x448/float16"
+	"pgregory.net/rapid"
+)
+
+func close32(got float32, want, tol float64) bool {
+	return math.Abs(float64(got)-want) <= tol
+}
+
+func TestExpf(t *testing.T) {
+	for x := float32(-87); x < 88.5; x += 0.0137 {
+		want := math.Exp(float64(x))
+		if got := kernels.Expf(x); math.Abs(float64(got)-want) > 1e-6*want {
+			t.Fatalf("expf(%g) = %g, want %g", x, got, want)
+		}
+	}
+	for x, want := range map[float32]float64{-200: 0, 200: math.Inf(1), 0: 1, -100: 0} {
+		if got := kernels.Expf(x); float64(got) != want {
+			t.Errorf("expf(%g) = %g, want %g", x, got, want)
+		}
+	}
+}
+
+func TestRMSNorm(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 300).Draw(rt, "n")
+		r := rand.New(rand.NewPCG(uint64(n), 1))
+		x, w := randActs(r, n), randActs(r, n)
+		y := make([]float32, n)
+		if err := kernels.RMSNorm(y, x, w, 1e-5); err != nil {
+			rt.Fatal(err)
+		}
+		var ss float64
+		for _, v := range x {
+			ss += float64(v) * float64(v)
+		}
+		inv := 1 / math.Sqrt(ss/float64(n)+1e-5)
+		for i := range y {
+			want := float64(x[i]) * inv * float64(w[i])
+			if !close32(y[i], want, 1e-5*math.Abs(want)+1e-30) {
+				rt.Fatalf("y[%d] = %g, want %g", i, y[i], want)
+			}
+		}
+		if err := kernels.RMSNorm(x, x, nil, 1e-5); err != nil { // in place, no weight
+			rt.Fatal(err)
+		}
+	})
+	if kernels.RMSNorm(make([]float32, 2), make([]float32, 3), nil, 0) == nil {
+		t.Error("short dst accepted")
+	}
+	if kernels.RMSNorm(make([]float32, 3), make([]float32, 3), make([]float32, 2), 0) == nil {
+		t.Error("short weight accepted")
+	}
+}
+
+func TestSoftmax(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(1, 200).Draw(rt, "n")
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rapid.Float64Range(-50, 50).Draw(rt, "x"))
+		}
+		if rapid.Bool().Draw(rt, "masked") {
+			x[rapid.IntRange(0, n-1).Draw(rt, "i")] = float32(math.Inf(-1))
+		}
+		m := math.Inf(-1)
+		for _, v := range x {
+			m = max(m, float64(v))
+		}
+		var s float64
+		for _, v := range x {
+			s += math.Exp(float64(v) - m)
+		}
+		want := make([]float64, n)
+		for i, v := range x {
+			if !math.IsInf(m, -1) {
+				want[i] = math.Exp(float64(v)-m) / s
+			}
+		}
+		kernels.Softmax(x)
+		for i := range x {
+			if !close32(x[i], want[i], 2e-6*want[i]+1e-12) {
+				rt.Fatalf("p[%d] = %g, want %g", i, x[i], want[i])
+			}
+		}
+	})
+	x := []float32{float32(math.Inf(-1)), float32(math.Inf(-1))}
+	kernels.Softmax(x)
+	if x[0] != 0 || x[1] != 0 {
+		t.Errorf("all -inf row: %v", x)
+	}
+}
+
+func TestSiLUMulAdd(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 5, 64, 131} {
+		g, u := randActs(r, n), randActs(r, n)
+		y := make([]float32, n)
+		if err := kernels.SiLUMul(y, g, u); err != nil {
+			t.Fatal(err)
+		}
+		for i := range y {
+			gv := float64(g[i])
+			want := gv / (1 + math.Exp(-gv)) * float64(u[i])
+			if !close32(y[i], want, 2e-6*math.Abs(want)+1e-6) {
+				t.Fatalf("silu*up[%d] = %g, want %g", i, y[i], want)
+			}
+		}
+		if err := kernels.Add(y, g, u); err != nil {
+			t.Fatal(err)
+		}
+		for i := range y {
+			if y[i] != g[i]+u[i] {
+				t.Fatalf("add[%d] = %g, want %g", i, y[i], g[i]+u[i])
+			}
+		}
+	}
+	if kernels.SiLUMul(make([]float32, 3), make([]float32, 2), make([]float32, 3)) == nil {
+		t.Error("short gate accepted")
+	}
+	if kernels.Add(make([]float32, 3), make([]float32, 3), nil) == nil {
+		t.Error("short b accepted")
+	}
+}
+
+func TestRoPE(t *testing.T) {
+	const headDim, heads, pos = 16, 3, 7
+	const base = 10000.0
+	for _, neox := range []bool{false, true} {
+		for _, dims := range []int{headDim, 8} { // full and partial rotation
+			r := rand.New(rand.NewPCG(1, 2))
+			x := randActs(r, heads*headDim)
+			orig := append([]float32(nil), x...)
+			cos, sin := make([]float32, dims/2), make([]float32, dims/2)
+			if err := kernels.RoPETable(cos, sin, pos, base, dims); err != nil {
+				t.Fatal(err)
+			}
+			if err := kernels.RoPE(x, headDim, cos, sin, neox); err != nil {
+				t.Fatal(err)
+			}
+			for h := range heads {
+				o := orig[h*headDim : (h+1)*headDim]
+				got := x[h*headDim : (h+1)*headDim]
+				for i := range dims / 2 {
+					theta := pos * math.Pow(base, -2*float64(i)/float64(dims))
+					a, b := 2*i, 2*i+1
+					if neox {
+						a, b = i, i+dims/2
+					}
+					wa := float64(o[a])*math.Cos(theta) - float64(o[b])*math.Sin(theta)
+					wb := float64(o[a])*math.Sin(theta) + float64(o[b])*math.Cos(theta)
+					if !close32(got[a], wa, 1e-5) || !close32(got[b], wb, 1e-5) {
+						t.Fatalf("neox=%v dims=%d head %d pair %d: (%g,%g), want (%g,%g)", neox, dims, h, i, got[a], got[b], wa, wb)
+					}
+				}
+				for i := dims; i < headDim; i++ {
+					if got[i] != o[i] {
+						t.Fatalf("unrotated dim %d changed", i)
+					}
+				}
+			}
+		}
+	}
+	if kernels.RoPE(make([]float32, 10), 4, make([]float32, 2), make([]float32, 2), false) == nil {
+		t.Error("ragged heads accepted")
+	}
+}
+
+func TestF16(t *testing.T) {
+	for i := range 1 << 16 {
+		h := uint16(i)
+		want := float16.Frombits(h).Float32()
+		got := kernels.F16ToF32(h)
+		if math.IsNaN(float64(want)) {
+			if !math.IsNaN(float64(got)) {
+				t.Fatalf("%#04x: got %g, want NaN", h, got)
+			}
+			continue
+		}
+		if math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("%#04x: got %g, want %g", h, got, want)
+		}
+		if back := kernels.F32ToF16(got); back != h {
+			t.Fatalf("%#04x round trip gave %#04x", h, back)
+		}
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	for range 1 << 20 {
+		f := math.Float32frombits(r.Uint32())
+		if math.IsNaN(float64(f)) {
+			continue
+		}
+		want := float16.Fromfloat32(f).Bits()
+		if got := kernels.F32ToF16(f); got != want {
+			t.Fatalf("F32ToF16(%g = %#08x) = %#04x, want %#04x", f, math.Float32bits(f), got, want)
+		}
+	}
+	if got := kernels.F32ToF16(float32(math.NaN())); got&0x7fff != 0x7e00 {
+		t.Errorf("NaN gave %#04x", got)
+	}
+	src := []float32{1, -2.5, 65504, 1e-7}
+	h := make([]uint16, 4)
+	back := make([]float32, 4)
+	kernels.F32RowToF16(h, src)
+	kernels.F16RowToF32(back, h)
+	for i := range src {
+		if back[i] != float16.Fromfloat32(src[i]).Float32() {
+			t.Errorf("row %d: %g", i, back[i])
+		}
+	}
+}
+
+func TestBF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 1 << 20 {
+		u := r.Uint32()
+		f := math.Float32frombits(u)
+		got := kernels.F32ToBF16(f)
+		if math.IsNaN(float64(f)) {
+			if got != uint16(u>>16)|0x40 {
+				t.Fatalf("NaN %#08x gave %#04x", u, got)
+			}
+			continue
+		}
+		// Nearest with ties to even on the magnitude's bit pattern (the
+		// next pattern up is the next larger value, or inf).
+		rem := u & 0xffff
+		want := uint16(u >> 16)
+		if rem > 0x8000 || (rem == 0x8000 && want&1 == 1) {
+			want++
+		}
+		if got != want {
+			t.Fatalf("F32ToBF16(%#08x) = %#04x, want %#04x", u, got, want)
+		}
+		if kernels.BF16ToF32(got) != math.Float32frombits(uint32(got)<<16) {
+			t.Fatal("BF16ToF32")
+		}
+	}
+	h := make([]uint16, 3)
+	f := make([]float32, 3)
+	kernels.F32RowToBF16(h, []float32{1, 3, -0.5})
+	kernels.BF16RowToF32(f, h)
+	if f[0] != 1 || f[1] != 3 || f[2] != -0.5 {
+		t.Errorf("bf16 rows: %v", f)
+	}
+}
+
+func TestAttention(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		kvh := rapid.IntRange(1, 3).Draw(rt, "kvheads")
+		rep := rapid.IntRange(1, 20).Draw(rt, "rep")
+		d := rapid.IntRange(1, 40).Draw(rt, "headdim")
+		S := rapid.IntRange(0, 50).Draw(rt, "S")
+		stride := kvh*d + rapid.IntRange(0, 5).Draw(rt, "pad")
+		r := rand.New(rand.NewPCG(uint64(S*1000+d), uint64(rep)))
+		H := kvh * rep
+		at := kernels.Attention{
+			Q: randActs(r, H*d), K: randActs(r, S*stride), V: randActs(r, S*stride),
+			Out: make([]float32, H*d), S: S, Heads: H, KVHeads: kvh, HeadDim: d, KVStride: stride,
+			Scale: float32(1 / math.Sqrt(float64(d))),
+		}
+		if rapid.Bool().Draw(rt, "mask") && S > 0 {
+			at.Mask = make([]float32, S)
+			for s := range S {
+				switch r.IntN(3) {
+				case 0:
+					at.Mask[s] = float32(math.Inf(-1))
+				case 1:
+					at.Mask[s] = float32(r.NormFloat64())
+				}
+			}
+		}
+		split := rapid.IntRange(0, H).Draw(rt, "split")
+		if err := kernels.AttendHeads(&at, 0, split); err != nil {
+			rt.Fatal(err)
+		}
+		if err := kernels.AttendHeads(&at, split, H); err != nil {
+			rt.Fatal(err)
+		}
+		for h := range H {
+			g := h / rep
+			scores := make([]float64, S)
+			m := math.Inf(-1)
+			for s := range S {
+				var dot float64
+				for i := range d {
+					dot += float64(at.Q[h*d+i]) * float64(at.K[s*stride+g*d+i])
+				}
+				scores[s] = dot * float64(at.Scale)
+				if at.Mask != nil {
+					scores[s] += float64(at.Mask[s])
+				}
+				m = max(m, scores[s])
+			}
+			for i := range d {
+				var num, den, mag float64
+				for s := range S {
+					if math.IsInf(scores[s], -1) {
+						continue
+					}
+					p := math.Exp(scores[s] - m)
+					num += p * float64(at.V[s*stride+g*d+i])
+					mag += p * math.Abs(float64(at.V[s*stride+g*d+i]))
+					den += p
+				}
+				want := 0.0
+				if den > 0 {
+					want, mag = num/den, mag/den
+				}
+				if got := at.Out[h*d+i]; !close32(got, want, 1e-5*(mag+1)) {
+					rt.Fatalf("out[%d][%d] = %g, want %g", h, i, got, want)
+				}
+			}
+		}
+	})
+	bad := kernels.Attention{Heads: 3, KVHeads: 2, HeadDim: 4, KVStride: 8}
+	if kernels.AttendHeads(&bad, 0, 3) == nil {
+		t.Error("heads not a multiple of kv heads accepted")
+	}
+	short := kernels.Attention{Q: make([]float32, 4), Out: make([]float32, 4), K: make([]float32, 4), V: make([]float32, 4), S: 2, Heads: 1, KVHeads: 1, HeadDim: 4, KVStride: 4}
+	if kernels.AttendHeads(&short, 0, 1) == nil {
+		t.Error("short cache accepted")
+	}
+}
+
+func TestPool(t *testing.T) {
+	for _, workers := range []int{1, 2, 5} {
+		p := kernels.NewPool(workers)
+		if p.Workers() != workers {
+			t.Fatalf("Workers() = %d", p.Workers())
+		}
+		for _, n := range []int{0, 1, 3, 17, 1000} {
+			for _, grain := range []int{0, 1, 4, 16} {
+				hits := make([]atomic.Int32, n)
+				p.RunGrain(n, grain, func(lo, hi int) {
+					if g := max(grain, 1); lo%g != 0 || (hi != n && hi%g != 0) {
+						t.Errorf("range [%d,%d) not aligned to %d", lo, hi, grain)
+					}
+					for i := lo; i < hi; i++ {
+						hits[i].Add(1)
+					}
+				})
+				for i := range hits {
+					if hits[i].Load() != 1 {
+						t.Fatalf("workers=%d n=%d: index %d ran %d times", workers, n, i, hits[i].Load())
+					}
+				}
+			}
+		}
+		var sum atomic.Int64
+		fn := func(lo, hi int) { sum.Add(int64(hi - lo)) }
+		if a := testing.AllocsPerRun(100, func() { p.Run(100, fn) }); a != 0 {
+			t.Errorf("Run allocates %v times", a)
+		}
+		p.Close()
+		p.Close()
+		p.Run(10, fn) // after Close it runs on the caller
+	}
+}
