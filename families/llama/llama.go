@@ -39,6 +39,7 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 	d.Name = "llama"
 	d.Weight = names(d).In(families.GGUF)
 	if d.MoE != nil {
+		d.Name = "mixtral"
 		d.MoE.Gating = ops.TopKSoftmax // Mixtral's router
 	}
 	d.HF = hfStyle(arch, d)

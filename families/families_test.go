@@ -1,0 +1,223 @@
+package families_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/ops"
+)
+
+func TestStepShapeValidate(t *testing.T) {
+	ok := families.StepShape{Rows: 2, New: 3, Capacity: 8}
+	for _, c := range []struct {
+		name  string
+		edit  func(*families.StepShape)
+		field string
+	}{
+		{"valid", func(*families.StepShape) {}, ""},
+		{"paged", func(s *families.StepShape) { s.Layout, s.PageSize = families.Paged, 4 }, ""},
+		{"no rows", func(s *families.StepShape) { s.Rows = 0 }, "Rows"},
+		{"no tokens", func(s *families.StepShape) { s.New = 0 }, "New"},
+		{"more tokens than capacity", func(s *families.StepShape) { s.New = 9 }, "New"},
+		{"no capacity", func(s *families.StepShape) { s.Capacity = 0 }, "Capacity"},
+		{"paged without pages", func(s *families.StepShape) { s.Layout = families.Paged }, "PageSize"},
+		{"contiguous with pages", func(s *families.StepShape) { s.PageSize = 4 }, "PageSize"},
+		{"unknown layout", func(s *families.StepShape) { s.Layout = 7 }, "Layout"},
+		{"unknown logits", func(s *families.StepShape) { s.Logits = 7 }, "Logits"},
+		{"overflow", func(s *families.StepShape) { s.Rows, s.Capacity, s.New = 1<<20, 1<<20, 1 }, "Rows"},
+	} {
+		s := ok
+		c.edit(&s)
+		err := s.Validate()
+		var se *families.StepError
+		switch {
+		case c.field == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.field != "" && (!errors.As(err, &se) || se.Field != c.field):
+			t.Errorf("%s: got %v, want a StepError on %s", c.name, err, c.field)
+		}
+	}
+	if got := (families.StepShape{Rows: 3, Capacity: 10, Layout: families.Paged, PageSize: 4}).PoolRows(); got != 36 {
+		t.Errorf("default pool: %d rows, want 3 rows × 3 pages × 4", got)
+	}
+}
+
+func tiny() *families.Decoder {
+	return &families.Decoder{
+		Name: "tiny", Vocab: 32, Dim: 16, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 4, FFN: 24,
+		Eps: 1e-5, MaxContext: 64,
+		Rope: families.Rope{RopeConfig: ops.RopeConfig{Dims: 4, Theta: 10000}},
+	}
+}
+
+func TestTraceChecksSpec(t *testing.T) {
+	d := tiny()
+	spec := families.StepSpec{Program: families.Decode, Shape: families.StepShape{Rows: 1, New: 1, Capacity: 128}}
+	var se *families.StepError
+	if _, err := d.Trace(spec, poot.Limits{}); !errors.As(err, &se) || se.Field != "Capacity" || se.Model != "tiny" {
+		t.Errorf("capacity beyond the context: got %v", err)
+	}
+	spec.Shape.Capacity = 16
+	spec.Carries = []string{"cache.k.0"}
+	if _, err := d.Trace(spec, poot.Limits{}); !errors.As(err, &se) || se.Field != "Carries" {
+		t.Errorf("partial carries: got %v", err)
+	}
+	spec.Carries = d.Schema().States
+	g, err := d.Trace(spec, poot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(g.States()); n != 4 {
+		t.Errorf("%d state pairs, want 4", n)
+	}
+	for _, name := range []string{"token", "pos", "cache.k.1", "blk.1.ffn_down.weight", "output.weight"} {
+		if _, ok := g.Lookup(name); !ok {
+			t.Errorf("graph has no %q", name)
+		}
+	}
+	if _, err := d.Trace(spec, poot.Limits{MaxEquations: 10}); !errors.Is(err, poot.ErrLimit) {
+		t.Errorf("equation limit: got %v", err)
+	}
+	spec.Shape = families.StepShape{Rows: 2, New: 3, Capacity: 8, Layout: families.Paged, PageSize: 2, Logits: families.AllTokens, Hidden: true}
+	if g, err = d.Trace(spec, poot.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	outs := g.Outputs()
+	if len(outs) != 2 || !g.Type(outs[0]).Equal(poot.T(poot.F32, 6, 32)) || !g.Type(outs[1]).Equal(poot.T(poot.F32, 6, 16)) {
+		t.Errorf("outputs %d: want logits f32[6,32] and hidden f32[6,16]", len(outs))
+	}
+	// Default pool: 2 rows × 4 pages × 2 cache rows; width 2 heads × 4.
+	if id, ok := g.Lookup("cache.v.0"); !ok || !g.Type(id).Equal(poot.T(poot.F32, 16, 8)) {
+		t.Errorf("paged cache: %v, want f32[16,8]", g.Type(id))
+	}
+	if id, ok := g.Lookup("slot_map"); !ok || g.Value(id).Max != 15 {
+		t.Errorf("slot_map range: %+v", g.Value(id))
+	}
+}
+
+func TestDecoderValidate(t *testing.T) {
+	for name, edit := range map[string]func(*families.Decoder){
+		"heads":     func(d *families.Decoder) { d.KVHeads = 3 },
+		"rope dims": func(d *families.Decoder) { d.Rope.Dims = 6 },
+		"windows":   func(d *families.Decoder) { d.Windows = []int{4} },
+		"experts":   func(d *families.Decoder) { d.MoE = &families.MoE{Experts: 2, Used: 3, FFN: 8} },
+		"eps":       func(d *families.Decoder) { d.Eps = 0 },
+	} {
+		d := tiny()
+		edit(d)
+		if err := d.Validate(); !errors.Is(err, families.ErrInconsistent) {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+}
+
+func ggufFile(t *testing.T, kvs []gguf.KV) *gguf.File {
+	t.Helper()
+	var buf bytes.Buffer
+	ts := []gguf.WriterTensor{{Name: "token_embd.weight", DType: poot.F32, Shape: poot.Shape{32, 16}, Data: make([]byte, 32*16*4)}}
+	if err := gguf.Write(&buf, kvs, ts, 0); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestGGUFDecoderErrors(t *testing.T) {
+	kv := func(k string, v gguf.Value) gguf.KV { return gguf.KV{Key: k, Value: v} }
+	base := func() []gguf.KV {
+		return []gguf.KV{
+			kv("general.architecture", gguf.ValueOf("llama")),
+			kv("llama.embedding_length", gguf.ValueOf(uint32(16))),
+			kv("llama.block_count", gguf.ValueOf(uint32(2))),
+			kv("llama.attention.head_count", gguf.ValueOf(uint32(4))),
+			kv("llama.feed_forward_length", gguf.ValueOf(uint32(24))),
+		}
+	}
+	d, r := families.GGUFDecoder(ggufFile(t, base()), "llama", ops.RopeInterleaved)
+	if _, err := families.Finish(d, r); err != nil {
+		t.Fatalf("valid file: %v", err)
+	}
+	if d.Vocab != 32 || d.KVHeads != 4 || d.HeadDim != 4 || d.Rope.Theta != 10000 || !d.Tied {
+		t.Errorf("defaults: %+v", d)
+	}
+	for _, c := range []struct {
+		name string
+		edit func([]gguf.KV) []gguf.KV
+		key  string
+		err  error
+	}{
+		{"missing", func(k []gguf.KV) []gguf.KV { return k[:2] }, "llama.block_count", families.ErrMissing},
+		{"wrong type", func(k []gguf.KV) []gguf.KV { k[2].Value = gguf.ValueOf("two"); return k }, "llama.block_count", families.ErrWrongType},
+		{"zero", func(k []gguf.KV) []gguf.KV { k[2].Value = gguf.ValueOf(uint32(0)); return k }, "llama.block_count", families.ErrWrongType},
+		{"width", func(k []gguf.KV) []gguf.KV { k[1].Value = gguf.ValueOf(uint32(8)); return k }, "llama.embedding_length", families.ErrInconsistent},
+		{"vocab", func(k []gguf.KV) []gguf.KV { return append(k, kv("llama.vocab_size", gguf.ValueOf(uint32(33)))) }, "llama.vocab_size", families.ErrInconsistent},
+		{"per-layer kv heads", func(k []gguf.KV) []gguf.KV {
+			return append(k, kv("llama.attention.head_count_kv", gguf.ArrayOf([]uint32{4, 2})))
+		}, "llama.attention.head_count_kv", families.ErrUnsupported},
+		{"rope scaling", func(k []gguf.KV) []gguf.KV { return append(k, kv("llama.rope.scaling.type", gguf.ValueOf("weird"))) }, "llama.rope.scaling.type", families.ErrUnsupported},
+	} {
+		d, r := families.GGUFDecoder(ggufFile(t, c.edit(base())), "llama", ops.RopeInterleaved)
+		_, err := families.Finish(d, r)
+		var ce *families.ConfigError
+		if !errors.Is(err, c.err) || !errors.As(err, &ce) || ce.Key != c.key || ce.Source != "gguf" {
+			t.Errorf("%s: got %v, want %v on %s", c.name, err, c.err, c.key)
+		}
+	}
+}
+
+func TestHFReader(t *testing.T) {
+	cfg := map[string]any{
+		"model_type":   "gemma3",
+		"rope_scaling": map[string]any{"rope_type": "linear", "factor": 8.0},
+		"text_config":  map[string]any{"hidden_size": 64.0},
+		"frac":         1.5,
+	}
+	r := families.HFReader(cfg)
+	if r.Int("hidden_size") != 64 || r.Float("rope_scaling.factor") != 8 || r.StringOr("model_type", "") != "gemma3" {
+		t.Errorf("lookups failed: %v", r.Err())
+	}
+	r.Int("frac")
+	var ce *families.ConfigError
+	if err := r.Err(); !errors.As(err, &ce) || ce.Key != "frac" || !errors.Is(err, families.ErrWrongType) {
+		t.Errorf("fraction as an integer: %v", err)
+	}
+	c := families.HFRopeScaling(families.HFReader(cfg), "rope_scaling", ops.RopeConfig{Dims: 4, Theta: 1e4})
+	if c.Scaling != ops.ScaleLinear || c.Factor != 8 {
+		t.Errorf("rope scaling: %+v", c)
+	}
+}
+
+func TestWeightMap(t *testing.T) {
+	w := families.HFNames().With(map[string]string{
+		"ffn_up_exps.weight": "mlp.experts.{e}.up_proj.weight",
+		"ffn_norm.weight":    "",
+	}).In(families.Safetensors)
+	w.Experts = 2
+	for canon, want := range map[string]string{
+		"token_embd.weight":        "model.embed_tokens.weight",
+		"blk.11.attn_q.weight":     "model.layers.11.self_attn.q_proj.weight",
+		"blk.0.ffn_down.weight":    "model.layers.0.mlp.down_proj.weight",
+		"blk.0.ffn_norm.weight":    "",
+		"blk.x.attn_q.weight":      "",
+		"blk.1.ffn_up_exps.weight": "",
+	} {
+		got, ok := w.Stored(canon)
+		if got != want || ok != (want != "") {
+			t.Errorf("%s: got %q, %v; want %q", canon, got, ok, want)
+		}
+	}
+	if p := w.Parts("blk.1.ffn_up_exps.weight"); strings.Join(p, " ") != "model.layers.1.mlp.experts.0.up_proj.weight model.layers.1.mlp.experts.1.up_proj.weight" {
+		t.Errorf("parts: %v", p)
+	}
+	if s, ok := w.In(families.GGUF).Stored("blk.3.attn_k.weight"); !ok || s != "blk.3.attn_k.weight" {
+		t.Errorf("GGUF names are canonical: %q", s)
+	}
+}
