@@ -251,3 +251,62 @@ func BenchmarkOracleDecodeStep(b *testing.B) {
 		}
 	}
 }
+
+// TestDecoderRetypedWeights binds the F32-traced decoder to weights stored
+// as Q8_0 matrices and an F16 embedding through poot's RetypeConstants: the
+// matrices are read as stored by the contractions and the embedding rows
+// are gathered as F16 and cast. The result must equal, bit for bit, the
+// decoder traced with Q8_0 matrices and an F32 embedding holding the same
+// F16-rounded values.
+func TestDecoderRetypedWeights(t *testing.T) {
+	g, err := traceDecoder(tinyDecoder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgQ := tinyDecoder
+	cfgQ.weights = poot.Q8_0
+	gq, err := traceDecoder(cfgQ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]poot.DType{"token_embd.weight": poot.F16}
+	for _, id := range gq.Inputs(poot.Const) {
+		if v := gq.Value(id); v.Type.DType == poot.Q8_0 {
+			stored[v.Name] = poot.Q8_0
+		}
+	}
+	rg, err := g.RetypeConstants(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := randomConsts(t, gq, 5)
+	emb := consts["token_embd.weight"]
+	vals, _ := emb.ToF32()
+	embF16, err := tensor.Quantize(poot.TensorType{Shape: emb.Type.Shape, DType: poot.F16}, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	widened, _ := embF16.ToF32()
+	embF32, _ := tensor.FromF32(emb.Type.Shape, widened)
+	consts["token_embd.weight"] = embF32
+	rconsts := interp.ConstMap{}
+	for k, v := range consts {
+		rconsts[k] = v
+	}
+	rconsts["token_embd.weight"] = embF16
+
+	s1, _ := interp.NewState(gq)
+	s2, _ := interp.NewState(rg)
+	slots := tokenSlots(t, []int32{42}, []int32{0})
+	want, err := interp.Eval(gq, consts, slots, s1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := interp.Eval(rg, rconsts, slots, s2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got[0].Data) != string(want[0].Data) {
+		t.Fatal("retyped weights give different logits")
+	}
+}
