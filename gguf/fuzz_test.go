@@ -23,7 +23,7 @@ func FuzzGGUF(f *testing.F) {
 		if err != nil {
 			return
 		}
-		once, ok := rewrite(t, file)
+		once, ok := rewrite(file)
 		if !ok {
 			return
 		}
@@ -31,7 +31,7 @@ func FuzzGGUF(f *testing.F) {
 		if err != nil {
 			t.Fatalf("rewritten file does not parse: %v", err)
 		}
-		twice, ok := rewrite(t, again)
+		twice, ok := rewrite(again)
 		if !ok || !bytes.Equal(once, twice) {
 			t.Fatalf("rewriting is not stable (ok %v)", ok)
 		}
@@ -40,7 +40,7 @@ func FuzzGGUF(f *testing.F) {
 
 // rewrite writes f back out through Write; false when Write refuses it
 // (tensors of unknown layout, a general.alignment that is not uint32).
-func rewrite(t *testing.T, f *File) ([]byte, bool) {
+func rewrite(f *File) ([]byte, bool) {
 	var tensors []WriterTensor
 	for _, ti := range f.Tensors() {
 		data, err := f.RawTensorData(ti.Name)
