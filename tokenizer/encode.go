@@ -167,7 +167,14 @@ type bigram struct {
 type merger struct {
 	syms []symbol
 	heap []bigram
+	// words caches the ids of byte-level BPE words already merged (for one
+	// Tokenizer: owner), since running text repeats its words.
+	owner *Tokenizer
+	words map[string][]int32
 }
+
+// maxCachedWords bounds merger.words; the cache is dropped when full.
+const maxCachedWords = 4096
 
 var mergerPool = sync.Pool{New: func() any { return new(merger) }}
 
@@ -355,33 +362,49 @@ func (t *Tokenizer) encodeBPE(text string, out []int32, m *merger) ([]int32, err
 				continue
 			}
 		}
-		t.merge(word, m)
-		if len(m.syms) == 0 {
+		if m.owner != t || len(m.words) >= maxCachedWords {
+			m.owner = t
+			m.words = make(map[string][]int32)
+		}
+		if ids, ok := m.words[word]; ok {
+			out = append(out, ids...)
 			continue
 		}
-		for i := 0; i != -1; i = m.syms[i].next {
-			s := m.syms[i]
-			piece := word[s.start : s.start+s.n]
-			if id, ok := t.ids[piece]; ok {
-				out = append(out, id)
-				continue
-			}
-			if t.byteFallback {
-				for j := 0; j < len(piece); j++ {
-					if id := t.byteTokens[piece[j]]; id >= 0 {
-						out = append(out, id)
-					}
-				}
-				continue
-			}
-			// llama.cpp tries each byte as a one-byte token and drops the
-			// bytes that are not.
+		first := len(out)
+		out = t.mergeBPEWord(word, out, m)
+		m.words[word] = append([]int32(nil), out[first:]...)
+	}
+	return out, nil
+}
+
+// mergeBPEWord merges one pre-tokenized, byte-encoded word.
+func (t *Tokenizer) mergeBPEWord(word string, out []int32, m *merger) []int32 {
+	t.merge(word, m)
+	if len(m.syms) == 0 {
+		return out
+	}
+	for i := 0; i != -1; i = m.syms[i].next {
+		s := m.syms[i]
+		piece := word[s.start : s.start+s.n]
+		if id, ok := t.ids[piece]; ok {
+			out = append(out, id)
+			continue
+		}
+		if t.byteFallback {
 			for j := 0; j < len(piece); j++ {
-				if id, ok := t.ids[piece[j:j+1]]; ok {
+				if id := t.byteTokens[piece[j]]; id >= 0 {
 					out = append(out, id)
 				}
 			}
+			continue
+		}
+		// llama.cpp tries each byte as a one-byte token and drops the
+		// bytes that are not.
+		for j := 0; j < len(piece); j++ {
+			if id, ok := t.ids[piece[j:j+1]]; ok {
+				out = append(out, id)
+			}
 		}
 	}
-	return out, nil
+	return out
 }

@@ -90,8 +90,11 @@ func TestHFJSONAgainstLlamaCppCases(t *testing.T) {
 		{"deepseek-coder", sequence(split(`[\r\n]`), split(`\s?\p{L}+`), split(`\s?\p{P}+`), split(`[一-龥ࠀ-一가-퟿]+`), map[string]any{"type": "Digits", "individual_digits": true}, byteLevel(false)), false},
 		{"deepseek-llm", sequence(split(`[\r\n]`), split(`\s?[A-Za-zµÀ-ÖØ-öø-ƺ]+`), split(`\s?[!-/:-~！-／：-～‘-‟　-。]+`), split(`\s+$`), split(`[一-龥ࠀ-一가-퟿]+`), split(`\p{N}+`), byteLevel(false)), false},
 	}
-	for _, c := range cases {
+	for i, c := range cases {
 		t.Run(c.vocab, func(t *testing.T) {
+			if testing.Short() && i > 0 {
+				t.Skip("large tokenizer.json round trips are skipped in -short mode")
+			}
 			path := filepath.Join(dir, "ggml-vocab-"+c.vocab+".gguf")
 			data, cfg := hfFromGGUF(t, path, c.pre, c.pairs)
 			tok, err := FromHFJSON(data, cfg)
