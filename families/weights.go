@@ -3,6 +3,8 @@ package families
 import (
 	"strconv"
 	"strings"
+
+	"github.com/pootlabs/poot/load"
 )
 
 // WeightMap translates canonical (GGUF) tensor names to the names a
@@ -132,4 +134,16 @@ func (m WeightMap) With(layer map[string]string) WeightMap {
 	}
 	m.Layer = l
 	return m
+}
+
+// Resolver returns the map as the loader's resolver: each canonical name
+// to its stored tensor, or to the per-expert parts that load stacks.
+func (m WeightMap) Resolver() load.Resolver {
+	return func(name string) (load.Source, bool) {
+		if parts := m.Parts(name); parts != nil {
+			return load.Source{Parts: parts}, true
+		}
+		s, ok := m.Stored(name)
+		return load.Source{Tensor: s}, ok
+	}
 }

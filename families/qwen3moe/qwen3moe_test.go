@@ -10,7 +10,7 @@ import (
 	"github.com/pootlabs/poot/families/qwen3moe"
 	"github.com/pootlabs/poot/families/registry"
 	"github.com/pootlabs/poot/gguf"
-	"github.com/pootlabs/poot/safetensors"
+	"github.com/pootlabs/poot/load"
 )
 
 func tinyConfig() map[string]any {
@@ -103,16 +103,16 @@ func TestContainers(t *testing.T) {
 		kv("qwen3moe.expert_count", u(4)), kv("qwen3moe.expert_used_count", u(2)),
 		kv("qwen3moe.expert_feed_forward_length", u(24)),
 	}, w)
-	f, err := gguf.Open(path)
+	gc, err := load.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	gm, err := registry.FromGGUF(f)
+	defer gc.Close()
+	gm, err := registry.FromGGUF(gc.GGUF())
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := reftest.NewRunner(gm, reftest.GGUFBinder(f, gm.Weights())).Step(shape, toks, reftest.Seq(0, n), nil, nil)
+	got, err := reftest.NewRunner(gm, reftest.LoadBinder(gc, gm.Weights())).Step(shape, toks, reftest.Seq(0, n), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,19 +120,19 @@ func TestContainers(t *testing.T) {
 		t.Errorf("GGUF: max |Δlogit| %.3g", d)
 	}
 
-	d, err := safetensors.OpenDir(reftest.WriteHF(t, m, reftest.MapValues(w)))
+	d, err := load.Open(reftest.WriteHF(t, m, reftest.MapValues(w)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	hm, err := registry.FromHF(d.Config())
+	hm, err := registry.FromHF(d.HFConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if hm.Family() != "qwen3moe" {
 		t.Errorf("family %q", hm.Family())
 	}
-	got, err = reftest.NewRunner(hm, reftest.SafetensorsBinder(d, hm.Weights())).Step(shape, toks, reftest.Seq(0, n), nil, nil)
+	got, err = reftest.NewRunner(hm, reftest.LoadBinder(d, hm.Weights())).Step(shape, toks, reftest.Seq(0, n), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

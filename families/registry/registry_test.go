@@ -8,8 +8,7 @@ import (
 
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/internal/reftest"
-	"github.com/pootlabs/poot/gguf"
-	"github.com/pootlabs/poot/safetensors"
+	"github.com/pootlabs/poot/load"
 )
 
 var refModels = []struct {
@@ -30,11 +29,7 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 	for _, c := range refModels {
 		t.Run(c.model, func(t *testing.T) {
 			dir := reftest.Dir(t)
-			f, err := gguf.Open(filepath.Join(dir, c.model))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
+			f := reftest.Open(t, c.model).GGUF()
 			gm, err := FromGGUF(f)
 			if err != nil {
 				t.Fatal(err)
@@ -43,12 +38,12 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 				t.Errorf("family %q, want %q", gm.Family(), c.family)
 			}
 			hf := reftest.WriteHF(t, gm, reftest.GGUFValues(f))
-			d, err := safetensors.OpenDir(hf)
+			d, err := load.Open(hf)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer d.Close()
-			hm, err := FromHF(d.Config())
+			hm, err := FromHF(d.HFConfig())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +54,7 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 				t.Errorf("GGUF and config.json models read different tensors")
 			}
 			ref := reftest.ReadRef(t, filepath.Join(dir, c.ref))
-			reftest.CheckReference(t, hm, reftest.SafetensorsBinder(d, hm.Weights()), ref, c.capacity, 1e-3)
+			reftest.CheckReference(t, hm, reftest.LoadBinder(d, hm.Weights()), ref, c.capacity, 1e-3, true)
 		})
 	}
 }

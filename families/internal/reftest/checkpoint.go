@@ -13,6 +13,7 @@ import (
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/gguf"
 	"github.com/pootlabs/poot/interp"
+	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/safetensors"
 	"github.com/pootlabs/poot/tensor"
 )
@@ -203,4 +204,27 @@ func WriteGGUF(t testing.TB, m families.Model, kvs []gguf.KV, values map[string]
 		t.Fatal(err)
 	}
 	return path
+}
+
+// LoadBinder binds through load.Bind: constants retyped to their stored
+// dtypes (F16, packed), per-expert tensors stacked.
+func LoadBinder(c *load.Checkpoint, w families.WeightMap) Binder {
+	return func(g *poot.Graph) (*poot.Graph, interp.Consts, error) {
+		bg, consts, err := load.Bind(g, c, w.Resolver())
+		if err != nil {
+			return nil, nil, err
+		}
+		return bg, interp.ConstMap(consts), nil
+	}
+}
+
+// Open opens a reference model with the loader, closing it with the test.
+func Open(t testing.TB, name string) *load.Checkpoint {
+	t.Helper()
+	c, err := load.Open(filepath.Join(Dir(t), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
