@@ -588,6 +588,9 @@ func TestMixersNeverPanic(t *testing.T) {
 			cfg := ops.GatedDeltaConfig{KeyHeads: small("hk"), ValueHeads: small("hv"), ChunkSize: small("chunk"), TiledHeads: rapid.Bool().Draw(rt, "tiled")}
 			ops.GatedDelta(b, x, operand("k"), operand("v"), operand("g"), operand("beta"), operand("z"), operand("norm"), operand("state"), cfg)
 			ops.GatedDeltaDecay(b, x, operand("dt"), operand("alog"))
+			nw := ops.GatedDeltaNetWeights[mixBrand]{Q: operand("wq"), K: operand("wk"), V: operand("wv"), Z: operand("wz"), Conv: operand("wc"),
+				Beta: operand("wb"), Alpha: operand("wa"), DtBias: operand("dtb"), ALog: operand("al"), Norm: operand("wn"), Out: operand("wo")}
+			ops.GatedDeltaNet(b, x, nw, ops.GatedDeltaNetState[mixBrand]{Conv: operand("cs"), Delta: operand("ds")}, cfg)
 		case 4:
 			y, _ := ops.Mamba2SSM(b, x, operand("dt"), operand("B"), operand("C"), operand("dtb"), operand("alog"), operand("D"), operand("state"),
 				ops.Mamba2Config{Heads: small("h"), Groups: small("g"), ChunkSize: small("chunk")})

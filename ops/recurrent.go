@@ -200,7 +200,12 @@ func deltaSteps[B any](b *poot.Builder[B], q, k, v, g, beta, s poot.Traced[B]) (
 	h, t, dk, dv := b.Dim(q, 0), b.Dim(q, 1), b.Dim(q, 2), b.Dim(v, 2)
 	outs := make([]poot.Traced[B], 0, t)
 	for i := range t {
-		at := func(x poot.Traced[B]) poot.Traced[B] { return b.SliceAxis(x, 1, i, i+1) }
+		at := func(x poot.Traced[B]) poot.Traced[B] {
+			if t == 1 {
+				return x
+			}
+			return b.SliceAxis(x, 1, i, i+1)
+		}
 		qt, kt, vt := at(q), at(k), at(v) // [H, 1, D]
 		decay := b.Exp(b.Reshape(at(g), h, 1, 1))
 		s = b.Mul(s, b.Broadcast(decay, h, dv, dk))
@@ -240,8 +245,24 @@ func deltaChunks[B any](b *poot.Builder[B], q, k, v, g, beta, s poot.Traced[B], 
 	var outs []poot.Traced[B]
 	for start := 0; start < t; start += size {
 		c := min(size, t-start)
-		at := func(x poot.Traced[B]) poot.Traced[B] { return b.SliceAxis(x, 1, start, start+c) }
+		at := func(x poot.Traced[B]) poot.Traced[B] {
+			if c == t {
+				return x
+			}
+			return b.SliceAxis(x, 1, start, start+c)
+		}
 		qc, kc, vc, gc := at(q), at(k), at(v), at(g)
+		if c == 1 {
+			// A chunk of one token is one step, which is cheaper.
+			bc := beta
+			if present(beta) {
+				bc = at(beta)
+			}
+			var oc poot.Traced[B]
+			oc, s = deltaSteps(b, qc, kc, vc, gc, bc, s)
+			outs = append(outs, oc)
+			continue
+		}
 		row := b.Iota(poot.T(poot.I32, c, c), 0)
 		col := b.Iota(poot.T(poot.I32, c, c), 1)
 		lower := b.Ge(row, col) // j ≤ i
@@ -359,4 +380,53 @@ func Mamba2Gate[B any](b *poot.Builder[B], y, z, w poot.Traced[B], groups int, e
 		}
 		return out
 	})
+}
+
+// GatedDeltaNetWeights are the tensors of a gated delta rule mixer of width
+// D (Qwen3-Next's linear attention), in the Linear convention
+// [out_features, in_features], with Kd = KeyHeads·Dk and Vd = ValueHeads·Dv.
+type GatedDeltaNetWeights[B any] struct {
+	// Q and K are [Kd, D]; V and Z (the output gate) are [Vd, D]. A
+	// checkpoint's fused in_proj_qkvz is split into them at load.
+	Q, K, V, Z poot.Traced[B]
+	// Conv is the depthwise filter [taps, 2·Kd + Vd] over the concatenated
+	// q, k and v rows (see CausalConv1D).
+	Conv poot.Traced[B]
+	// Beta and Alpha are [ValueHeads, D]: the write strength before its
+	// sigmoid, and the decay input (in_proj_ba split).
+	Beta, Alpha poot.Traced[B]
+	// DtBias and ALog are [ValueHeads] (see GatedDeltaDecay).
+	DtBias, ALog poot.Traced[B]
+	// Norm is the gated RMSNorm's weight [Dv].
+	Norm poot.Traced[B]
+	// Out is [D, Vd].
+	Out poot.Traced[B]
+}
+
+// GatedDeltaNetState is the state a gated delta rule mixer carries between
+// steps: the convolution's last rows [taps-1, 2·Kd + Vd] and the delta
+// rule's state [ValueHeads, Dv, Dk].
+type GatedDeltaNetState[B any] struct {
+	Conv, Delta poot.Traced[B]
+}
+
+// GatedDeltaNet is Qwen3-Next's gated delta rule mixer over x [T, D]:
+// project q, k, v and the gate z; convolve q, k and v causally and apply
+// SiLU; take beta = sigmoid(x·Beta) and the decay from x·Alpha; run
+// GatedDelta; project back with Out. It returns [T, D] and the new state.
+func GatedDeltaNet[B any](b *poot.Builder[B], x poot.Traced[B], w GatedDeltaNetWeights[B], st GatedDeltaNetState[B], cfg GatedDeltaConfig) (out poot.Traced[B], next GatedDeltaNetState[B]) {
+	b.Scope("gated_delta_net", func() {
+		none := poot.Traced[B]{}
+		q, k, v := Linear(b, x, w.Q, none), Linear(b, x, w.K, none), Linear(b, x, w.V, none)
+		kd, vd := b.Dim(q, -1), b.Dim(v, -1)
+		var conv poot.Traced[B]
+		conv, next.Conv = CausalConv1D(b, b.Concat(1, q, k, v), st.Conv, w.Conv, none)
+		parts := SplitColumns(b, silu(b, conv), kd, kd, vd)
+		beta := sigmoid(b, Linear(b, x, w.Beta, none))
+		g := GatedDeltaDecay(b, Linear(b, x, w.Alpha, none), w.DtBias, w.ALog)
+		var o poot.Traced[B]
+		o, next.Delta = GatedDelta(b, parts[0], parts[1], parts[2], g, beta, Linear(b, x, w.Z, none), w.Norm, st.Delta, cfg)
+		out = Linear(b, o, w.Out, none)
+	})
+	return out, next
 }

@@ -383,3 +383,91 @@ func TestMamba2ChunkLaw(t *testing.T) {
 		mixClose(rt, "state after chunk vs steps", states["state_a"], states["state_b"], 1e-5)
 	})
 }
+
+// TestGatedDeltaNet checks the whole mixer against the float64 pieces,
+// run as one prefill and as a prefill followed by steps that carry both
+// states.
+func TestGatedDeltaNet(t *testing.T) {
+	s := deltaSpec{t: 6, hk: 2, hv: 4, dk: 3, dv: 2}
+	const d, taps = 5, 4
+	kd, vd := s.hk*s.dk, s.hv*s.dv
+	ch := 2*kd + vd
+	for _, split := range [][]int{{6}, {3, 1, 1, 1}} {
+		for _, chunk := range []int{0, 4} {
+			name := fmt.Sprintf("split%v_chunk%d", split, chunk)
+			t.Run(name, func(t *testing.T) {
+				c := newMixCase(t, 21)
+				var w ops.GatedDeltaNetWeights[mixBrand]
+				hx, xv := c.randConst("x", 1, s.t, d)
+				var wq, wk, wv, wz, wc, wb, wa, dtb, alog, norm, wo []float64
+				w.Q, wq = c.randConst("wq", 0.5, kd, d)
+				w.K, wk = c.randConst("wk", 0.5, kd, d)
+				w.V, wv = c.randConst("wv", 0.5, vd, d)
+				w.Z, wz = c.randConst("wz", 0.5, vd, d)
+				w.Conv, wc = c.randConst("wconv", 0.5, taps, ch)
+				w.Beta, wb = c.randConst("wbeta", 0.5, s.hv, d)
+				w.Alpha, wa = c.randConst("walpha", 0.5, s.hv, d)
+				w.DtBias, dtb = c.randConst("dt_bias", 1, s.hv)
+				w.ALog, alog = c.randConst("a_log", 1, s.hv)
+				w.Norm, norm = c.randConst("norm", 1, s.dv)
+				w.Out, wo = c.randConst("wo", 0.5, d, vd)
+				conv0 := c.random((taps-1)*ch, 1)
+				delta0 := c.random(s.hv*s.dk*s.dv, 0.5)
+				st := ops.GatedDeltaNetState[mixBrand]{
+					Conv:  c.state("conv", conv0, taps-1, ch),
+					Delta: c.state("delta", graphState(delta0, s.hv, s.dk, s.dv), s.hv, s.dv, s.dk),
+				}
+				cfg := ops.GatedDeltaConfig{KeyHeads: s.hk, ValueHeads: s.hv, ChunkSize: chunk}
+				cur := st
+				var outs []mixH
+				n, from := 0, 0
+				for _, rows := range split {
+					var o mixH
+					x := hx
+					if rows != s.t {
+						x = c.b.SliceAxis(hx, 0, from, from+rows)
+					}
+					n = c.counted(func() { o, cur = ops.GatedDeltaNet(c.b, x, w, cur, cfg) })
+					outs = append(outs, o)
+					from += rows
+				}
+				c.outs = append(c.outs, c.b.Concat(0, outs...))
+				c.carry = append(c.carry, poot.Carry[mixBrand]{In: st.Conv, Out: cur.Conv}, poot.Carry[mixBrand]{In: st.Delta, Out: cur.Delta})
+				got, states := c.run()
+
+				// The reference: projections, convolution, SiLU, then the
+				// gated delta rule of refGatedDelta.
+				qkv := make([]float64, s.t*ch)
+				in := &deltaInputs{dtBias: dtb, aLog: alog, normW: norm, state0: delta0}
+				for i := range s.t {
+					xt := xv[i*d : (i+1)*d]
+					copy(qkv[i*ch:], mixMatVec(wq, 0, kd, d, xt))
+					copy(qkv[i*ch+kd:], mixMatVec(wk, 0, kd, d, xt))
+					copy(qkv[i*ch+2*kd:], mixMatVec(wv, 0, vd, d, xt))
+					in.z = append(in.z, mixMatVec(wz, 0, vd, d, xt)...)
+					in.bRaw = append(in.bRaw, mixMatVec(wb, 0, s.hv, d, xt)...)
+					in.a = append(in.a, mixMatVec(wa, 0, s.hv, d, xt)...)
+				}
+				conv, convState := refCausalConv(qkv, conv0, wc, nil, s.t, ch, taps)
+				for i := range s.t {
+					row := conv[i*ch : (i+1)*ch]
+					for j, v := range row {
+						row[j] = v * mixSigmoid(v)
+					}
+					in.q = append(in.q, row[:kd]...)
+					in.k = append(in.k, row[kd:2*kd]...)
+					in.v = append(in.v, row[2*kd:]...)
+				}
+				o, deltaState := refGatedDelta(in, s)
+				want := make([]float64, 0, s.t*d)
+				for i := range s.t {
+					want = append(want, mixMatVec(wo, 0, d, vd, o[i*vd:(i+1)*vd])...)
+				}
+				mixClose(t, "output", got[0], want, 1e-5)
+				mixClose(t, "conv state", states["conv"], convState, 1e-6)
+				mixClose(t, "delta state", states["delta"], graphState(deltaState, s.hv, s.dk, s.dv), 1e-5)
+				t.Logf("gated_delta_net %s: %d primitives for the last call (%d tokens)", name, n, split[len(split)-1])
+			})
+		}
+	}
+}
