@@ -173,6 +173,21 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 	}
 }
 
+// kfamRowsAsm handles Q4_K and Q6_K weights, one activation row a call (the
+// weight row stays in L1 between activation rows).
 func kfamRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
-	kfamRowsGo(wt, y, N, w, a, n0, n1)
+	T, K := a.T, a.K
+	nb := K / 256
+	rb := nb * wt.BlockBytes()
+	q6 := wt == poot.Q6_K
+	for n := n0; n < n1; n++ {
+		wr := &w[n*rb]
+		for t := range T {
+			if q6 {
+				y[t*N+n] = dotQ6_Kx1(wr, nb, &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16])
+			} else {
+				y[t*N+n] = dotQ4_Kx1(wr, nb, &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16])
+			}
+		}
+	}
 }

@@ -152,7 +152,7 @@ func TestAsmMatchesGo(t *testing.T) {
 				t.Fatal(err)
 			}
 			kernels.SetAsm(true)
-			_, bound := refProduct(dt, w, x, T, N, K)
+			_, _, bound := refProductBounds(dt, w, x, T, N, K)
 			for i := range ya {
 				// Both sides err by at most the float part of the bound
 				// relative to the same quantized inputs; bound covers it.
@@ -262,4 +262,43 @@ func ExampleMatMul() {
 	}
 	fmt.Println(y)
 	// Output: [14 -1]
+}
+
+// TestMatMulExact uses activations that quantize without error (integers in
+// [-127,127] with 127 in every block of 32, so every block scale is 1): then
+// only float rounding separates a kernel from the exact product, and the
+// tolerance is tight enough to catch a wrong scale or offset anywhere.
+func TestMatMulExact(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(11, 12))
+		for _, dt := range matDTypes {
+			for range 10 {
+				be := max(dt.BlockElems(), 32)
+				K := be * (1 + r.IntN(max(1, 1024/be)))
+				T, N := 1+r.IntN(9), 1+r.IntN(9)
+				w := randWeights(r, dt, N, K)
+				x := make([]float32, T*K)
+				for i := range x {
+					x[i] = float32(r.IntN(255) - 127)
+					if i%32 == 0 {
+						x[i] = 127
+					}
+				}
+				var a kernels.Acts
+				if err := a.Prepare(dt, x, T, K); err != nil {
+					t.Fatal(err)
+				}
+				y := make([]float32, T*N)
+				if err := kernels.MatMulRows(dt, y, w, &a, N, 0, N); err != nil {
+					t.Fatal(err)
+				}
+				want, _, fbound := refProductBounds(dt, w, x, T, N, K)
+				for i := range y {
+					if d := math.Abs(float64(y[i]) - want[i]); !(d <= fbound[i]) {
+						t.Fatalf("%v T=%d N=%d K=%d: y[%d] = %g, want %g ± %g", dt, T, N, K, i, y[i], want[i], fbound[i])
+					}
+				}
+			}
+		}
+	})
 }

@@ -15,3 +15,12 @@ func dotQ8_0x1(w *byte, nb int, aq *int8, ad *float32) float32
 
 //go:noescape
 func dotQ4_0x1(w *byte, nb int, aq *int8, ad *float32) float32
+
+// The assembly in kquant_amd64.s: one weight row of nb super-blocks against
+// one activation row (quants aq, scales ad, 16-element sums bs).
+
+//go:noescape
+func dotQ4_Kx1(w *byte, nb int, aq *int8, ad *float32, bs *int16) float32
+
+//go:noescape
+func dotQ6_Kx1(w *byte, nb int, aq *int8, ad *float32, bs *int16) float32

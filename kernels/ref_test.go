@@ -232,9 +232,18 @@ func randActs(r *rand.Rand, n int) []float32 {
 // quantized activations, half a quantization step of every activation block
 // times the weights it meets.
 func refProduct(dt poot.DType, w []byte, x []float32, T, N, K int) (y, bound []float64) {
+	y, bound, _ = refProductBounds(dt, w, x, T, N, K)
+	return y, bound
+}
+
+// refProductBounds is refProduct also returning the float-rounding part of
+// the bound alone, which is all two implementations that compute the same
+// integer block sums may differ by.
+func refProductBounds(dt poot.DType, w []byte, x []float32, T, N, K int) (y, bound, fbound []float64) {
 	rb := int(dt.RowBytes(int64(K)))
 	y = make([]float64, T*N)
 	bound = make([]float64, T*N)
+	fbound = make([]float64, T*N)
 	ab := 0 // activation block
 	switch dt {
 	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1:
@@ -266,8 +275,9 @@ func refProduct(dt poot.DType, w []byte, x []float32, T, N, K int) (y, bound []f
 			if ab > 0 {
 				terms = K/ab + 16 // one float term per block
 			}
-			bound[t*N+n] = qerr + float64(terms)*6e-8*(sabs+qerr)
+			fbound[t*N+n] = 2 * float64(terms) * 6e-8 * (sabs + qerr)
+			bound[t*N+n] = qerr + fbound[t*N+n]
 		}
 	}
-	return y, bound
+	return y, bound, fbound
 }
