@@ -401,3 +401,87 @@ func TestNoPanics(t *testing.T) {
 		})
 	}
 }
+
+// TestNoPanicsOnRandomInputs calls every composite with operands of random
+// ranks and extents and random integer parameters (zero and negative
+// included): whatever it records, nothing may panic.
+func TestNoPanicsOnRandomInputs(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		b := poot.NewBuilder[coreBrand](poot.Limits{})
+		shape := func(label string) []int {
+			return rapid.SliceOfN(rapid.IntRange(1, 6), 0, 4).Draw(rt, label)
+		}
+		val := func(label string) coreT {
+			switch rapid.IntRange(0, 3).Draw(rt, label+".kind") {
+			case 0:
+				return coreT{}
+			case 1:
+				return b.Full(poot.T(poot.I32, shape(label)...), 1)
+			}
+			return b.Full(poot.T(poot.F32, shape(label)...), 1)
+		}
+		n := func(label string) int { return rapid.IntRange(-2, 8).Draw(rt, label) }
+		f := func(label string) float64 { return rapid.Float64Range(-3, 3).Draw(rt, label) }
+		x, y, z := val("x"), val("y"), val("z")
+		switch rapid.IntRange(0, 27).Draw(rt, "op") {
+		case 0:
+			ops.RMSNorm(b, x, y, f("eps"), ops.OnePlusWeight())
+		case 1:
+			ops.LayerNorm(b, x, y, z, f("eps"))
+		case 2:
+			ops.L2NormHeads(b, x, n("heads"), f("eps"))
+		case 3:
+			ops.RMSNormHeads(b, x, y, n("heads"), f("eps"))
+		case 4:
+			ops.Linear(b, x, y, z)
+		case 5:
+			ops.SplitColumns(b, x, n("a"), n("b"))
+		case 6:
+			ops.SplitQKV(b, x, n("h"), n("kv"), n("d"))
+		case 7:
+			ops.Softmax(b, x, n("axis"))
+		case 8:
+			ops.LogSumExp(b, x, n("axis"))
+		case 9:
+			ops.BroadcastTo(b, x, shape("to")...)
+		case 10:
+			ops.SplitHeads(b, x, n("heads"))
+		case 11:
+			ops.MergeHeads(b, x)
+		case 12:
+			ops.RopeInvFreq(b, ops.RopeConfig{Dims: n("dims"), Theta: f("theta") * 1e4, Scaling: ops.RopeScaling(n("scaling")), Factor: f("factor"), OrigContext: n("ctx"), LowFreqFactor: f("lo"), HighFreqFactor: f("hi")})
+		case 13:
+			ops.RoPE(b, x, n("heads"), ops.RopeTables(b, y, z, f("af"), ops.RopeLayout(n("layout"))))
+		case 14:
+			ops.AttnTemperature(b, x, f("floor"), f("scale"))
+		case 15:
+			ops.ScaleRows(b, x, y)
+		case 16:
+			ops.RepeatKV(b, x, n("rep"))
+		case 17:
+			ops.CausalMask(b, x, n("keys"), n("window"), n("chunk"))
+		case 18:
+			ops.CacheIndex(b, x, n("rows"), n("cap"))
+		case 19:
+			cfg := ops.AttentionConfig[coreBrand]{Heads: n("h"), KVHeads: n("kv"), HeadDim: n("d"), ValueDim: n("dv"), Rows: n("rows"), SoftCap: f("cap"), Sinks: z}
+			ops.Attention(b, x, y, y, val("mask"), cfg)
+		case 20:
+			cfg := ops.AttentionConfig[coreBrand]{Heads: n("h"), KVHeads: n("kv"), HeadDim: n("d"), Rows: n("rows")}
+			ops.CachedAttention(b, x, y, y, z, z, val("pos"), val("mask"), cfg)
+		case 21:
+			ops.OutputGate(b, x, y)
+		case 22:
+			ops.SwiGLUClamped(b, x, y, f("limit"), f("alpha"))
+		case 23:
+			ops.GatedFFN(b, x, y, z, y, ops.GeGLU[coreBrand])
+		case 24:
+			ops.FFN(b, x, y, z, y, z, ops.GeLUErf[coreBrand])
+		case 25:
+			ops.SoftCap(b, x, f("cap"))
+		case 26:
+			ops.Mean(b, x, n("axis"))
+		case 27:
+			ops.Like(b, x, y)
+		}
+	})
+}
