@@ -170,3 +170,13 @@ func TestStories260K(t *testing.T) {
 		t.Errorf("BOS %d EOS %d IsEOG(2) %v VocabSize %d", tok.BOS(), tok.EOS(), tok.IsEOG(2), tok.VocabSize())
 	}
 }
+
+// openGGUF opens a vocabulary fixture.
+func openGGUF(t testing.TB, name string) *gguf.File {
+	t.Helper()
+	f, err := gguf.Open(filepath.Join(refPath(t, "vocab"), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}

@@ -216,3 +216,34 @@ func TestParseHFConfig(t *testing.T) {
 		t.Errorf("add_bos_token false in the config is ignored")
 	}
 }
+
+func TestHFJSONIgnoreMerges(t *testing.T) {
+	doc := func(ignore bool) []byte {
+		d, _ := json.Marshal(map[string]any{
+			"pre_tokenizer": sequence(split(`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`), byteLevel(false)),
+			"model": map[string]any{"type": "BPE", "ignore_merges": ignore,
+				"vocab":  map[string]int{"a": 0, "b": 1, "c": 2, "abc": 3, "ab": 4, "Ġ": 5, "1": 6, "11": 7, "111": 8},
+				"merges": []string{"a b", "1 1", "11 1"}},
+		})
+		return d
+	}
+	for _, c := range []struct {
+		ignore bool
+		want   []string
+	}{
+		{false, []string{"ab", "c", "Ġ", "111", "1"}},
+		{true, []string{"abc", "Ġ", "111", "1"}},
+	} {
+		tok, err := FromHFJSON(doc(c.ignore))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := tok.Encode("abc 1111", EncodeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pieces(tok, ids); !slices.Equal(got, c.want) {
+			t.Errorf("ignore_merges %v: got %q, want %q", c.ignore, got, c.want)
+		}
+	}
+}
