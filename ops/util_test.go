@@ -485,3 +485,112 @@ func TestNoPanicsOnRandomInputs(t *testing.T) {
 		}
 	})
 }
+
+// TestPrimitiveCounts records how many equations each composite appends at
+// a realistic decode shape (one token of a Llama-8B-like layer), so that a
+// change in graph size is a visible, deliberate edit of this table.
+func TestPrimitiveCounts(t *testing.T) {
+	const dim, heads, kv, hd, ffn, capacity = 4096, 32, 8, 128, 14336, 8192
+	var none coreT
+	type mk = func(b *poot.Builder[coreBrand]) func()
+	f32 := func(b *poot.Builder[coreBrand], name string, dims ...int) coreT {
+		return b.Constant(name, poot.T(poot.F32, dims...))
+	}
+	pos := func(b *poot.Builder[coreBrand]) coreT { return b.Slot(poot.SlotPos, poot.Shape{1}, 0, capacity-1) }
+	rot := func(b *poot.Builder[coreBrand]) ops.Rotary[coreBrand] {
+		return ops.RopeTables(b, pos(b), f32(b, "freqs", hd/2), 1, ops.RopeNeoX)
+	}
+	cases := []struct {
+		name string
+		want int
+		rec  mk
+	}{
+		{"RMSNorm", 11, func(b *poot.Builder[coreBrand]) func() {
+			x, w := f32(b, "x", 1, dim), f32(b, "w", dim)
+			return func() { ops.RMSNorm(b, x, w, 1e-5) }
+		}},
+		{"LayerNorm", 18, func(b *poot.Builder[coreBrand]) func() {
+			x, w, bias := f32(b, "x", 1, dim), f32(b, "w", dim), f32(b, "b", dim)
+			return func() { ops.LayerNorm(b, x, w, bias, 1e-5) }
+		}},
+		{"RMSNormHeads", 14, func(b *poot.Builder[coreBrand]) func() {
+			x, w := f32(b, "x", 1, heads*hd), f32(b, "w", hd)
+			return func() { ops.RMSNormHeads(b, x, w, heads, 1e-6) }
+		}},
+		{"Linear", 1, func(b *poot.Builder[coreBrand]) func() {
+			x, w := f32(b, "x", 1, dim), b.Constant("w", poot.T(poot.Q4_K, dim, dim))
+			return func() { ops.Linear(b, x, w, none) }
+		}},
+		{"SplitQKV", 3, func(b *poot.Builder[coreBrand]) func() {
+			x := f32(b, "x", 1, (heads+2*kv)*hd)
+			return func() { ops.SplitQKV(b, x, heads, kv, hd) }
+		}},
+		{"RopeInvFreq(llama3)", 17, func(b *poot.Builder[coreBrand]) func() {
+			return func() {
+				ops.RopeInvFreq(b, ops.RopeConfig{Dims: hd, Theta: 5e5, Scaling: ops.ScaleLlama3, Factor: 8, OrigContext: 8192, LowFreqFactor: 1, HighFreqFactor: 4})
+			}
+		}},
+		{"RopeTables", 8, func(b *poot.Builder[coreBrand]) func() {
+			p, f := pos(b), f32(b, "freqs", hd/2)
+			return func() { ops.RopeTables(b, p, f, 1, ops.RopeNeoX) }
+		}},
+		{"RoPE(neox)", 15, func(b *poot.Builder[coreBrand]) func() {
+			x, r := f32(b, "x", 1, heads*hd), rot(b)
+			return func() { ops.RoPE(b, x, heads, r) }
+		}},
+		{"RoPE(interleaved)", 21, func(b *poot.Builder[coreBrand]) func() {
+			x, r := f32(b, "x", 1, heads*hd), rot(b)
+			r.Layout = ops.RopeInterleaved
+			return func() { ops.RoPE(b, x, heads, r) }
+		}},
+		{"CausalMask", 4, func(b *poot.Builder[coreBrand]) func() {
+			p := pos(b)
+			return func() { ops.CausalMask(b, p, capacity, 0, 0) }
+		}},
+		{"CachedAttention(GQA)", 31, func(b *poot.Builder[coreBrand]) func() {
+			q, k, v := f32(b, "q", 1, heads*hd), f32(b, "k", 1, kv*hd), f32(b, "v", 1, kv*hd)
+			kc, vc := b.StateInput("kc", poot.T(poot.F32, capacity, kv*hd)), b.StateInput("vc", poot.T(poot.F32, capacity, kv*hd))
+			p := pos(b)
+			m := b.Full(poot.T(poot.Bool, 1, capacity), 1)
+			return func() {
+				ops.CachedAttention(b, q, k, v, kc, vc, p, m, ops.AttentionConfig[coreBrand]{Heads: heads, KVHeads: kv, HeadDim: hd})
+			}
+		}},
+		{"GatedFFN(SwiGLU)", 9, func(b *poot.Builder[coreBrand]) func() {
+			x := f32(b, "x", 1, dim)
+			g, u, d := b.Constant("g", poot.T(poot.Q4_K, ffn, dim)), b.Constant("u", poot.T(poot.Q4_K, ffn, dim)), b.Constant("d", poot.T(poot.Q6_K, dim, ffn))
+			return func() { ops.GatedFFN(b, x, g, u, d, ops.SwiGLU[coreBrand]) }
+		}},
+		{"GeLU", 13, func(b *poot.Builder[coreBrand]) func() {
+			x := f32(b, "x", 1, ffn)
+			return func() { ops.GeLU(b, x) }
+		}},
+		{"SwiGLUClamped", 17, func(b *poot.Builder[coreBrand]) func() {
+			g, u := f32(b, "g", 1, ffn), f32(b, "u", 1, ffn)
+			return func() { ops.SwiGLUClamped(b, g, u, 7, 1.702) }
+		}},
+		{"Softmax", 7, func(b *poot.Builder[coreBrand]) func() {
+			x := f32(b, "x", 1, 128256)
+			return func() { ops.Softmax(b, x, -1) }
+		}},
+		{"SoftCap", 5, func(b *poot.Builder[coreBrand]) func() {
+			x := f32(b, "x", 1, 128256)
+			return func() { ops.SoftCap(b, x, 30) }
+		}},
+	}
+	for _, c := range cases {
+		b := poot.NewBuilder[coreBrand](poot.Limits{})
+		rec := c.rec(b)
+		before := b.NumEqns()
+		rec()
+		if b.Err() != nil {
+			t.Errorf("%s: %v", c.name, b.Err())
+			continue
+		}
+		got := b.NumEqns() - before
+		t.Logf("%-22s %3d equations", c.name, got)
+		if got != c.want {
+			t.Errorf("%s records %d equations, this table says %d: update it if the change is deliberate", c.name, got, c.want)
+		}
+	}
+}
