@@ -7,6 +7,11 @@ import (
 	"github.com/pootlabs/poot"
 )
 
+// The unexported helpers of this file (present, fail, dims, withLast,
+// leading, scoped, sigmoid, silu, softmax) are shared by every file of the
+// package, the mixture-of-experts, recurrent and latent-attention
+// composites included: keep their names and contracts.
+
 // present reports whether an optional operand was given: the zero handle
 // means absent.
 func present[B any](h poot.Traced[B]) bool { return h != poot.Traced[B]{} }
