@@ -19,10 +19,10 @@
 	VPCMPEQW Y11, Y11, Y11 \
 	VPSRLW $15, Y11, Y11 \
 	MOVL $0x0f0f0f0f, AX \
-	MOVQ AX, X9 \
+	VMOVQ AX, X9 \
 	VPBROADCASTD X9, Y9 \
 	MOVL $0x08080808, AX \
-	MOVQ AX, X8 \
+	VMOVQ AX, X8 \
 	VPBROADCASTD X8, Y8
 
 // Block decoders: signed quants into Y12, the f16 scale broadcast into Y14.
