@@ -17,6 +17,7 @@ type mlaSpec struct {
 	layout                                      ops.RopeLayout
 	mscale                                      float64
 	absorb, kbt                                 bool
+	stored                                      bool // weights as stored: half precision and packed blocks
 }
 
 // mlaInputs are the random inputs, in float64 and as handles.
@@ -30,16 +31,28 @@ func newMLAInputs(c *mixCase, s mlaSpec) *mlaInputs {
 	in := &mlaInputs{}
 	qk := s.nope + s.rope
 	in.hx, in.x = c.randConst("x", 1, len(s.pos), s.d)
-	if s.qlora > 0 {
+	switch {
+	case s.stored:
+		// Declared with the other stored weights below.
+	case s.qlora > 0:
 		in.w.QA, in.qa = c.randConst("q_a", 0.5, s.qlora, s.d)
 		in.w.QANorm, in.qaNorm = c.randConst("q_a_norm", 1, s.qlora)
 		in.w.QB, in.qb = c.randConst("q_b", 0.5, s.h*qk, s.qlora)
-	} else {
+	default:
 		in.w.Q, in.q = c.randConst("q", 0.5, s.h*qk, s.d)
 	}
-	in.w.KVA, in.kva = c.randConst("kv_a", 0.5, s.lora+s.rope, s.d)
-	in.w.KVANorm, in.kvaNorm = c.randConst("kv_a_norm", 1, s.lora)
-	in.w.KB, in.kb = c.randConst("k_b", 0.5, s.h, s.nope, s.lora)
+	if s.stored {
+		in.w.Q, in.q = c.storedConst("q", poot.BF16, 0.5, s.h*qk, s.d)
+		in.w.KVA, in.kva = c.storedConst("kv_a", poot.Q8_0, 0.5, s.lora+s.rope, s.d)
+		in.w.KVANorm, in.kvaNorm = c.storedConst("kv_a_norm", poot.BF16, 1, s.lora)
+		in.w.KB, in.kb = c.storedConst("k_b", poot.F16, 0.5, s.h, s.nope, s.lora)
+		in.w.VB, in.vb = c.storedConst("v_b", poot.Q8_0, 0.5, s.h, s.vd, s.lora)
+		in.w.O, in.o = c.storedConst("o", poot.F16, 0.5, s.d, s.h*s.vd)
+	} else {
+		in.w.KVA, in.kva = c.randConst("kv_a", 0.5, s.lora+s.rope, s.d)
+		in.w.KVANorm, in.kvaNorm = c.randConst("kv_a_norm", 1, s.lora)
+		in.w.KB, in.kb = c.randConst("k_b", 0.5, s.h, s.nope, s.lora)
+	}
 	if s.kbt {
 		t := make([]float64, len(in.kb))
 		for h := range s.h {
@@ -51,8 +64,10 @@ func newMLAInputs(c *mixCase, s mlaSpec) *mlaInputs {
 		}
 		in.w.KBT = c.constant("k_b_t", t, s.h, s.lora, s.nope)
 	}
-	in.w.VB, in.vb = c.randConst("v_b", 0.5, s.h, s.vd, s.lora)
-	in.w.O, in.o = c.randConst("o", 0.5, s.d, s.h*s.vd)
+	if !s.stored {
+		in.w.VB, in.vb = c.randConst("v_b", 0.5, s.h, s.vd, s.lora)
+		in.w.O, in.o = c.randConst("o", 0.5, s.d, s.h*s.vd)
+	}
 	in.invFreq = make([]float64, s.rope/2)
 	for i := range in.invFreq {
 		in.invFreq[i] = float64(float32(math.Pow(100, -2*float64(i)/float64(s.rope))))
@@ -185,6 +200,7 @@ func TestLatentAttentionMatchesReference(t *testing.T) {
 		{"interleaved_rope", func(s *mlaSpec) { s.layout = ops.RopeInterleaved }},
 		{"yarn_mscale", func(s *mlaSpec) { s.mscale = ops.YaRNMScale(40, 0.707) }},
 		{"k_b_transposed", func(s *mlaSpec) { s.kbt = true }},
+		{"stored_weights", func(s *mlaSpec) { s.stored, s.d, s.lora = true, 32, 32 }},
 	}
 	for _, v := range variants {
 		for _, absorb := range []bool{false, true} {

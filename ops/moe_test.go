@@ -608,3 +608,58 @@ func TestMixersNeverPanic(t *testing.T) {
 		_ = b.Err()
 	})
 }
+
+// storedConst declares a random constant stored as dtype d and returns the
+// values it decodes to, which the references use.
+func (c *mixCase) storedConst(name string, d poot.DType, scale float64, dims ...int) (mixH, []float64) {
+	c.t.Helper()
+	n := 1
+	for _, x := range dims {
+		n *= x
+	}
+	v := c.random(n, scale)
+	f := make([]float32, n)
+	for i, x := range v {
+		f[i] = float32(x)
+	}
+	tt, err := tensor.Quantize(poot.T(d, dims...), f)
+	if err != nil {
+		c.t.Fatalf("quantize %s: %v", name, err)
+	}
+	back, err := tt.ToF32()
+	if err != nil {
+		c.t.Fatalf("decode %s: %v", name, err)
+	}
+	c.consts[name] = tt
+	return c.b.Constant(name, poot.T(d, dims...)), mixWiden(back)
+}
+
+// TestMoEStoredWeights reads the router, the expert stacks and the biases
+// as stored (half precision and packed blocks): the contractions decode
+// them, and the result matches the reference over the decoded values.
+func TestMoEStoredWeights(t *testing.T) {
+	const e, d, f, s, tok = 4, 32, 32, 32, 3
+	cfg := ops.MoEConfig{TopK: 2, Gating: ops.SigmoidTopK, Renormalize: true}
+	for _, form := range moeForms {
+		t.Run(form.name, func(t *testing.T) {
+			c := newMixCase(t, 4)
+			m := &moeRef{e: e, d: d, f: f, s: s}
+			var w ops.MoEWeights[mixBrand]
+			w.Router, m.router = c.storedConst("router", poot.F16, 1, e, d)
+			w.SelectionBias, m.selBias = c.storedConst("selection_bias", poot.BF16, 0.3, e)
+			w.Gate, m.gate = c.storedConst("gate", poot.Q8_0, 0.5, e, f, d)
+			w.Up, m.up = c.storedConst("up", poot.Q4_0, 0.5, e, f, d)
+			w.Down, m.down = c.storedConst("down", poot.BF16, 0.5, e, d, f)
+			w.GateBias, m.gateBias = c.storedConst("gate_bias", poot.BF16, 0.2, e, f)
+			w.UpBias, m.upBias = c.storedConst("up_bias", poot.F16, 0.2, e, f)
+			w.DownBias, m.downBias = c.storedConst("down_bias", poot.BF16, 0.2, e, d)
+			w.SharedGate, m.sGate = c.storedConst("shared_gate", poot.Q8_0, 0.5, s, d)
+			w.SharedUp, m.sUp = c.storedConst("shared_up", poot.F16, 0.5, s, d)
+			w.SharedDown, m.sDown = c.storedConst("shared_down", poot.Q8_0, 0.5, d, s)
+			x, xv := c.randConst("x", 1, tok, d)
+			c.outs = append(c.outs, form.fn(c.b, x, w, cfg))
+			got, _ := c.run()
+			mixClose(t, "moe", got[0], m.forward(xv, tok, cfg), 1e-5)
+		})
+	}
+}
