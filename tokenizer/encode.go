@@ -57,7 +57,7 @@ func (t *Tokenizer) Encode(text string, opts EncodeOptions) ([]int32, error) {
 		var err error
 		switch t.model {
 		case SPM:
-			if t.addSpacePrefix && prevSpecial {
+			if t.addSpacePrefix && prevSpecial && (!t.prefixFirstOnly || f.start == 0) {
 				piece = " " + piece
 			}
 			out, err = t.encodeSPM(piece, out, m)
@@ -84,6 +84,10 @@ func (t *Tokenizer) Encode(text string, opts EncodeOptions) ([]int32, error) {
 // lstrip (rstrip) attribute swallows the white space before (after) it.
 func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 	frags := []fragment{{id: -1, start: 0, end: len(text)}}
+	var present [256]bool // bytes occurring in text, to skip most tokens cheaply
+	for i := 0; i < len(text); i++ {
+		present[text[i]] = true
+	}
 	var next []fragment
 	for _, id := range t.special {
 		a := t.attrs[id]
@@ -91,7 +95,7 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 			continue
 		}
 		s := t.tokens[id]
-		if !strings.Contains(text, s) {
+		if !present[s[0]] || !strings.Contains(text, s) {
 			continue
 		}
 		next = next[:0]

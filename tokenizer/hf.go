@@ -189,7 +189,7 @@ func FromHFJSON(data []byte, config ...HFConfig) (*Tokenizer, error) {
 		}
 		n = max(n, int(at.ID)+1)
 	}
-	const maxVocab = 1 << 24
+	const maxVocab = 1 << 21
 	if n > maxVocab {
 		return fail("model.vocab", fmt.Errorf("token id %d too large", n-1))
 	}
@@ -303,6 +303,7 @@ func FromHFJSON(data []byte, config ...HFConfig) (*Tokenizer, error) {
 			case "", "first", "always":
 				if c.AddPrefixSpace == nil || *c.AddPrefixSpace {
 					t.addSpacePrefix = true
+					t.prefixFirstOnly = c.PrependScheme == "first"
 				}
 			}
 			t.splitOnSpace = c.Split == nil || *c.Split

@@ -247,3 +247,35 @@ func TestHFJSONIgnoreMerges(t *testing.T) {
 		}
 	}
 }
+
+func TestHFJSONMetaspace(t *testing.T) {
+	var doc map[string]any
+	if err := json.Unmarshal(llama2StyleJSON(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["normalizer"] = nil
+	for _, c := range []struct {
+		scheme string
+		split  bool
+		want   []string
+	}{
+		{"first", false, []string{"<s>", "h", "e", "ll", "o", "▁w", "<|tool|>", "h", "e", "ll", "o"}},
+		{"always", false, []string{"<s>", "▁hello", "▁w", "<|tool|>", "▁hello"}},
+		{"always", true, []string{"<s>", "▁hello", "▁w", "<|tool|>", "▁hello"}},
+		{"never", false, []string{"<s>", "h", "e", "ll", "o", "▁w", "<|tool|>", "h", "e", "ll", "o"}},
+	} {
+		doc["pre_tokenizer"] = map[string]any{"type": "Metaspace", "replacement": "▁", "prepend_scheme": c.scheme, "split": c.split}
+		data, _ := json.Marshal(doc)
+		tok, err := FromHFJSON(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := tok.Encode("<s>hello w<|tool|>hello", EncodeOptions{ParseSpecial: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pieces(tok, ids); !slices.Equal(got, c.want) {
+			t.Errorf("%s split %v: got %q, want %q", c.scheme, c.split, got, c.want)
+		}
+	}
+}

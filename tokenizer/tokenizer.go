@@ -103,6 +103,9 @@ type Tokenizer struct {
 	addSpacePrefix bool // SPM: a space is prepended to each text fragment
 	byteFallback   bool // unknown pieces are spelled with <0xNN> tokens
 	splitOnSpace   bool // SPM (Metaspace split): merge within ▁-words only
+	// prefixFirstOnly limits the space prefix to text at the very start
+	// (Metaspace prepend_scheme "first").
+	prefixFirstOnly bool
 
 	byteTokens [256]int32 // <0xNN> token per byte, or -1
 
@@ -255,6 +258,10 @@ func (t *Tokenizer) finish(source string, sp specialIDs, modelName string) error
 	n := len(t.tokens)
 	t.ids = make(map[string]int32, n)
 	for i, s := range t.tokens {
+		if s == "" {
+			s = fmt.Sprintf("[EMPTY_%d]", i)
+			t.tokens[i] = s
+		}
 		if _, dup := t.ids[s]; dup {
 			return &LoadError{Source: source, Key: "tokens", Err: &duplicateTokenError{text: s, first: t.ids[s], second: int32(i)}}
 		}
