@@ -127,11 +127,39 @@ func CheckConsts(g *poot.Graph, consts Consts) error {
 // state present with its declared type, nothing extra, and every ranged
 // slot's values within [Min, Max].
 func CheckStep(g *poot.Graph, slots Slots, state *State) error {
-	slotIDs := g.Inputs(poot.Slot)
-	for _, id := range slotIDs {
-		v := g.Value(id)
+	b := newStepBindings(g)
+	return b.check(slots, state)
+}
+
+// input is a slot or state of a graph with its id.
+type input struct {
+	poot.Value
+	id poot.ValueID
+}
+
+// stepBindings lists what a step of a graph must bind, so that checking
+// a step costs time in the number of inputs only.
+type stepBindings struct {
+	g      *poot.Graph
+	slots  []input
+	states []input
+}
+
+func newStepBindings(g *poot.Graph) stepBindings {
+	b := stepBindings{g: g}
+	for _, id := range g.Inputs(poot.Slot) {
+		b.slots = append(b.slots, input{g.Value(id), id})
+	}
+	for _, id := range g.Inputs(poot.State) {
+		b.states = append(b.states, input{g.Value(id), id})
+	}
+	return b
+}
+
+func (b *stepBindings) check(slots Slots, state *State) error {
+	for _, v := range b.slots {
 		t, ok := slots[v.Name]
-		if err := checkBound(v, t, ok); err != nil {
+		if err := checkBound(v.Value, t, ok); err != nil {
 			return err
 		}
 		if v.Ranged() {
@@ -142,30 +170,42 @@ func CheckStep(g *poot.Graph, slots Slots, state *State) error {
 			}
 		}
 	}
-	for name := range slots {
-		id, ok := g.Lookup(name)
-		if !ok || g.Value(id).Kind != poot.Slot {
-			return bindingError(name, fmt.Errorf("%w: the graph declares no slot of that name", ErrBinding))
-		}
+	// Every declared slot is present and names are unique, so a map with
+	// more entries holds one the graph does not declare.
+	if len(slots) > len(b.slots) {
+		return extra(b.g, poot.Slot, mapKeys(slots))
 	}
-	stateIDs := g.Inputs(poot.State)
-	if len(stateIDs) == 0 && (state == nil || len(state.Tensors) == 0) {
-		return nil
+	var tensors map[string]tensor.Tensor
+	if state != nil {
+		tensors = state.Tensors
 	}
-	if state == nil {
-		state = &State{}
-	}
-	for _, id := range stateIDs {
-		v := g.Value(id)
-		t, ok := state.Tensors[v.Name]
-		if err := checkBound(v, t, ok); err != nil {
+	for _, v := range b.states {
+		t, ok := tensors[v.Name]
+		if err := checkBound(v.Value, t, ok); err != nil {
 			return err
 		}
 	}
-	for name := range state.Tensors {
+	if len(tensors) > len(b.states) {
+		return extra(b.g, poot.State, mapKeys(tensors))
+	}
+	return nil
+}
+
+func mapKeys(m map[string]tensor.Tensor) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// extra reports the first of names that g does not declare as kind k.
+func extra(g *poot.Graph, k poot.Kind, names []string) error {
+	for _, name := range names {
 		id, ok := g.Lookup(name)
-		if !ok || g.Value(id).Kind != poot.State {
-			return bindingError(name, fmt.Errorf("%w: the graph declares no state of that name", ErrBinding))
+		if !ok || g.Value(id).Kind != k {
+			return bindingError(name, fmt.Errorf("%w: the graph declares no %v of that name", ErrBinding, k))
 		}
 	}
 	return nil

@@ -120,11 +120,14 @@ func (bf *buffer) load(t tensor.Tensor) { copy(bf.bytes(), t.Data) }
 // Program is a graph compiled by the oracle. It is not safe for concurrent
 // use: Run reuses its buffers.
 type Program struct {
-	g      *poot.Graph
-	vals   []*buffer
-	steps  []step
-	ran    bool
-	scopes []string
+	g         *poot.Graph
+	vals      []*buffer
+	steps     []step
+	ran       bool
+	binds     stepBindings
+	outputs   []poot.ValueID
+	states    []poot.StatePair
+	witnesses []poot.Witness
 }
 
 // step is the compiled rule of one equation; run is nil for equations
@@ -168,7 +171,8 @@ func Compile(g *poot.Graph, consts Consts) (*Program, error) {
 	if err := CheckConsts(g, consts); err != nil {
 		return nil, err
 	}
-	p := &Program{g: g, vals: make([]*buffer, g.NumValues())}
+	p := &Program{g: g, vals: make([]*buffer, g.NumValues()), binds: newStepBindings(g),
+		outputs: g.Outputs(), states: g.States(), witnesses: g.Witnesses()}
 	for id := range p.vals {
 		v := g.Value(poot.ValueID(id))
 		switch v.Kind {
@@ -219,27 +223,26 @@ func (p *Program) Graph() *poot.Graph { return p.g }
 
 // Run executes one step (see Executable).
 func (p *Program) Run(slots Slots, state *State) ([]tensor.Tensor, error) {
-	if err := CheckStep(p.g, slots, state); err != nil {
+	if err := p.binds.check(slots, state); err != nil {
 		return nil, err
 	}
-	for _, id := range p.g.Inputs(poot.Slot) {
-		p.vals[id].load(slots[p.g.Value(id).Name])
+	for _, v := range p.binds.slots {
+		p.vals[v.id].load(slots[v.Name])
 	}
-	for _, id := range p.g.Inputs(poot.State) {
-		p.vals[id].load(state.Tensors[p.g.Value(id).Name])
+	for _, v := range p.binds.states {
+		p.vals[v.id].load(state.Tensors[v.Name])
 	}
 	p.ran = false
 	if err := p.runSteps(len(p.steps)); err != nil {
 		return nil, err
 	}
 	p.ran = true
-	outs := p.g.Outputs()
-	res := make([]tensor.Tensor, len(outs))
-	for i, id := range outs {
+	res := make([]tensor.Tensor, len(p.outputs))
+	for i, id := range p.outputs {
 		res[i] = p.vals[id].tensor()
 	}
 	if state != nil {
-		for _, s := range p.g.States() {
+		for _, s := range p.states {
 			copy(state.Tensors[p.g.Value(s.In).Name].Data, p.vals[s.Out].bytes())
 		}
 	}
@@ -261,7 +264,7 @@ func (p *Program) Witness(name string) (tensor.Tensor, bool) {
 	if !p.ran {
 		return tensor.Tensor{}, false
 	}
-	for _, w := range p.g.Witnesses() {
+	for _, w := range p.witnesses {
 		if w.Name == name {
 			return p.vals[w.Value].tensor(), true
 		}

@@ -82,21 +82,45 @@ func (r *weight) row(j int, scratch []float32) ([]float32, error) {
 // not depend on it.
 const parallelWork = 1 << 20
 
-// columns runs fn over [0, n) in contiguous chunks, concurrently when work
-// is large, each chunk with its own scratch of 4·k floats.
-func columns(n, k, work int, fn func(lo, hi int, scratch []float32) error) error {
+// matmul is a compiled MatMul.
+type matmul struct {
+	a, out  *buffer
+	w       *weight
+	batch   int
+	m, n, k int
+	shared  bool
+	serial  []float32 // scratch of 4·k floats for the serial case
+}
+
+// run computes every batch; a large contraction is split across
+// goroutines by contiguous ranges of output columns.
+func (mm *matmul) run() error {
 	parts := 1
-	if work >= parallelWork {
-		parts = min(runtime.GOMAXPROCS(0), max(1, n/16))
+	if mm.m*mm.n*mm.k >= parallelWork {
+		parts = min(runtime.GOMAXPROCS(0), max(1, mm.n/16))
 	}
-	if parts == 1 {
-		return fn(0, n, make([]float32, 4*k))
+	for bi := 0; bi < mm.batch; bi++ {
+		if parts == 1 {
+			if err := mm.cols(bi, 0, mm.n, mm.serial); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := mm.parallel(bi, parts); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// parallel computes batch bi in parts goroutines. It is a function of its
+// own so that the serial path's variables never escape to the heap.
+func (mm *matmul) parallel(bi, parts int) error {
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
 	for p := range parts {
-		lo, hi := n*p/parts, n*(p+1)/parts
-		wg.Go(func() { errs[p] = fn(lo, hi, make([]float32, 4*k)) })
+		lo, hi := mm.n*p/parts, mm.n*(p+1)/parts
+		wg.Go(func() { errs[p] = mm.cols(bi, lo, hi, make([]float32, 4*mm.k)) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -107,60 +131,56 @@ func columns(n, k, work int, fn func(lo, hi int, scratch []float32) error) error
 	return nil
 }
 
+// cols computes output columns [lo, hi) of batch bi, four weight rows at a
+// time.
+func (mm *matmul) cols(bi, lo, hi int, scratch []float32) error {
+	m, n, k := mm.m, mm.n, mm.k
+	wbase := bi * n
+	if mm.shared {
+		wbase = 0
+	}
+	j := lo
+	for ; j+4 <= hi; j += 4 {
+		var rows [4][]float32
+		for q := range rows {
+			r, err := mm.w.row(wbase+j+q, scratch[q*k:(q+1)*k])
+			if err != nil {
+				return err
+			}
+			rows[q] = r
+		}
+		for i := 0; i < m; i++ {
+			ar := mm.a.f[(bi*m+i)*k : (bi*m+i+1)*k]
+			s0, s1, s2, s3 := dot4(ar, rows[0], rows[1], rows[2], rows[3])
+			o := mm.out.f[(bi*m+i)*n+j:]
+			o[0], o[1], o[2], o[3] = float32(s0), float32(s1), float32(s2), float32(s3)
+		}
+	}
+	for ; j < hi; j++ {
+		row, err := mm.w.row(wbase+j, scratch[:k])
+		if err != nil {
+			return err
+		}
+		for i := 0; i < m; i++ {
+			ar := mm.a.f[(bi*m+i)*k : (bi*m+i+1)*k]
+			mm.out.f[(bi*m+i)*n+j] = float32(dot(ar, row))
+		}
+	}
+	return nil
+}
+
 func ruleMatMul(c *compiler, e *poot.Eqn) (func() error, error) {
 	a, b, out := c.in(e, 0), c.in(e, 1), c.out(e)
 	as, bs := a.t.Shape, b.t.Shape
 	ra := len(as)
 	m, k := as[ra-2], as[ra-1]
-	n := bs[len(bs)-2]
-	batch := int(as.Size()) / (m * k)
-	shared := len(bs) == 2
 	w, err := newWeight(b, k)
 	if err != nil {
 		return nil, err
 	}
-	return func() error {
-		for bi := 0; bi < batch; bi++ {
-			wbase := bi * n
-			if shared {
-				wbase = 0
-			}
-			err := columns(n, k, m*n*k, func(lo, hi int, scratch []float32) error {
-				j := lo
-				for ; j+4 <= hi; j += 4 {
-					var rows [4][]float32
-					for q := range rows {
-						r, err := w.row(wbase+j+q, scratch[q*k:(q+1)*k])
-						if err != nil {
-							return err
-						}
-						rows[q] = r
-					}
-					for i := 0; i < m; i++ {
-						ar := a.f[(bi*m+i)*k : (bi*m+i+1)*k]
-						s0, s1, s2, s3 := dot4(ar, rows[0], rows[1], rows[2], rows[3])
-						o := out.f[(bi*m+i)*n+j:]
-						o[0], o[1], o[2], o[3] = float32(s0), float32(s1), float32(s2), float32(s3)
-					}
-				}
-				for ; j < hi; j++ {
-					row, err := w.row(wbase+j, scratch[:k])
-					if err != nil {
-						return err
-					}
-					for i := 0; i < m; i++ {
-						ar := a.f[(bi*m+i)*k : (bi*m+i+1)*k]
-						out.f[(bi*m+i)*n+j] = float32(dot(ar, row))
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}, nil
+	mm := &matmul{a: a, out: out, w: w, m: m, n: bs[len(bs)-2], k: k,
+		batch: int(as.Size()) / (m * k), shared: len(bs) == 2, serial: make([]float32, 4*k)}
+	return mm.run, nil
 }
 
 func ruleIndexedMatMul(c *compiler, e *poot.Eqn) (func() error, error) {

@@ -53,7 +53,8 @@ func stridesOf(shape []int) []int {
 
 // copyND copies a block of the given shape from src (at offset so, with
 // strides ss) to dst (at offset do, with strides ds), in storage units.
-func copyND[T any](dst []T, do int, ds []int, src []T, so int, ss []int, shape []int) {
+// idx is scratch of at least len(shape) ints.
+func copyND[T any](dst []T, do int, ds []int, src []T, so int, ss []int, shape []int, idx []int) {
 	r := len(shape)
 	if r == 0 {
 		dst[do] = src[so]
@@ -64,7 +65,8 @@ func copyND[T any](dst []T, do int, ds []int, src []T, so int, ss []int, shape [
 			return
 		}
 	}
-	idx := make([]int, r-1)
+	idx = idx[:r-1]
+	clear(idx)
 	n, dl, sl := shape[r-1], ds[r-1], ss[r-1]
 	for {
 		d, s := do, so
@@ -94,14 +96,14 @@ func copyND[T any](dst []T, do int, ds []int, src []T, so int, ss []int, shape [
 }
 
 // copyBuf is copyND over whichever storage dst and src (of one dtype) use.
-func copyBuf(dst *buffer, do int, ds []int, src *buffer, so int, ss []int, shape []int) {
+func copyBuf(dst *buffer, do int, ds []int, src *buffer, so int, ss []int, shape []int, idx []int) {
 	switch storageOf(src.t.DType) {
 	case sF32:
-		copyND(dst.f, do, ds, src.f, so, ss, shape)
+		copyND(dst.f, do, ds, src.f, so, ss, shape, idx)
 	case sI32:
-		copyND(dst.i, do, ds, src.i, so, ss, shape)
+		copyND(dst.i, do, ds, src.i, so, ss, shape, idx)
 	default:
-		copyND(dst.b, do, ds, src.b, so, ss, shape)
+		copyND(dst.b, do, ds, src.b, so, ss, shape, idx)
 	}
 }
 
@@ -115,7 +117,8 @@ func ruleBroadcast(c *compiler, e *poot.Eqn) (func() error, error) {
 		}
 	}
 	ds := stridesOf(os)
-	return func() error { copyBuf(out, 0, ds, x, 0, ss, os); return nil }, nil
+	idx := make([]int, len(os))
+	return func() error { copyBuf(out, 0, ds, x, 0, ss, os, idx); return nil }, nil
 }
 
 func ruleTranspose(c *compiler, e *poot.Eqn) (func() error, error) {
@@ -131,7 +134,8 @@ func ruleTranspose(c *compiler, e *poot.Eqn) (func() error, error) {
 		ss[i] = xst[p]
 	}
 	ds := stridesOf(os)
-	return func() error { copyBuf(out, 0, ds, x, 0, ss, os); return nil }, nil
+	idx := make([]int, len(os))
+	return func() error { copyBuf(out, 0, ds, x, 0, ss, os, idx); return nil }, nil
 }
 
 func ruleSlice(c *compiler, e *poot.Eqn) (func() error, error) {
@@ -151,7 +155,8 @@ func ruleSlice(c *compiler, e *poot.Eqn) (func() error, error) {
 	}
 	os := phys(out.t)
 	ds := stridesOf(os)
-	return func() error { copyBuf(out, 0, ds, x, so, ss, os); return nil }, nil
+	idx := make([]int, len(os))
+	return func() error { copyBuf(out, 0, ds, x, so, ss, os, idx); return nil }, nil
 }
 
 func ruleConcat(c *compiler, e *poot.Eqn) (func() error, error) {
@@ -172,9 +177,10 @@ func ruleConcat(c *compiler, e *poot.Eqn) (func() error, error) {
 		parts = append(parts, part{x: x, do: off * ds[axis], ss: stridesOf(xs), shape: xs})
 		off += x.t.Shape[axis]
 	}
+	idx := make([]int, len(ds))
 	return func() error {
 		for _, p := range parts {
-			copyBuf(out, p.do, ds, p.x, 0, p.ss, p.shape)
+			copyBuf(out, p.do, ds, p.x, 0, p.ss, p.shape, idx)
 		}
 		return nil
 	}, nil
