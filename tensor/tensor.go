@@ -209,7 +209,7 @@ func (t Tensor) Clone() Tensor {
 	return Tensor{Type: cloneType(t.Type), Data: d}
 }
 
-// String describes the type and, for small tensors, nothing more: "f32[2,3]".
+// String describes the tensor by its type: "tensor f32[2,3]".
 func (t Tensor) String() string { return "tensor " + t.Type.String() }
 
 // F32 returns the elements of an F32 tensor. When Data is 4-byte aligned and
