@@ -262,3 +262,76 @@ func TestLatentAttentionShapeErrors(t *testing.T) {
 		t.Errorf("a cache of the wrong width: no error recorded")
 	}
 }
+
+// TestMixerCountsAtModelShapes records each composite at the shapes of a
+// real checkpoint (no data: the graphs are only built) and logs its
+// primitive count, so that growth shows up in review.
+func TestMixerCountsAtModelShapes(t *testing.T) {
+	b := poot.NewBuilder[mixBrand](poot.Limits{})
+	n := 0
+	w := func(dims ...int) mixH {
+		n++
+		return b.Constant(fmt.Sprintf("w%d", n), poot.T(poot.F32, dims...))
+	}
+	logCount := func(name string, fn func()) {
+		before := b.NumEqns()
+		fn()
+		if err := b.Err(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Logf("%-44s %5d primitives", name, b.NumEqns()-before)
+	}
+	pos := b.Slot(poot.SlotPos, poot.Shape{1}, 0, 4095)
+	for _, tok := range []int{1, 128} {
+		// Qwen3-30B-A3B: 128 experts, 8 chosen, width 2048, hidden 768.
+		q3 := ops.MoEWeights[mixBrand]{Router: w(128, 2048), Gate: w(128, 768, 2048), Up: w(128, 768, 2048), Down: w(128, 2048, 768)}
+		x := w(tok, 2048)
+		cfg := ops.MoEConfig{TopK: 8, Renormalize: true}
+		logCount(fmt.Sprintf("Route qwen3-moe T=%d", tok), func() { ops.Route(b, x, q3, cfg) })
+		for _, form := range moeForms {
+			logCount(fmt.Sprintf("MoE%s qwen3-moe T=%d", form.name, tok), func() { form.fn(b, x, q3, cfg) })
+		}
+		// DeepSeek-V3: 256 experts in 8 groups, 4 groups kept, 8 chosen,
+		// sigmoid with a selection bias, one shared expert.
+		dsx := w(tok, 7168)
+		ds := ops.MoEWeights[mixBrand]{Router: w(256, 7168), SelectionBias: w(256), Gate: w(256, 2048, 7168), Up: w(256, 2048, 7168),
+			Down: w(256, 7168, 2048), SharedGate: w(2048, 7168), SharedUp: w(2048, 7168), SharedDown: w(7168, 2048)}
+		dcfg := ops.MoEConfig{TopK: 8, Gating: ops.SigmoidTopK, Groups: 8, TopGroups: 4, Renormalize: true, Scale: 2.5}
+		logCount(fmt.Sprintf("MoEsparse deepseek-v3 T=%d", tok), func() { ops.MoESparse(b, dsx, ds, dcfg) })
+
+		// Qwen3-Next's gated delta rule mixer: 16 key heads, 32 value heads
+		// of 128, width 2048, 4 taps.
+		gx := w(tok, 2048)
+		gw := ops.GatedDeltaNetWeights[mixBrand]{Q: w(2048, 2048), K: w(2048, 2048), V: w(4096, 2048), Z: w(4096, 2048),
+			Conv: w(4, 8192), Beta: w(32, 2048), Alpha: w(32, 2048), DtBias: w(32), ALog: w(32), Norm: w(128), Out: w(2048, 4096)}
+		gs := ops.GatedDeltaNetState[mixBrand]{Conv: w(3, 8192), Delta: w(32, 128, 128)}
+		for _, chunk := range []int{0, 64} {
+			if tok == 1 && chunk != 0 {
+				continue
+			}
+			gcfg := ops.GatedDeltaConfig{KeyHeads: 16, ValueHeads: 32, ChunkSize: chunk}
+			logCount(fmt.Sprintf("GatedDeltaNet qwen3-next T=%d chunk=%d", tok, chunk), func() { ops.GatedDeltaNet(b, gx, gw, gs, gcfg) })
+		}
+		logCount(fmt.Sprintf("CausalConv1D 8192 channels T=%d", tok), func() { ops.CausalConv1D(b, w(tok, 8192), w(3, 8192), w(4, 8192), mixH{}) })
+
+		// Mamba2-2.7B: 80 heads of 64, one group, state 128.
+		for _, chunk := range []int{0, 64} {
+			if tok == 1 && chunk != 0 {
+				continue
+			}
+			mcfg := ops.Mamba2Config{Heads: 80, Groups: 1, ChunkSize: chunk}
+			logCount(fmt.Sprintf("Mamba2SSM mamba2-2.7b T=%d chunk=%d", tok, chunk), func() {
+				ops.Mamba2SSM(b, w(tok, 5120), w(tok, 80), w(tok, 128), w(tok, 128), w(80), w(80), w(80), w(80, 64, 128), mcfg)
+			})
+		}
+	}
+	// DeepSeek-V3's latent attention, one decode token over 4096 positions.
+	mw := ops.MLAWeights[mixBrand]{QA: w(1536, 7168), QANorm: w(1536), QB: w(128*192, 1536), KVA: w(576, 7168), KVANorm: w(512),
+		KB: w(128, 128, 512), VB: w(128, 128, 512), O: w(7168, 128*128)}
+	rot := ops.RopeTables(b, pos, w(32), 1, ops.RopeInterleaved)
+	mx, cache := w(1, 7168), b.StateInput("mla_cache", poot.T(poot.F32, 4096, 576))
+	for _, absorb := range []bool{false, true} {
+		cfg := ops.MLAConfig{Heads: 128, NopeDim: 128, RopeDim: 64, ValueDim: 128, KVLoraRank: 512, Absorb: absorb, MScale: ops.YaRNMScale(40, 1)}
+		logCount(fmt.Sprintf("LatentAttention deepseek-v3 T=1 absorb=%v", absorb), func() { ops.LatentAttention(b, mx, pos, cache, rot, mw, cfg) })
+	}
+}
