@@ -67,6 +67,14 @@ func (b *Builder[B]) Fail(err error) {
 	}
 }
 
+// Failf records an error of the given kind (one of the sentinels, such as
+// ErrType) raised by a composite operation named op, with the current scope
+// and the position of the model code that called it, unless an error is
+// already recorded. It is how composites report invalid arguments.
+func (b *Builder[B]) Failf(kind error, op string, format string, args ...any) {
+	b.fail(kind, op, nil, format, args...)
+}
+
 // NumEqns is the number of equations recorded so far.
 func (b *Builder[B]) NumEqns() int { return len(b.eqns) }
 
