@@ -76,8 +76,10 @@ type Decoder struct {
 
 	// Weight is the weight map for the container the model came from.
 	Weight WeightMap
-	// HF says how the model is written as a Hugging Face checkpoint.
-	HF HFStyle
+	// HF says how the model is written as a Hugging Face checkpoint, GGUF
+	// how it is written as a GGUF file.
+	HF   HFStyle
+	GGUF GGUFStyle
 }
 
 type decoderBrand struct{}

@@ -15,7 +15,7 @@ import (
 // and calls Validate. Errors are *ConfigError values naming the key.
 func GGUFDecoder(f *gguf.File, arch string, layout ops.RopeLayout) (*Decoder, *Reader) {
 	r := GGUFReader(f, arch)
-	d := &Decoder{Name: arch, Weight: WeightMap{Container: GGUF}}
+	d := &Decoder{Name: arch, Weight: WeightMap{Container: GGUF}, GGUF: GGUFStyle{Architecture: arch}}
 	d.Dim = r.Positive("embedding_length")
 	d.Layers = r.Positive("block_count")
 	d.Heads = r.Positive("attention.head_count")

@@ -50,7 +50,7 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 	setup(d, r, r.Int("attention.sliding_window"), pattern, base,
 		r.FloatOr("attn_logit_softcapping", 0), r.FloatOr("final_logit_softcapping", 0))
 	d.Weight = names().In(families.GGUF)
-	d.HF = hfStyle(gemma2)
+	d.HF, d.GGUF = hfStyle(gemma2), ggufStyle(gemma2)
 	return families.Finish(d, r)
 }
 
@@ -79,7 +79,7 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 	}
 	d.QKNorm = !gemma2
 	d.Weight = names().In(families.Safetensors)
-	d.HF = hfStyle(gemma2)
+	d.HF, d.GGUF = hfStyle(gemma2), ggufStyle(gemma2)
 	return families.Finish(d, r)
 }
 
@@ -140,6 +140,37 @@ func hfStyle(gemma2 bool) families.HFStyle {
 		}
 		if d.FinalSoftCap > 0 {
 			cfg["final_logit_softcapping"] = d.FinalSoftCap
+		}
+	}
+	return st
+}
+
+// ggufStyle writes llama.cpp's Gemma keys: the window, the local/global
+// pattern (Gemma 3), the local rope base and the soft caps.
+func ggufStyle(gemma2 bool) families.GGUFStyle {
+	st := families.GGUFStyle{Architecture: "gemma3"}
+	if gemma2 {
+		st.Architecture = "gemma2"
+	}
+	st.Keys = func(d *families.Decoder, put func(string, gguf.Value)) {
+		window, pattern := 0, d.Layers+1
+		for l := range d.Layers {
+			if w := d.Window(l); w > 0 {
+				window = w
+			} else if pattern > d.Layers {
+				pattern = l + 1
+			}
+		}
+		put("attention.sliding_window", gguf.ValueOf(uint32(window)))
+		if !gemma2 {
+			put("attention.sliding_window_pattern", gguf.ValueOf(uint32(pattern)))
+		}
+		put("rope.freq_base_swa", gguf.ValueOf(float32(d.LocalRope.Theta)))
+		if d.AttnSoftCap > 0 {
+			put("attn_logit_softcapping", gguf.ValueOf(float32(d.AttnSoftCap)))
+		}
+		if d.FinalSoftCap > 0 {
+			put("final_logit_softcapping", gguf.ValueOf(float32(d.FinalSoftCap)))
 		}
 	}
 	return st

@@ -66,7 +66,9 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 		r.Fail("attention_bias", families.ErrUnsupported, "output projection biases")
 	}
 	d.Weight = names(d).In(families.Safetensors)
-	d.HF = hfStyle(r.StringOr("model_type", "llama"), d)
+	mt := r.StringOr("model_type", "llama")
+	d.HF = hfStyle(mt, d)
+	d.GGUF.Architecture = map[string]string{"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3"}[mt]
 	return families.Finish(d, r)
 }
 

@@ -47,5 +47,6 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 		"ffn_down_exps.weight": "block_sparse_moe.experts.{e}.w2.weight",
 	}).In(families.Safetensors)
 	d.Weight.Experts = d.MoE.Experts
+	d.GGUF.Architecture = "llama"
 	return families.Finish(d, r)
 }

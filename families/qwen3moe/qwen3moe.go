@@ -64,6 +64,7 @@ func finish(d *families.Decoder, r *families.Reader, c families.Container) (fami
 	if d.MoE != nil {
 		d.Weight.Experts = d.MoE.Experts
 	}
+	d.GGUF.Architecture = "qwen3moe"
 	d.HF = families.HFStyle{Architecture: "Qwen3MoeForCausalLM", ModelType: "qwen3_moe", Keys: func(d *families.Decoder, cfg map[string]any) {
 		cfg["num_experts"], cfg["num_experts_per_tok"] = d.MoE.Experts, d.MoE.Used
 		cfg["moe_intermediate_size"], cfg["norm_topk_prob"] = d.MoE.FFN, d.MoE.Renormalize

@@ -90,3 +90,51 @@ func TestLookup(t *testing.T) {
 		t.Errorf("unknown architecture: got %v", err)
 	}
 }
+
+// TestGGUFMetadataRoundTrip writes each reference model's metadata back
+// (GGUFMetadata) with its tensors and checks that the new file configures
+// a model with identical logits.
+func TestGGUFMetadataRoundTrip(t *testing.T) {
+	for _, c := range refModels {
+		t.Run(c.model, func(t *testing.T) {
+			f := reftest.Open(t, c.model).GGUF()
+			gm, err := FromGGUF(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kvs, err := gm.(families.GGUFWriter).GGUFMetadata()
+			if err != nil {
+				t.Fatal(err)
+			}
+			values := map[string][]float32{}
+			get := reftest.GGUFValues(f)
+			for _, s := range gm.Tensors() {
+				if values[s.Name], err = get(s.Name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c2, err := load.Open(reftest.WriteGGUF(t, gm, kvs, values))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c2.Close()
+			m2, err := FromGGUF(c2.GGUF())
+			if err != nil {
+				t.Fatal(err)
+			}
+			toks := []int32{1, 15, 27, 100, 200, 300}
+			shape := families.StepShape{Rows: 1, New: len(toks), Capacity: 8, Logits: families.AllTokens}
+			want, err := reftest.NewRunner(gm, reftest.MapBinder(values)).Step(shape, toks, reftest.Seq(0, len(toks)), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := reftest.NewRunner(m2, reftest.LoadBinder(c2, m2.Weights())).Step(shape, toks, reftest.Seq(0, len(toks)), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := reftest.MaxDiff32(got, want); d != 0 {
+				t.Errorf("rewritten GGUF: max |Δlogit| %.3g", d)
+			}
+		})
+	}
+}

@@ -1,50 +1,10 @@
 package reftest
 
 import (
-	"fmt"
 	"testing"
 
-	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/families"
-	"github.com/pootlabs/poot/gguf"
-	"github.com/pootlabs/poot/interp"
-	"github.com/pootlabs/poot/tensor"
 )
-
-// GGUFBinder binds F32 GGUF tensors in place through the model's weight
-// map (the graph is returned unchanged). It is the minimal binder the
-// reference tests need for F32 files.
-func GGUFBinder(f *gguf.File, w families.WeightMap) Binder {
-	return func(g *poot.Graph) (*poot.Graph, interp.Consts, error) {
-		consts := interp.ConstMap{}
-		for _, id := range g.Inputs(poot.Const) {
-			v := g.Value(id)
-			stored, ok := w.Stored(v.Name)
-			if !ok {
-				return nil, nil, fmt.Errorf("no stored name for %q", v.Name)
-			}
-			info, ok := f.Tensor(stored)
-			if !ok {
-				return nil, nil, fmt.Errorf("tensor %q not in the file", stored)
-			}
-			tt, err := info.TensorType()
-			if err != nil {
-				return nil, nil, err
-			}
-			if !tt.Equal(v.Type) {
-				return nil, nil, fmt.Errorf("tensor %q is %v, the graph wants %v", stored, tt, v.Type)
-			}
-			data, err := f.TensorData(stored)
-			if err != nil {
-				return nil, nil, err
-			}
-			if consts[v.Name], err = tensor.View(tt, data); err != nil {
-				return nil, nil, err
-			}
-		}
-		return g, consts, nil
-	}
-}
 
 // Report collects the figures of one reference check.
 type Report struct {

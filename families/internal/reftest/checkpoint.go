@@ -18,47 +18,6 @@ import (
 	"github.com/pootlabs/poot/tensor"
 )
 
-// SafetensorsBinder binds F32 tensors of a safetensors directory through
-// the model's weight map, stacking per-expert tensors (WeightMap.Parts)
-// into the canonical [experts, …] tensor.
-func SafetensorsBinder(d *safetensors.Dir, w families.WeightMap) Binder {
-	return func(g *poot.Graph) (*poot.Graph, interp.Consts, error) {
-		consts := interp.ConstMap{}
-		for _, id := range g.Inputs(poot.Const) {
-			v := g.Value(id)
-			parts := w.Parts(v.Name)
-			if parts == nil {
-				stored, ok := w.Stored(v.Name)
-				if !ok {
-					return nil, nil, fmt.Errorf("no stored name for %q", v.Name)
-				}
-				parts = []string{stored}
-			}
-			var data []byte
-			for _, p := range parts {
-				info, ok := d.Tensor(p)
-				if !ok {
-					return nil, nil, fmt.Errorf("tensor %q not in the directory", p)
-				}
-				if info.DType != "F32" {
-					return nil, nil, fmt.Errorf("tensor %q is %s; this binder reads F32 only", p, info.DType)
-				}
-				b, err := d.TensorData(p)
-				if err != nil {
-					return nil, nil, err
-				}
-				data = append(data, b...)
-			}
-			t, err := tensor.View(v.Type, data)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", v.Name, err)
-			}
-			consts[v.Name] = t
-		}
-		return g, consts, nil
-	}
-}
-
 func f32s(b []byte) []float32 {
 	out := make([]float32, len(b)/4)
 	for i := range out {
