@@ -112,6 +112,116 @@ done:
 	VZEROUPPER
 	RET
 
+// Q5K_CHUNK is Q4K_CHUNK for Q5_K: quants at 48+32c, and bits 2c and 2c+1
+// of the qh bytes (in Y9) add 16 to the low and high nibbles.
+#define Q5K_CHUNK(c) \
+	VMOVDQU (48+32*c)(BX), Y2 \
+	VPSRLW $4, Y2, Y3 \
+	VPAND Y10, Y2, Y2 \
+	VPAND Y10, Y3, Y3 \
+	VPSRLW $(2*c), Y9, Y6 \
+	VPAND Y14, Y6, Y6 \
+	VPSLLW $4, Y6, Y6 \
+	VPOR Y6, Y2, Y2 \
+	VPSRLW $(2*c+1), Y9, Y6 \
+	VPAND Y14, Y6, Y6 \
+	VPSLLW $4, Y6, Y6 \
+	VPOR Y6, Y3, Y3 \
+	VPMADDUBSW (64*c)(SI), Y2, Y2 \
+	VPMADDUBSW (64*c+32)(SI), Y3, Y3 \
+	VPBROADCASTW (4*c)(SP), Y7 \
+	VPBROADCASTW (4*c+2)(SP), Y8 \
+	VPMADDWD Y7, Y2, Y2 \
+	VPMADDWD Y8, Y3, Y3 \
+	VPADDD Y2, Y1, Y1 \
+	VPADDD Y3, Y1, Y1
+
+// func dotQ5_Kx1(w *byte, nb int, aq *int8, ad *float32, bs *int16) float32
+TEXT ·dotQ5_Kx1(SB), NOSPLIT, $16-44
+	MOVQ w+0(FP), BX
+	MOVQ nb+8(FP), CX
+	MOVQ aq+16(FP), SI
+	MOVQ ad+24(FP), DI
+	MOVQ bs+32(FP), R8
+	VPCMPEQW Y11, Y11, Y11
+	VPSRLW $15, Y11, Y11
+	MOVL $0x0f0f0f0f, AX
+	VMOVQ AX, X10
+	VPBROADCASTD X10, Y10
+	MOVL $0x01010101, AX
+	VMOVQ AX, X14
+	VPBROADCASTD X14, Y14
+	VXORPS Y0, Y0, Y0
+	TESTQ CX, CX
+	JZ done
+
+loop:
+	// Unpack the twelve scale bytes into 8 six-bit scales and 8 mins.
+	MOVL 4(BX), AX
+	MOVL 8(BX), DX
+	MOVL 12(BX), R9
+	MOVL AX, R10
+	ANDL $0x3f3f3f3f, R10
+	MOVL DX, R11
+	ANDL $0x3f3f3f3f, R11
+	MOVL R9, R12
+	ANDL $0x0f0f0f0f, R12
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL AX, R12
+	SHRL $4, R9
+	ANDL $0x0f0f0f0f, R9
+	SHRL $6, DX
+	ANDL $0x03030303, DX
+	SHLL $4, DX
+	ORL DX, R9
+	SHLQ $32, R12
+	ORQ R10, R12
+	SHLQ $32, R9
+	ORQ R11, R9
+	VMOVQ R12, X12
+	VPMOVZXBW X12, X12
+	VMOVDQU X12, 0(SP)
+
+	// Mins: m_j times the sum of the activation quants of sub-block j.
+	VMOVQ R9, X13
+	VPMOVZXBD X13, Y13
+	VPMADDWD (R8), Y11, Y12
+	VPMULLD Y13, Y12, Y13
+	VCVTDQ2PS Y13, Y13
+
+	VPXOR Y1, Y1, Y1
+	VMOVDQU 16(BX), Y9
+	Q5K_CHUNK(0)
+	Q5K_CHUNK(1)
+	Q5K_CHUNK(2)
+	Q5K_CHUNK(3)
+
+	VBROADCASTSS (DI), Y4
+	VPBROADCASTW (BX), X5
+	VCVTPH2PS X5, Y5
+	VMULPS Y4, Y5, Y5
+	VPBROADCASTW 2(BX), X6
+	VCVTPH2PS X6, Y6
+	VMULPS Y4, Y6, Y6
+	VCVTDQ2PS Y1, Y1
+	VFMADD231PS Y1, Y5, Y0
+	VFNMADD231PS Y13, Y6, Y0
+
+	ADDQ $176, BX
+	ADDQ $256, SI
+	ADDQ $4, DI
+	ADDQ $32, R8
+	DECQ CX
+	JNZ loop
+
+done:
+	HSUM(Y0, X0)
+	VMOVSS X0, ret+40(FP)
+	VZEROUPPER
+	RET
+
 // Q6K_ACC multiplies 32 unsigned quants in q with the activations at aoff and
 // the two 16-element group scales at soff(SP) and soff+2(SP), adding to Y1.
 #define Q6K_ACC(q, aoff, soff) \

@@ -114,16 +114,14 @@ func matmulRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
 		} else {
 			half16RowsGo(wt == poot.BF16, y, N, asU16(w), a, n0, n1)
 		}
-	case poot.Q8_0, poot.Q4_0:
+	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1:
 		if useAsm {
 			q8famRowsAsm(wt, y, N, w, a, n0, n1)
 		} else {
 			q8famRowsGo(wt, y, N, w, a, n0, n1)
 		}
-	case poot.Q4_1, poot.Q5_0, poot.Q5_1:
-		q8famRowsGo(wt, y, N, w, a, n0, n1)
 	case poot.Q4_K, poot.Q5_K, poot.Q6_K:
-		if useAsm && wt != poot.Q5_K {
+		if useAsm {
 			kfamRowsAsm(wt, y, N, w, a, n0, n1)
 		} else {
 			kfamRowsGo(wt, y, N, w, a, n0, n1)

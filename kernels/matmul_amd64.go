@@ -142,12 +142,30 @@ func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byt
 	}
 }
 
-// q8famRowsAsm handles Q8_0 and Q4_0 weights: each weight row meets four
-// activation rows a call while there are four left.
+// q8famRowsAsm handles the 32-element dtypes. For Q8_0 and Q4_0 each weight
+// row meets four activation rows a call while there are four left; the
+// others take one activation row a call.
 func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	T, K := a.T, a.K
 	nb := K / 32
 	rb := nb * wt.BlockBytes()
+	if wt != poot.Q8_0 && wt != poot.Q4_0 {
+		for n := n0; n < n1; n++ {
+			wr := &w[n*rb]
+			for t := range T {
+				aq, ad, as := &a.q[t*K], &a.d[t*nb], &a.s[t*nb]
+				switch wt {
+				case poot.Q4_1:
+					y[t*N+n] = dotQ4_1x1(wr, nb, aq, ad, as)
+				case poot.Q5_0:
+					y[t*N+n] = dotQ5_0x1(wr, nb, aq, ad)
+				default:
+					y[t*N+n] = dotQ5_1x1(wr, nb, aq, ad, as)
+				}
+			}
+		}
+		return
+	}
 	q4 := wt == poot.Q4_0
 	var o [4]float32
 	for n := n0; n < n1; n++ {
@@ -173,20 +191,23 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 	}
 }
 
-// kfamRowsAsm handles Q4_K and Q6_K weights, one activation row a call (the
+// kfamRowsAsm handles Q4_K, Q5_K and Q6_K weights, one activation row a call (the
 // weight row stays in L1 between activation rows).
 func kfamRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	T, K := a.T, a.K
 	nb := K / 256
 	rb := nb * wt.BlockBytes()
-	q6 := wt == poot.Q6_K
 	for n := n0; n < n1; n++ {
 		wr := &w[n*rb]
 		for t := range T {
-			if q6 {
-				y[t*N+n] = dotQ6_Kx1(wr, nb, &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16])
-			} else {
-				y[t*N+n] = dotQ4_Kx1(wr, nb, &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16])
+			aq, ad, bs := &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16]
+			switch wt {
+			case poot.Q4_K:
+				y[t*N+n] = dotQ4_Kx1(wr, nb, aq, ad, bs)
+			case poot.Q5_K:
+				y[t*N+n] = dotQ5_Kx1(wr, nb, aq, ad, bs)
+			default:
+				y[t*N+n] = dotQ6_Kx1(wr, nb, aq, ad, bs)
 			}
 		}
 	}

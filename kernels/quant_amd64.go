@@ -24,3 +24,17 @@ func dotQ4_Kx1(w *byte, nb int, aq *int8, ad *float32, bs *int16) float32
 
 //go:noescape
 func dotQ6_Kx1(w *byte, nb int, aq *int8, ad *float32, bs *int16) float32
+
+//go:noescape
+func dotQ5_Kx1(w *byte, nb int, aq *int8, ad *float32, bs *int16) float32
+
+//go:noescape
+func dotQ5_0x1(w *byte, nb int, aq *int8, ad *float32) float32
+
+// as points at the activation row's scaled block sums (Acts.s).
+//
+//go:noescape
+func dotQ4_1x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
+
+//go:noescape
+func dotQ5_1x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32

@@ -140,3 +140,119 @@ TEXT ·dotQ8_0x1(SB), NOSPLIT, $0-36
 // func dotQ4_0x1(w *byte, nb int, aq *int8, ad *float32) float32
 TEXT ·dotQ4_0x1(SB), NOSPLIT, $0-36
 	DOT1(DEC_Q4_0, 18)
+
+// Constants for the 5-bit types: VPSHUFB indices that give byte j of a
+// register byte j/8 of the 32-bit qh field (within each 128-bit lane), the
+// bit each byte then tests, and the nibble values.
+DATA q5shuf<>+0(SB)/8, $0x0000000000000000
+DATA q5shuf<>+8(SB)/8, $0x0101010101010101
+DATA q5shuf<>+16(SB)/8, $0x0202020202020202
+DATA q5shuf<>+24(SB)/8, $0x0303030303030303
+GLOBL q5shuf<>(SB), RODATA|NOPTR, $32
+DATA q5bits<>+0(SB)/8, $0x8040201008040201
+DATA q5bits<>+8(SB)/8, $0x8040201008040201
+DATA q5bits<>+16(SB)/8, $0x8040201008040201
+DATA q5bits<>+24(SB)/8, $0x8040201008040201
+GLOBL q5bits<>(SB), RODATA|NOPTR, $32
+DATA q5x10<>+0(SB)/8, $0x1010101010101010
+DATA q5x10<>+8(SB)/8, $0x1010101010101010
+DATA q5x10<>+16(SB)/8, $0x1010101010101010
+DATA q5x10<>+24(SB)/8, $0x1010101010101010
+GLOBL q5x10<>(SB), RODATA|NOPTR, $32
+DATA q5xf0<>+0(SB)/8, $0xf0f0f0f0f0f0f0f0
+DATA q5xf0<>+8(SB)/8, $0xf0f0f0f0f0f0f0f0
+DATA q5xf0<>+16(SB)/8, $0xf0f0f0f0f0f0f0f0
+DATA q5xf0<>+24(SB)/8, $0xf0f0f0f0f0f0f0f0
+GLOBL q5xf0<>(SB), RODATA|NOPTR, $32
+
+// NIBBLES(off) loads the 16 quant bytes at off(BX) as 32 nibbles into Y12:
+// low nibbles are elements 0..15, high nibbles 16..31.
+#define NIBBLES(off) \
+	VMOVDQU off(BX), X12 \
+	VPSRLW $4, X12, X13 \
+	VINSERTI128 $1, X13, Y12, Y12 \
+	VPAND Y9, Y12, Y12
+
+// HIGHBITS(off) sets Y6 to 0xFF in byte j where bit j of the uint32 at
+// off(BX) is set, else 0.
+#define HIGHBITS(off) \
+	VPBROADCASTD off(BX), Y6 \
+	VPSHUFB q5shuf<>(SB), Y6, Y6 \
+	VPAND q5bits<>(SB), Y6, Y6 \
+	VPCMPEQB q5bits<>(SB), Y6, Y6
+
+#define SCALE_D \
+	VPBROADCASTW (BX), X14 \
+	VCVTPH2PS X14, Y14
+
+// Q5_0 gives signed q-16: nibble, minus 16 where the high bit is clear.
+#define DEC_Q5_0 \
+	NIBBLES(6) \
+	HIGHBITS(2) \
+	VPANDN q5xf0<>(SB), Y6, Y6 \
+	VPOR Y6, Y12, Y12 \
+	SCALE_D
+
+// The min-offset types give unsigned quants.
+#define DEC_Q4_1 \
+	NIBBLES(4) \
+	SCALE_D
+
+#define DEC_Q5_1 \
+	NIBBLES(8) \
+	HIGHBITS(4) \
+	VPAND q5x10<>(SB), Y6, Y6 \
+	VPOR Y6, Y12, Y12 \
+	SCALE_D
+
+// DOT1U(DEC, bb): one weight row of an unsigned min-offset type against one
+// activation row: sum_b dw*da*dot(q, a) + m*s_b, where s_b = da*sum(a) is
+// the activation block's scaled sum (at R8) and the min term is accumulated
+// as a scalar in X2.
+#define DOT1U(DEC, bb) \
+	MOVQ w+0(FP), BX \
+	MOVQ nb+8(FP), CX \
+	MOVQ aq+16(FP), SI \
+	MOVQ ad+24(FP), DI \
+	MOVQ as+32(FP), R8 \
+	CONSTS \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y2, Y2, Y2 \
+	TESTQ CX, CX \
+	JZ done \
+loop: \
+	DEC \
+	VPMADDUBSW (SI), Y12, Y15 \
+	VPMADDWD Y11, Y15, Y15 \
+	VCVTDQ2PS Y15, Y15 \
+	VBROADCASTSS (DI), Y10 \
+	VMULPS Y14, Y10, Y10 \
+	VFMADD231PS Y15, Y10, Y0 \
+	VPBROADCASTW 2(BX), X13 \
+	VCVTPH2PS X13, X13 \
+	VMOVSS (R8), X10 \
+	VFMADD231SS X10, X13, X2 \
+	ADDQ $bb, BX \
+	ADDQ $32, SI \
+	ADDQ $4, DI \
+	ADDQ $4, R8 \
+	DECQ CX \
+	JNZ loop \
+done: \
+	HSUM(Y0, X0) \
+	VADDSS X2, X0, X0 \
+	VMOVSS X0, ret+40(FP) \
+	VZEROUPPER \
+	RET
+
+// func dotQ5_0x1(w *byte, nb int, aq *int8, ad *float32) float32
+TEXT ·dotQ5_0x1(SB), NOSPLIT, $0-36
+	DOT1(DEC_Q5_0, 22)
+
+// func dotQ4_1x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
+TEXT ·dotQ4_1x1(SB), NOSPLIT, $0-44
+	DOT1U(DEC_Q4_1, 20)
+
+// func dotQ5_1x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
+TEXT ·dotQ5_1x1(SB), NOSPLIT, $0-44
+	DOT1U(DEC_Q5_1, 24)
