@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,6 +95,56 @@ func FuzzBPEEncode(f *testing.F) {
 			}
 			if utf8.ValidString(s) && got != s {
 				t.Fatalf("Decode(Encode(%q)) = %q", s, got)
+			}
+		}
+	})
+}
+
+// FuzzFromLlama2C checks that any bytes either load as a llama2.c
+// vocabulary that can encode and decode, or give a *LoadError.
+func FuzzFromLlama2C(f *testing.F) {
+	if data, err := os.ReadFile(filepath.Join(refDir, "tok512.bin")); err == nil {
+		f.Add(data)
+	}
+	f.Add([]byte{4, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 'a'})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tok, err := FromLlama2C(data)
+		if err != nil {
+			var le *LoadError
+			if !errors.As(err, &le) {
+				t.Fatalf("error %v is not a *LoadError", err)
+			}
+			return
+		}
+		ids, err := tok.Encode("Hello, wörld 😀", EncodeOptions{AddBOS: tok.BOS() >= 0, ParseSpecial: true})
+		if err == nil {
+			if _, err := tok.Decode(ids); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// FuzzFromHFJSON checks that any tokenizer.json either loads and encodes
+// without panicking, or gives a *LoadError.
+func FuzzFromHFJSON(f *testing.F) {
+	f.Add(llama2StyleJSON())
+	f.Add([]byte(`{"pre_tokenizer":{"type":"ByteLevel"},"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":[["a","b"]]},"added_tokens":[{"id":3,"content":"<x>","special":true}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tok, err := FromHFJSON(data)
+		if err != nil {
+			var le *LoadError
+			if !errors.As(err, &le) {
+				t.Fatalf("error %v is not a *LoadError", err)
+			}
+			return
+		}
+		for _, special := range []bool{false, true} {
+			ids, err := tok.Encode("ab <x> hello wörld 12", EncodeOptions{ParseSpecial: special})
+			if err == nil {
+				if _, err := tok.Decode(ids); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	})
