@@ -1,0 +1,97 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel causes of the driver's errors; test with errors.Is.
+var (
+	// ErrUnknownInterpreter: no interpreter is registered under the name.
+	ErrUnknownInterpreter = errors.New("unknown interpreter")
+	// ErrContext: the tokens do not fit in the session's context.
+	ErrContext = errors.New("context overflow")
+	// ErrTokenRange: a token id lies outside the vocabulary.
+	ErrTokenRange = errors.New("token id out of range")
+	// ErrNoTokenizer: the checkpoint carries no vocabulary.
+	ErrNoTokenizer = errors.New("the checkpoint has no tokenizer")
+	// ErrEmptyPrompt: there is no token to start from.
+	ErrEmptyPrompt = errors.New("empty prompt")
+	// ErrOptions: an option has an unusable value.
+	ErrOptions = errors.New("bad option")
+)
+
+// InterpreterError reports an interpreter name that is not registered.
+type InterpreterError struct {
+	Name  string
+	Known []string
+}
+
+// Error formats the error on one line, listing the registered names.
+func (e *InterpreterError) Error() string {
+	return fmt.Sprintf("unknown interpreter %q (registered: %s)", e.Name, strings.Join(e.Known, ", "))
+}
+
+// Unwrap returns ErrUnknownInterpreter.
+func (e *InterpreterError) Unwrap() error { return ErrUnknownInterpreter }
+
+// ContextError reports tokens that do not fit in the context: Need positions
+// are needed and Capacity are available.
+type ContextError struct {
+	Need     int
+	Capacity int
+}
+
+// Error formats the error on one line.
+func (e *ContextError) Error() string {
+	return fmt.Sprintf("context overflow: %d tokens do not fit in a context of %d", e.Need, e.Capacity)
+}
+
+// Unwrap returns ErrContext.
+func (e *ContextError) Unwrap() error { return ErrContext }
+
+// TokenError reports a token id outside the vocabulary, at position Index
+// of the tokens given.
+type TokenError struct {
+	Index int
+	ID    int32
+	Vocab int
+}
+
+// Error formats the error on one line.
+func (e *TokenError) Error() string {
+	return fmt.Sprintf("token %d (at index %d) is out of range: the vocabulary has %d tokens [0, %d)", e.ID, e.Index, e.Vocab, e.Vocab)
+}
+
+// Unwrap returns ErrTokenRange.
+func (e *TokenError) Unwrap() error { return ErrTokenRange }
+
+// OptionError reports an option with an unusable value.
+type OptionError struct {
+	Option string
+	Detail string
+}
+
+// Error formats the error on one line.
+func (e *OptionError) Error() string { return fmt.Sprintf("option %s: %s", e.Option, e.Detail) }
+
+// Unwrap returns ErrOptions.
+func (e *OptionError) Unwrap() error { return ErrOptions }
+
+// StepError wraps a failure to trace, bind, compile or run one step, naming
+// the program ("prefill", "decode"), the stage and the step's token count.
+type StepError struct {
+	Program string
+	Stage   string // "trace", "bind", "compile" or "run"
+	New     int
+	Err     error
+}
+
+// Error formats the error on one line.
+func (e *StepError) Error() string {
+	return fmt.Sprintf("%s step (%d tokens): %s: %v", e.Program, e.New, e.Stage, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *StepError) Unwrap() error { return e.Err }
