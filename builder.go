@@ -191,7 +191,7 @@ func (b *Builder[B]) Slot(kind SlotKind, shape Shape, min, max int64) Traced[B] 
 	if b.err == nil && (min > max || min < math.MinInt32 || max > math.MaxInt32) {
 		return b.fail(ErrType, "slot", nil, "range [%d, %d] of slot %v is empty or exceeds i32", min, max, kind)
 	}
-	return b.declare("slot", Value{Type: TensorType{Shape: shape.Clone(), DType: I32}, Kind: Slot, Name: kind.String(), Slot: kind, Min: min, Max: max})
+	return b.declare("slot", Value{Type: TensorType{Shape: shape.Clone(), DType: I32}, Kind: Slot, Name: kind.String(), Slot: kind, Min: min, Max: max, HasRange: true})
 }
 
 // SlotNamed declares a per-step input of any type known only by its name.

@@ -380,3 +380,15 @@ func (g *Graph) RetypeConstants(dtypes map[string]DType) (*Graph, error) {
 	}
 	return ng.compact(false)
 }
+
+// WithWitnesses returns a copy of g with the given witnesses added (names
+// must be new and unique; values must exist). Agreement tests use it to
+// expose every intermediate of a finished graph.
+func (g *Graph) WithWitnesses(ws []Witness) (*Graph, error) {
+	ng := &Graph{values: g.values, eqns: g.eqns, scopes: g.scopes, outputs: g.outputs, states: g.states}
+	ng.witnesses = append(append([]Witness(nil), g.witnesses...), ws...)
+	if err := ng.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEdit, err)
+	}
+	return ng, nil
+}

@@ -77,14 +77,17 @@ type Value struct {
 	Name string
 	// Slot is the slot's kind (slots only).
 	Slot SlotKind
-	// Min and Max bound the integer contents of a slot, inclusive. Every
-	// interpreter rejects a step whose slot data leave the range. Both are
-	// zero for slots that are not integer or declared no range.
+	// Min and Max bound the integer contents of a slot, inclusive, when
+	// HasRange is set. Every interpreter rejects a step whose slot data
+	// leave the range.
 	Min, Max int64
+	// HasRange says that Min and Max were declared (slots made by
+	// Builder.Slot).
+	HasRange bool
 }
 
 // Ranged reports whether the value is a slot with a declared integer range.
-func (v Value) Ranged() bool { return v.Kind == Slot && (v.Min != 0 || v.Max != 0) }
+func (v Value) Ranged() bool { return v.Kind == Slot && v.HasRange }
 
 // ScopeID numbers the distinct scope paths of a graph; 0 is the root scope "".
 type ScopeID int32
@@ -147,8 +150,14 @@ func (g *Graph) Type(id ValueID) TensorType { return g.Value(id).Type }
 // NumEqns is the number of equations.
 func (g *Graph) NumEqns() int { return len(g.eqns) }
 
-// Eqn returns a copy of equation i (which must be in [0, NumEqns())).
-func (g *Graph) Eqn(i int) Eqn { return g.eqns[i].clone() }
+// Eqn returns a copy of equation i, or the zero Eqn (whose Op is not Valid)
+// when i is out of range.
+func (g *Graph) Eqn(i int) Eqn {
+	if i < 0 || i >= len(g.eqns) {
+		return Eqn{}
+	}
+	return g.eqns[i].clone()
+}
 
 // Eqns returns a copy of every equation, in evaluation order.
 func (g *Graph) Eqns() []Eqn {

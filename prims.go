@@ -14,6 +14,9 @@ import (
 // here and one rule per interpreter.
 //
 // Conventions shared by all primitives:
+//   - Transcendental functions and Pow are evaluated on the f32 operands
+//     and rounded once to f32 (interpreters may differ from the correctly
+//     rounded result by a few ulp; the oracle computes in float64).
 //   - No implicit broadcasting: operands of elementwise primitives have equal
 //     shapes; use Broadcast explicitly.
 //   - Arithmetic is on F32 (and I32 where stated). F16, BF16 and the packed
@@ -30,15 +33,16 @@ type Op uint8
 const (
 	opInvalid Op = iota
 
-	// Neg is -x (F32, I32).
+	// Neg is -x (F32, I32; the I32 negation of MinInt32 wraps to MinInt32).
 	Neg
 	// Exp is e^x (F32).
 	Exp
 	// Log is the natural logarithm (F32); negative inputs give NaN, 0 gives -Inf.
 	Log
-	// Sqrt is the square root (F32); negative inputs give NaN.
+	// Sqrt is the square root (F32); -0 gives -0, inputs below zero give NaN.
 	Sqrt
-	// Rsqrt is 1/sqrt(x) (F32); 0 gives +Inf, negative inputs give NaN.
+	// Rsqrt is 1/sqrt(x) (F32); +0 gives +Inf, -0 gives -Inf, inputs below
+	// zero give NaN.
 	Rsqrt
 	// Tanh is the hyperbolic tangent (F32).
 	Tanh
@@ -48,7 +52,7 @@ const (
 	Sin
 	// Cos is the cosine of x radians (F32).
 	Cos
-	// Abs is |x| (F32, I32).
+	// Abs is |x| (F32, I32; the I32 |MinInt32| wraps to MinInt32).
 	Abs
 	// Not is logical negation (Bool).
 	Not
@@ -60,11 +64,14 @@ const (
 	// Mul is x*y (F32, I32; I32 wraps).
 	Mul
 	// Div is x/y. F32 follows IEEE (x/0 is ±Inf or NaN). I32 truncates
-	// toward zero; an I32 division by zero is a runtime fault.
+	// toward zero and MinInt32/-1 wraps to MinInt32; an I32 division by zero
+	// is a runtime fault.
 	Div
-	// Max is the larger operand (F32, I32); a NaN operand gives NaN.
+	// Max is the larger operand (F32, I32); a NaN operand gives NaN, and
+	// Max(-0, +0) is +0.
 	Max
-	// Min is the smaller operand (F32, I32); a NaN operand gives NaN.
+	// Min is the smaller operand (F32, I32); a NaN operand gives NaN, and
+	// Min(-0, +0) is -0.
 	Min
 	// Pow is x^y as math.Pow defines it (F32).
 	Pow
@@ -90,15 +97,17 @@ const (
 	// f have one type (any plain dtype); all three shapes are equal.
 	Select
 
-	// ReduceSum sums over Params.Axis (F32, I32), keeping the axis with
-	// extent 1. Interpreters may sum in any order; the oracle sums in float64.
+	// ReduceSum sums over Params.Axis (F32, I32; I32 wraps), keeping the
+	// axis with extent 1. Interpreters may sum in any order; the oracle sums
+	// in float64 in element order and rounds once to f32.
 	ReduceSum
 	// ReduceMax is the maximum over Params.Axis (F32, I32), keeping the axis
 	// with extent 1. NaN propagates.
 	ReduceMax
 	// ArgMax is the index (I32) of the largest element over Params.Axis,
-	// keeping the axis with extent 1. The lowest index wins ties; a NaN
-	// counts as larger than any number (the first NaN wins).
+	// keeping the axis with extent 1. The lowest index wins ties (-0 and +0
+	// are equal); a NaN counts as larger than any number (the first NaN
+	// wins).
 	ArgMax
 	// ArgTopK returns, over the last axis, the indices (I32) of the
 	// Params.K largest elements in descending order of value, so the output
@@ -157,8 +166,11 @@ const (
 	// Cast converts to Params.DType. Float to float rounds to nearest even
 	// (overflow gives ±Inf); float to I32 truncates toward zero and
 	// saturates, NaN giving 0; I32 to float rounds to nearest even; Bool gives
-	// 0 or 1; to Bool is x != 0 (NaN gives true). A packed operand can only
-	// be cast to F32, which decodes it exactly as its format defines.
+	// 0 or 1; to Bool is x != 0 (NaN gives true). Every conversion rounds
+	// once (I32 to BF16 does not pass through F32); a NaN stays a NaN, with
+	// an unspecified payload; a cast to the operand's own dtype is the
+	// identity. A packed operand can only be cast to F32, which decodes it
+	// exactly as its format defines.
 	Cast
 
 	numOps
