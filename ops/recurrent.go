@@ -20,33 +20,68 @@ import (
 // multiplies the current row, row taps-2 the one before, and so on. bias is
 // an optional [C]. It returns the convolved rows [T, C] and the new state,
 // the last taps-1 rows of state followed by x.
+//
+// For R sequences of T new tokens each, x is [R·T, C] (sequence-major) and
+// state is [R, taps-1, C]: every sequence convolves over its own rows.
 func CausalConv1D[B any](b *poot.Builder[B], x, state, weight, bias poot.Traced[B]) (y, newState poot.Traced[B]) {
 	b.Scope("causal_conv1d", func() {
-		t, c := b.Dim(x, 0), b.Dim(x, 1)
+		r := sequences(b, state, 2)
+		rows, c := b.Dim(x, 0), b.Dim(x, 1)
 		taps := b.Dim(weight, 0)
-		if b.Rank(x) != 2 || b.Rank(weight) != 2 || b.Dim(weight, 1) != c || taps < 2 ||
-			b.Rank(state) != 2 || b.Dim(state, 0) != taps-1 || b.Dim(state, 1) != c {
-			y = fail(b, "causal_conv1d", "rows %v, state %v and weight %v: want [T,C], [taps-1,C] and [taps,C] with taps ≥ 2",
+		if b.Rank(x) != 2 || b.Rank(weight) != 2 || b.Dim(weight, 1) != c || taps < 2 || rows%r != 0 ||
+			b.Dim(state, -2) != taps-1 || b.Dim(state, -1) != c {
+			y = fail(b, "causal_conv1d", "rows %v, state %v and weight %v: want [R·T,C], [taps-1,C] or [R,taps-1,C], and [taps,C] with taps ≥ 2",
 				b.Shape(x), b.Shape(state), b.Shape(weight))
 			newState = y
 			return
 		}
+		t := rows / r
 		w := AsF32(b, weight)
-		window := b.Concat(0, state, x) // [taps-1+T, C]
+		window := b.Concat(1, b.Reshape(state, r, taps-1, c), b.Reshape(x, r, t, c)) // [R, taps-1+T, C]
+		var acc poot.Traced[B]
 		for j := range taps {
-			term := b.Mul(b.SliceAxis(window, 0, j, j+t), b.Broadcast(b.SliceAxis(w, 0, j, j+1), t, c))
+			tap := b.Broadcast(b.Reshape(b.SliceAxis(w, 0, j, j+1), 1, 1, c), r, t, c)
+			term := b.Mul(b.SliceAxis(window, 1, j, j+t), tap)
 			if j == 0 {
-				y = term
+				acc = term
 			} else {
-				y = b.Add(y, term)
+				acc = b.Add(acc, term)
 			}
 		}
+		y = b.Reshape(acc, rows, c)
 		if present(bias) {
-			y = b.Add(y, broadcastRow(b, AsF32(b, bias), t))
+			y = b.Add(y, broadcastRow(b, AsF32(b, bias), rows))
 		}
-		newState = b.SliceAxis(window, 0, t, t+taps-1)
+		newState = b.Reshape(b.SliceAxis(window, 1, t, t+taps-1), dims(b, state)...)
 	})
 	return y, newState
+}
+
+// sequences is the number of sequences a recurrent state holds: its leading
+// extent when it has one axis more than a single sequence's state, else 1.
+func sequences[B any](b *poot.Builder[B], state poot.Traced[B], single int) int {
+	if b.Rank(state) == single+1 {
+		return max(b.Dim(state, 0), 1)
+	}
+	return 1
+}
+
+// headsFirst views the rows x [R·T, H·D] of R sequences as [R·H, T, D].
+func headsFirst[B any](b *poot.Builder[B], x poot.Traced[B], r, h, d int) poot.Traced[B] {
+	t := b.Dim(x, 0) / r
+	return b.Reshape(b.Transpose(b.Reshape(x, r, t, h, d), 0, 2, 1, 3), r*h, t, d)
+}
+
+// scalarsFirst views per-head scalars x [R·T, H] as [R·H, T].
+func scalarsFirst[B any](b *poot.Builder[B], x poot.Traced[B], r, h int) poot.Traced[B] {
+	t := b.Dim(x, 0) / r
+	return b.Reshape(b.Transpose(b.Reshape(x, r, t, h), 0, 2, 1), r*h, t)
+}
+
+// rowsFirst is the inverse of headsFirst: [R·H, T, D] to [R·T, H·D].
+func rowsFirst[B any](b *poot.Builder[B], x poot.Traced[B], r, h int) poot.Traced[B] {
+	t, d := b.Dim(x, 1), b.Dim(x, 2)
+	return b.Reshape(b.Transpose(b.Reshape(x, r, h, t, d), 0, 2, 1, 3), r*t, h*d)
 }
 
 // GatedDeltaConfig describes a gated delta rule layer.
@@ -136,19 +171,28 @@ func softplus[B any](b *poot.Builder[B], x poot.Traced[B]) poot.Traced[B] {
 // [T, Hv·Dv], g (the log decay, ≤ 0) and beta (in [0, 1]) [T, Hv]. The
 // state is stored transposed, [Hv, Dv, Dk]: each value channel holds a key
 // vector. It returns o [T, Hv·Dv] and the new state.
+//
+// For R sequences of T new tokens each, the rows are [R·T, ...]
+// (sequence-major) and the state is [R, Hv, Dv, Dk].
 func GatedDeltaRule[B any](b *poot.Builder[B], q, k, v, g, beta, state poot.Traced[B], cfg GatedDeltaConfig) (o, newState poot.Traced[B]) {
 	b.Scope("gated_delta_rule", func() {
 		hk, hv := cfg.KeyHeads, cfg.ValueHeads
-		t := b.Dim(q, 0)
-		if hk < 1 || hv < 1 || hv%hk != 0 || b.Rank(q) != 2 || b.Rank(v) != 2 || b.Dim(q, 1)%hk != 0 || b.Dim(v, 1)%hv != 0 || cfg.ChunkSize < 0 {
-			o = fail(b, "gated_delta_rule", "q %v, v %v with %d key and %d value heads, chunk %d", b.Shape(q), b.Shape(v), hk, hv, cfg.ChunkSize)
+		r := sequences(b, state, 3)
+		rows := b.Dim(q, 0)
+		if hk < 1 || hv < 1 || hv%hk != 0 || b.Rank(q) != 2 || b.Rank(v) != 2 || b.Dim(q, 1)%hk != 0 || b.Dim(v, 1)%hv != 0 ||
+			cfg.ChunkSize < 0 || rows%r != 0 {
+			o = fail(b, "gated_delta_rule", "q %v, v %v, state %v with %d key and %d value heads, chunk %d",
+				b.Shape(q), b.Shape(v), b.Shape(state), hk, hv, cfg.ChunkSize)
 			newState = o
 			return
 		}
 		dk, dv := b.Dim(q, 1)/hk, b.Dim(v, 1)/hv
 		want := poot.T(poot.F32, hv, dv, dk)
-		if !b.Aval(state).Equal(want) || !b.Aval(g).Equal(poot.T(poot.F32, t, hv)) || !b.Aval(beta).Equal(poot.T(poot.F32, t, hv)) ||
-			!b.Aval(k).Equal(b.Aval(q)) || b.Dim(v, 0) != t {
+		if b.Rank(state) == 4 {
+			want = poot.T(poot.F32, r, hv, dv, dk)
+		}
+		if !b.Aval(state).Equal(want) || !b.Aval(g).Equal(poot.T(poot.F32, rows, hv)) || !b.Aval(beta).Equal(poot.T(poot.F32, rows, hv)) ||
+			!b.Aval(k).Equal(b.Aval(q)) || b.Dim(v, 0) != rows {
 			o = fail(b, "gated_delta_rule", "state %v (want %v), g %v, beta %v, k %v, v %v for q %v",
 				b.Shape(state), want, b.Shape(g), b.Shape(beta), b.Shape(k), b.Shape(v), b.Shape(q))
 			newState = o
@@ -156,23 +200,23 @@ func GatedDeltaRule[B any](b *poot.Builder[B], q, k, v, g, beta, state poot.Trac
 		}
 		eps := cfg.or(cfg.L2Eps, 1e-6)
 		scale := cfg.or(cfg.Scale, 1/math.Sqrt(float64(dk)))
-		// Heads first: [H, T, D] and [H, T].
-		heads := func(x poot.Traced[B], h, d int) poot.Traced[B] {
-			return b.Transpose(b.Reshape(x, t, h, d), 1, 0, 2)
-		}
 		qn := MulScalar(b, L2NormHeads(b, q, hk, eps), scale)
 		kn := L2NormHeads(b, k, hk, eps)
-		qh := heads(repeatKeyHeads(b, qn, hk, hv, dk, cfg.TiledHeads), hv, dk)
-		kh := heads(repeatKeyHeads(b, kn, hk, hv, dk, cfg.TiledHeads), hv, dk)
-		vh := heads(v, hv, dv)
-		gh, bh := b.Transpose(g, 1, 0), b.Transpose(beta, 1, 0)
+		// Heads first, [R·Hv, T, D] and [R·Hv, T]: each (sequence, head)
+		// pair is one batch entry of the kernels.
+		qh := headsFirst(b, repeatKeyHeads(b, qn, hk, hv, dk, cfg.TiledHeads), r, hv, dk)
+		kh := headsFirst(b, repeatKeyHeads(b, kn, hk, hv, dk, cfg.TiledHeads), r, hv, dk)
+		vh := headsFirst(b, v, r, hv, dv)
+		gh, bh := scalarsFirst(b, g, r, hv), scalarsFirst(b, beta, r, hv)
+		s := b.Reshape(state, r*hv, dv, dk)
 		var oh poot.Traced[B]
 		if cfg.ChunkSize == 0 {
-			oh, newState = deltaSteps(b, qh, kh, vh, gh, bh, state)
+			oh, s = deltaSteps(b, qh, kh, vh, gh, bh, s)
 		} else {
-			oh, newState = deltaChunks(b, qh, kh, vh, gh, bh, state, cfg.ChunkSize)
+			oh, s = deltaChunks(b, qh, kh, vh, gh, bh, s, cfg.ChunkSize)
 		}
-		o = b.Reshape(b.Transpose(oh, 1, 0, 2), t, hv*dv)
+		o = rowsFirst(b, oh, r, hv)
+		newState = b.Reshape(s, dims(b, state)...)
 	})
 	return o, newState
 }
@@ -328,43 +372,50 @@ type Mamba2Config struct {
 // where S is the head's [P, N] state. x is [T, H·P], dt [T, H] (before the
 // softplus), bm and cm (B and C) [T, G·N], dtBias, aLog and d [H], and
 // state [H, P, N]. It returns y [T, H·P] and the new state. The gate and
-// norm that follow in a Mamba2 block are Mamba2Gate.
+// norm that follow in a Mamba2 block are Mamba2Gate. For R sequences of T
+// new tokens each, the rows are [R·T, ...] and the state [R, H, P, N].
 func Mamba2SSM[B any](b *poot.Builder[B], x, dt, bm, cm, dtBias, aLog, d, state poot.Traced[B], cfg Mamba2Config) (y, newState poot.Traced[B]) {
 	b.Scope("mamba2_ssm", func() {
 		h, g := cfg.Heads, cfg.Groups
-		t := b.Dim(x, 0)
-		if h < 1 || g < 1 || h%g != 0 || b.Rank(x) != 2 || b.Rank(bm) != 2 || b.Dim(x, 1)%h != 0 || b.Dim(bm, 1)%g != 0 || cfg.ChunkSize < 0 {
-			y = fail(b, "mamba2_ssm", "x %v, B %v with %d heads in %d groups, chunk %d", b.Shape(x), b.Shape(bm), h, g, cfg.ChunkSize)
+		r := sequences(b, state, 3)
+		rows := b.Dim(x, 0)
+		if h < 1 || g < 1 || h%g != 0 || b.Rank(x) != 2 || b.Rank(bm) != 2 || b.Dim(x, 1)%h != 0 || b.Dim(bm, 1)%g != 0 ||
+			cfg.ChunkSize < 0 || rows%r != 0 {
+			y = fail(b, "mamba2_ssm", "x %v, B %v, state %v with %d heads in %d groups, chunk %d",
+				b.Shape(x), b.Shape(bm), b.Shape(state), h, g, cfg.ChunkSize)
 			newState = y
 			return
 		}
 		p, n := b.Dim(x, 1)/h, b.Dim(bm, 1)/g
-		if !b.Aval(state).Equal(poot.T(poot.F32, h, p, n)) || !b.Aval(dt).Equal(poot.T(poot.F32, t, h)) ||
-			!b.Aval(cm).Equal(b.Aval(bm)) || b.Dim(bm, 0) != t || !b.Shape(d).Equal(poot.Shape{h}) {
-			y = fail(b, "mamba2_ssm", "state %v (want [%d,%d,%d]), dt %v, B %v, C %v, D %v for x %v",
-				b.Shape(state), h, p, n, b.Shape(dt), b.Shape(bm), b.Shape(cm), b.Shape(d), b.Shape(x))
+		want := poot.T(poot.F32, h, p, n)
+		if b.Rank(state) == 4 {
+			want = poot.T(poot.F32, r, h, p, n)
+		}
+		if !b.Aval(state).Equal(want) || !b.Aval(dt).Equal(poot.T(poot.F32, rows, h)) ||
+			!b.Aval(cm).Equal(b.Aval(bm)) || b.Dim(bm, 0) != rows || !b.Shape(d).Equal(poot.Shape{h}) {
+			y = fail(b, "mamba2_ssm", "state %v (want %v), dt %v, B %v, C %v, D %v for x %v",
+				b.Shape(state), want, b.Shape(dt), b.Shape(bm), b.Shape(cm), b.Shape(d), b.Shape(x))
 			newState = y
 			return
 		}
-		step := softplus(b, b.Add(dt, broadcastRow(b, AsF32(b, dtBias), t)))      // Δ [T, H]
-		logDecay := b.Mul(b.Neg(b.Exp(broadcastRow(b, AsF32(b, aLog), t))), step) // ΔA
-		perHead := func(v poot.Traced[B]) poot.Traced[B] {                        // [T, H] -> [T, H·P]
-			return b.Reshape(b.Broadcast(b.Reshape(v, t, h, 1), t, h, p), t, h*p)
+		step := softplus(b, b.Add(dt, broadcastRow(b, AsF32(b, dtBias), rows)))      // Δ [R·T, H]
+		logDecay := b.Mul(b.Neg(b.Exp(broadcastRow(b, AsF32(b, aLog), rows))), step) // ΔA
+		perHead := func(v poot.Traced[B]) poot.Traced[B] {                           // [R·T, H] -> [R·T, H·P]
+			return b.Reshape(b.Broadcast(b.Reshape(v, rows, h, 1), rows, h, p), rows, h*p)
 		}
-		heads := func(v poot.Traced[B], dim int) poot.Traced[B] {
-			return b.Transpose(b.Reshape(v, t, h, dim), 1, 0, 2)
-		}
-		xs := b.Mul(x, perHead(step))
-		kh := heads(repeatKeyHeads(b, bm, g, h, n, false), n)
-		qh := heads(repeatKeyHeads(b, cm, g, h, n, false), n)
+		xs := headsFirst(b, b.Mul(x, perHead(step)), r, h, p)
+		kh := headsFirst(b, repeatKeyHeads(b, bm, g, h, n, false), r, h, n)
+		qh := headsFirst(b, repeatKeyHeads(b, cm, g, h, n, false), r, h, n)
+		s := b.Reshape(state, r*h, p, n)
 		var oh poot.Traced[B]
 		if cfg.ChunkSize == 0 {
-			oh, newState = deltaSteps(b, qh, kh, heads(xs, p), b.Transpose(logDecay, 1, 0), poot.Traced[B]{}, state)
+			oh, s = deltaSteps(b, qh, kh, xs, scalarsFirst(b, logDecay, r, h), poot.Traced[B]{}, s)
 		} else {
-			oh, newState = deltaChunks(b, qh, kh, heads(xs, p), b.Transpose(logDecay, 1, 0), poot.Traced[B]{}, state, cfg.ChunkSize)
+			oh, s = deltaChunks(b, qh, kh, xs, scalarsFirst(b, logDecay, r, h), poot.Traced[B]{}, s, cfg.ChunkSize)
 		}
-		skip := b.Mul(x, perHead(broadcastRow(b, AsF32(b, d), t)))
-		y = b.Add(b.Reshape(b.Transpose(oh, 1, 0, 2), t, h*p), skip)
+		skip := b.Mul(x, perHead(broadcastRow(b, AsF32(b, d), rows)))
+		y = b.Add(rowsFirst(b, oh, r, h), skip)
+		newState = b.Reshape(s, dims(b, state)...)
 	})
 	return y, newState
 }
@@ -405,7 +456,8 @@ type GatedDeltaNetWeights[B any] struct {
 
 // GatedDeltaNetState is the state a gated delta rule mixer carries between
 // steps: the convolution's last rows [taps-1, 2·Kd + Vd] and the delta
-// rule's state [ValueHeads, Dv, Dk].
+// rule's state [ValueHeads, Dv, Dk] (for R sequences, [R, taps-1, 2·Kd +
+// Vd] and [R, ValueHeads, Dv, Dk] over rows [R·T, D]).
 type GatedDeltaNetState[B any] struct {
 	Conv, Delta poot.Traced[B]
 }

@@ -272,15 +272,15 @@ type mambaInputs struct {
 
 func newMambaInputs(c *mixCase, s mambaSpec) *mambaInputs {
 	in := &mambaInputs{}
-	in.hx, in.x = c.randConst("x", 1, s.t, s.h*s.p)
-	in.hdt, in.dt = c.randConst("dt", 2, s.t, s.h)
-	in.hb, in.bm = c.randConst("B", 1, s.t, s.g*s.n)
-	in.hc, in.cm = c.randConst("C", 1, s.t, s.g*s.n)
-	in.hdtb, in.dtBias = c.randConst("dt_bias", 1, s.h)
-	in.halog, in.aLog = c.randConst("a_log", 1, s.h)
-	in.hd, in.d = c.randConst("D", 1, s.h)
-	in.hz, in.z = c.randConst("z", 1, s.t, s.h*s.p)
-	in.hw, in.w = c.randConst("norm", 1, s.h*s.p)
+	in.hx, in.x = c.randConst("mamba_x", 1, s.t, s.h*s.p)
+	in.hdt, in.dt = c.randConst("mamba_dt", 2, s.t, s.h)
+	in.hb, in.bm = c.randConst("mamba_B", 1, s.t, s.g*s.n)
+	in.hc, in.cm = c.randConst("mamba_C", 1, s.t, s.g*s.n)
+	in.hdtb, in.dtBias = c.randConst("mamba_dt_bias", 1, s.h)
+	in.halog, in.aLog = c.randConst("mamba_a_log", 1, s.h)
+	in.hd, in.d = c.randConst("mamba_D", 1, s.h)
+	in.hz, in.z = c.randConst("mamba_z", 1, s.t, s.h*s.p)
+	in.hw, in.w = c.randConst("mamba_norm", 1, s.h*s.p)
 	in.state0 = c.random(s.h*s.p*s.n, 0.5)
 	return in
 }
@@ -470,4 +470,79 @@ func TestGatedDeltaNet(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestRecurrentBatchLaw: R sequences batched in one call (rows [R·T, ...],
+// states with a leading R) equal R separate calls, for the convolution,
+// the gated delta rule in both forms, and Mamba2's scan.
+func TestRecurrentBatchLaw(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := rapid.IntRange(1, 3).Draw(rt, "sequences")
+		tok := rapid.IntRange(1, 5).Draw(rt, "tokens")
+		chunk := rapid.IntRange(0, 4).Draw(rt, "chunk")
+		c := newMixCase(rt, rapid.Uint64().Draw(rt, "seed"))
+		seqRows := func(x mixH, i int) mixH {
+			if r == 1 {
+				return x
+			}
+			return c.b.SliceAxis(x, 0, i*tok, (i+1)*tok)
+		}
+		perSeq := func(name string, v []float64, i int, dims ...int) mixH {
+			n := len(v) / r
+			return c.constant(fmt.Sprintf("%s_%d", name, i), v[i*n:(i+1)*n], dims...)
+		}
+		// The states are plain constants here: a recurrent composite reads
+		// any F32 value as its state.
+		var batched, separate []mixH
+
+		// Convolution.
+		const ch, taps = 3, 3
+		x, _ := c.randConst("conv_x", 1, r*tok, ch)
+		w, _ := c.randConst("conv_w", 1, taps, ch)
+		cs := c.random(r*(taps-1)*ch, 1)
+		y, s2 := ops.CausalConv1D(c.b, x, c.constant("conv", cs, r, taps-1, ch), w, mixH{})
+		batched = append(batched, y, s2)
+		var ys, ss []mixH
+		for i := range r {
+			yi, si := ops.CausalConv1D(c.b, seqRows(x, i), perSeq("conv", cs, i, taps-1, ch), w, mixH{})
+			ys, ss = append(ys, yi), append(ss, c.b.Reshape(si, 1, taps-1, ch))
+		}
+		separate = append(separate, c.b.Concat(0, ys...), c.b.Concat(0, ss...))
+
+		// Gated delta rule.
+		ds := deltaSpec{t: r * tok, hk: 1, hv: 2, dk: 2, dv: 3}
+		in := newDeltaInputs(c, ds)
+		dstate := c.random(r*ds.hv*ds.dk*ds.dv, 0.5)
+		cfg := ops.GatedDeltaConfig{KeyHeads: ds.hk, ValueHeads: ds.hv, ChunkSize: chunk}
+		o, st2 := gatedDeltaLayer(c.b, in, ds, c.constant("delta", dstate, r, ds.hv, ds.dv, ds.dk), 0, ds.t, cfg)
+		batched = append(batched, o, st2)
+		ys, ss = nil, nil
+		for i := range r {
+			oi, si := gatedDeltaLayer(c.b, in, ds, perSeq("delta", dstate, i, ds.hv, ds.dv, ds.dk), i*tok, (i+1)*tok, cfg)
+			ys, ss = append(ys, oi), append(ss, c.b.Reshape(si, 1, ds.hv, ds.dv, ds.dk))
+		}
+		separate = append(separate, c.b.Concat(0, ys...), c.b.Concat(0, ss...))
+
+		// Mamba2.
+		ms := mambaSpec{t: r * tok, h: 2, g: 1, p: 2, n: 3}
+		mi := newMambaInputs(c, ms)
+		mstate := c.random(r*ms.h*ms.p*ms.n, 0.5)
+		mcfg := ops.Mamba2Config{Heads: ms.h, Groups: ms.g, ChunkSize: chunk}
+		my, mst2 := ops.Mamba2SSM(c.b, mi.hx, mi.hdt, mi.hb, mi.hc, mi.hdtb, mi.halog, mi.hd, c.constant("ssm", mstate, r, ms.h, ms.p, ms.n), mcfg)
+		batched = append(batched, my, mst2)
+		ys, ss = nil, nil
+		for i := range r {
+			yi, si := ops.Mamba2SSM(c.b, seqRows(mi.hx, i), seqRows(mi.hdt, i), seqRows(mi.hb, i), seqRows(mi.hc, i), mi.hdtb, mi.halog, mi.hd,
+				perSeq("ssm", mstate, i, ms.h, ms.p, ms.n), mcfg)
+			ys, ss = append(ys, yi), append(ss, c.b.Reshape(si, 1, ms.h, ms.p, ms.n))
+		}
+		separate = append(separate, c.b.Concat(0, ys...), c.b.Concat(0, ss...))
+
+		c.outs = append(batched, separate...)
+		got, _ := c.run()
+		names := []string{"conv rows", "conv state", "delta output", "delta state", "mamba2 output", "mamba2 state"}
+		for i, name := range names {
+			mixClose(rt, name, got[i], got[len(names)+i], 1e-6)
+		}
+	})
 }
