@@ -21,7 +21,16 @@
 //
 // The pre-tokenizer expressions are written by hand as small matchers over
 // runes (Go's regexp has no lookahead and its classes differ from PCRE's);
-// each one is documented with the expression it implements.
+// each one is documented with the expression it implements. Supported
+// tokenizer.ggml.pre values: default (also when absent, as for GPT-NeoX),
+// gpt-2 and its aliases (mpt, olmo, phi-2, jais, …), llama-bpe/llama3 (and
+// dbrx, smaug-bpe, chatglm-bpe), qwen2 (and stablelm2, deepseek-r1-qwen, …),
+// deepseek-llm, deepseek-coder, falcon, starcoder (and refact, command-r,
+// smollm, …) and bloom/poro-chat. Others (tekken, gpt-4o, deepseek-v3, …)
+// are reported as ErrUnsupported rather than tokenized wrongly.
+//
+// Decode concatenates token texts exactly; it does not apply llama.cpp's
+// optional clean-up of spaces before punctuation.
 //
 // What this package is not for: chat templates, sampling, or training
 // tokenizers. No third-party library reproduces llama.cpp's behaviour, so the

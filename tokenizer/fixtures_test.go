@@ -180,3 +180,56 @@ func openGGUF(t testing.TB, name string) *gguf.File {
 	}
 	return f
 }
+
+func TestSpecialTokensInRealVocabs(t *testing.T) {
+	dir := refPath(t, "vocab")
+	phi3 := loadGGUF(t, filepath.Join(dir, "ggml-vocab-phi-3.gguf"))
+	end, _ := phi3.Lookup("<|end|>")
+	eot, _ := phi3.Lookup("<|endoftext|>")
+	s, _ := phi3.Lookup("</s>")
+	if phi3.EOT() != end || !phi3.IsEOG(end) || !phi3.IsEOG(eot) || !phi3.IsEOG(s) || phi3.Type(s) != TypeControl {
+		t.Errorf("phi-3: EOT %d (<|end|> %d), EOGs %v, type of </s> %v", phi3.EOT(), end, phi3.EOGs(), phi3.Type(s))
+	}
+	for _, c := range []struct {
+		text    string
+		special bool
+		want    []string
+	}{
+		// <|user|> is a control token with rstrip (general.name is Phi-3):
+		// it swallows the newline, and the text after it gets the space
+		// prefix again.
+		{"<|user|>\nHi<|end|>", true, []string{"<|user|>", "▁Hi", "<|end|>"}},
+		// Without ParseSpecial the control tokens are text.
+		{"<|user|>\nHi<|end|>", false, []string{"▁<", "|", "user", "|", ">", "<0x0A>", "Hi", "<", "|", "end", "|", ">"}},
+		{"<s>Hi", true, []string{"<s>", "▁Hi"}},
+	} {
+		ids, err := phi3.Encode(c.text, EncodeOptions{ParseSpecial: c.special})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pieces(phi3, ids); !slices.Equal(got, c.want) {
+			t.Errorf("phi-3 %q special=%v: got %q, want %q", c.text, c.special, got, c.want)
+		}
+	}
+
+	gpt2 := loadGGUF(t, filepath.Join(dir, "ggml-vocab-gpt-2.gguf"))
+	ids, _ := gpt2.Encode("a<|endoftext|>b", EncodeOptions{ParseSpecial: true})
+	if want := []int32{64, 50256, 65}; !slices.Equal(ids, want) {
+		t.Errorf("gpt-2 with ParseSpecial: %v, want %v", ids, want)
+	}
+	ids, _ = gpt2.Encode("a<|endoftext|>b", EncodeOptions{})
+	if slices.Contains(ids, 50256) {
+		t.Errorf("gpt-2 without ParseSpecial: %v", ids)
+	}
+	if gpt2.EOT() != 50256 || !gpt2.IsEOG(50256) || gpt2.AddBOS() {
+		t.Errorf("gpt-2: EOT %d AddBOS %v", gpt2.EOT(), gpt2.AddBOS())
+	}
+	if text, _ := gpt2.Decode([]int32{64, 50256, 65}); text != "ab" {
+		t.Errorf("gpt-2 Decode drops control tokens: %q", text)
+	}
+
+	spm := loadGGUF(t, filepath.Join(dir, "ggml-vocab-llama-spm.gguf"))
+	if spm.EOT() != -1 || !slices.Equal(spm.EOGs(), []int32{2}) || !spm.AddBOS() {
+		t.Errorf("llama-spm: EOT %d EOGs %v AddBOS %v", spm.EOT(), spm.EOGs(), spm.AddBOS())
+	}
+}

@@ -20,22 +20,39 @@ type Metadata interface {
 
 // GGUF metadata keys read by FromGGUF.
 const (
-	KeyModel          = "tokenizer.ggml.model"
-	KeyPre            = "tokenizer.ggml.pre"
-	KeyTokens         = "tokenizer.ggml.tokens"
-	KeyScores         = "tokenizer.ggml.scores"
-	KeyTokenType      = "tokenizer.ggml.token_type"
-	KeyMerges         = "tokenizer.ggml.merges"
-	KeyBOS            = "tokenizer.ggml.bos_token_id"
-	KeyEOS            = "tokenizer.ggml.eos_token_id"
-	KeyEOT            = "tokenizer.ggml.eot_token_id"
-	KeyEOM            = "tokenizer.ggml.eom_token_id"
-	KeyUnknown        = "tokenizer.ggml.unknown_token_id"
-	KeyPadding        = "tokenizer.ggml.padding_token_id"
-	KeyAddBOS         = "tokenizer.ggml.add_bos_token"
-	KeyAddEOS         = "tokenizer.ggml.add_eos_token"
+	// KeyModel names the tokenizer model: "llama" or "gpt2".
+	KeyModel = "tokenizer.ggml.model"
+	// KeyPre names the BPE pre-tokenizer ("llama-bpe", "qwen2", …).
+	KeyPre = "tokenizer.ggml.pre"
+	// KeyTokens is the array of token texts.
+	KeyTokens = "tokenizer.ggml.tokens"
+	// KeyScores is the array of token scores (SentencePiece merge order).
+	KeyScores = "tokenizer.ggml.scores"
+	// KeyTokenType is the array of token types (see TokenType).
+	KeyTokenType = "tokenizer.ggml.token_type"
+	// KeyMerges is the array of BPE merges, "left right", in rank order.
+	KeyMerges = "tokenizer.ggml.merges"
+	// KeyBOS is the beginning-of-sequence token id.
+	KeyBOS = "tokenizer.ggml.bos_token_id"
+	// KeyEOS is the end-of-sequence token id.
+	KeyEOS = "tokenizer.ggml.eos_token_id"
+	// KeyEOT is the end-of-turn token id.
+	KeyEOT = "tokenizer.ggml.eot_token_id"
+	// KeyEOM is the end-of-message token id.
+	KeyEOM = "tokenizer.ggml.eom_token_id"
+	// KeyUnknown is the unknown token id.
+	KeyUnknown = "tokenizer.ggml.unknown_token_id"
+	// KeyPadding is the padding token id.
+	KeyPadding = "tokenizer.ggml.padding_token_id"
+	// KeyAddBOS says whether prompts start with BOS.
+	KeyAddBOS = "tokenizer.ggml.add_bos_token"
+	// KeyAddEOS says whether prompts end with EOS.
+	KeyAddEOS = "tokenizer.ggml.add_eos_token"
+	// KeyAddSpacePrefix says whether SentencePiece text gets a leading space.
 	KeyAddSpacePrefix = "tokenizer.ggml.add_space_prefix"
-	KeyGeneralName    = "general.name"
+	// KeyGeneralName is the model name; Phi-3 names switch on llama.cpp's
+	// rstrip of special tokens.
+	KeyGeneralName = "general.name"
 )
 
 // fimKeys are the fill-in-the-middle token keys, in specialIDs.fim order.

@@ -38,13 +38,22 @@ type TokenType int32
 
 // The token types of GGUF.
 const (
-	TypeUndefined   TokenType = 0
-	TypeNormal      TokenType = 1
-	TypeUnknown     TokenType = 2
-	TypeControl     TokenType = 3
+	// TypeUndefined is a token without a known type; it decodes to nothing.
+	TypeUndefined TokenType = 0
+	// TypeNormal is an ordinary piece of text.
+	TypeNormal TokenType = 1
+	// TypeUnknown is the unknown token (<unk>).
+	TypeUnknown TokenType = 2
+	// TypeControl is a control token (BOS, EOS, <|im_end|>): recognised in
+	// text only with EncodeOptions.ParseSpecial, and omitted by Decode.
+	TypeControl TokenType = 3
+	// TypeUserDefined is a token always cut out of text whole before
+	// tokenizing, and decoded verbatim.
 	TypeUserDefined TokenType = 4
-	TypeUnused      TokenType = 5
-	TypeByte        TokenType = 6
+	// TypeUnused is a reserved token.
+	TypeUnused TokenType = 5
+	// TypeByte is a byte-fallback token <0xNN>.
+	TypeByte TokenType = 6
 )
 
 // attr is llama.cpp's per-token attribute set. Loading can add bits to a
