@@ -31,5 +31,27 @@
 // States: cache.k.<layer> and cache.v.<layer>, F32. Contiguous layout:
 // [rows*capacity, kv_heads*head_dim], row r's position p at row
 // r*capacity+p. Paged layout: [pages*page_size, kv_heads*head_dim], a pool
-// shared by all rows and addressed through slot_map and write_map.
+// shared by all rows and addressed through slot_map and write_map. A step
+// writes its new keys and values first, then reads each row's whole
+// capacity back (a Gather through slot_map when paged) and masks it by
+// position, so positions not yet written are never seen, but they are
+// multiplied by zero: a driver starts caches zeroed (or at least finite).
+//
+// # Rotary layouts
+//
+// llama.cpp's converter permutes the Q and K rows of "llama" models into
+// adjacent rotary pairs, so GGUF llama runs with the interleaved (NORM)
+// layout; qwen2, qwen3 and gemma GGUFs, and every Hugging Face checkpoint,
+// run with NeoX. A Hugging Face Llama is therefore read as stored, with
+// NeoX, and no permutation happens at load; writing a GGUF Llama as a
+// Hugging Face directory applies the inverse permutation (HFWriter).
+//
+// # Containers
+//
+// A family's registry Row configures a model from a GGUF file's metadata and
+// tensor table, or from a config.json. The model can write itself back
+// either way (GGUFWriter, HFWriter), which is how the tests check that a
+// safetensors directory gives the same logits as the GGUF it came from, and
+// how a synthesiser writes random checkpoints of any family (Tensors gives
+// the names, shapes and roles).
 package families

@@ -7,7 +7,7 @@ import (
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/families"
-	"github.com/pootlabs/poot/families/internal/reftest"
+	"github.com/pootlabs/poot/families/familytest"
 	"github.com/pootlabs/poot/load"
 )
 
@@ -37,7 +37,7 @@ func TestGemma2(t *testing.T) {
 	if w := d.Windows; len(w) != 4 || w[0] != 4 || w[1] != 0 || w[2] != 4 || w[3] != 0 || d.QKNorm {
 		t.Fatalf("gemma2 layers: windows %v, QK norm %v", w, d.QKNorm)
 	}
-	w := reftest.Synth(m, 9)
+	w := familytest.Synth(m, 9)
 	for name, v := range w {
 		if strings.HasSuffix(name, "norm.weight") {
 			for i := range v {
@@ -45,11 +45,11 @@ func TestGemma2(t *testing.T) {
 			}
 		}
 	}
-	reftest.CheckLayouts(t, m, reftest.MapBinder(w), toks, 16)
+	familytest.CheckLayouts(t, m, familytest.MapBinder(w), toks, 16)
 
 	n := len(toks)
 	shape := families.StepShape{Rows: 1, New: n, Capacity: 16, Logits: families.AllTokens}
-	want, err := reftest.NewRunner(m, reftest.MapBinder(w)).Step(shape, toks, reftest.Seq(0, n), nil, nil)
+	want, err := familytest.NewRunner(m, familytest.MapBinder(w)).Step(shape, toks, familytest.Seq(0, n), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestGemma2(t *testing.T) {
 		}
 		folded[name] = v
 	}
-	c, err := load.Open(reftest.WriteGGUF(t, m, kvs, folded))
+	c, err := load.Open(familytest.WriteGGUF(t, m, kvs, folded))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +95,11 @@ func TestGemma2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := reftest.NewRunner(gm, reftest.LoadBinder(c, gm.Weights())).Step(shape, toks, reftest.Seq(0, n), nil, nil)
+	got, err := familytest.NewRunner(gm, familytest.LoadBinder(c, gm.Weights())).Step(shape, toks, familytest.Seq(0, n), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := reftest.MaxDiff32(got, want); diff > 1e-5 {
+	if diff := familytest.MaxDiff32(got, want); diff > 1e-5 {
 		t.Errorf("GGUF form of the Gemma 2 model: max |Δlogit| %.3g", diff)
 	}
 }

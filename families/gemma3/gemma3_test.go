@@ -5,17 +5,17 @@ import (
 	"testing"
 
 	"github.com/pootlabs/poot/families"
-	"github.com/pootlabs/poot/families/internal/reftest"
+	"github.com/pootlabs/poot/families/familytest"
 )
 
-func open(t *testing.T, name string) (reftest.Binder, families.Model) {
+func open(t *testing.T, name string) (familytest.Binder, families.Model) {
 	t.Helper()
-	c := reftest.Open(t, name)
+	c := familytest.Open(t, name)
 	m, err := FromGGUF(c.GGUF())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reftest.LoadBinder(c, m.Weights()), m
+	return familytest.LoadBinder(c, m.Weights()), m
 }
 
 // TestReference compares with llama.cpp's logits at every position and its
@@ -29,8 +29,8 @@ func TestReference(t *testing.T) {
 	} {
 		t.Run(c.model, func(t *testing.T) {
 			bind, m := open(t, c.model)
-			ref := reftest.ReadRef(t, filepath.Join(reftest.Dir(t), c.ref))
-			reftest.CheckReference(t, m, bind, ref, 32, 1e-3, true)
+			ref := familytest.ReadRef(t, filepath.Join(familytest.Dir(t), c.ref))
+			familytest.CheckReference(t, m, bind, ref, 32, 1e-3, true)
 		})
 	}
 }
@@ -39,7 +39,7 @@ func TestReference(t *testing.T) {
 // the sequence.
 func TestLayouts(t *testing.T) {
 	bind, m := open(t, "tiny-gemma3-f32.gguf")
-	reftest.CheckLayouts(t, m, bind, []int32{1, 15, 27, 100, 200, 300, 400, 500}, 16)
+	familytest.CheckLayouts(t, m, bind, []int32{1, 15, 27, 100, 200, 300, 400, 500}, 16)
 }
 
 func TestWindows(t *testing.T) {

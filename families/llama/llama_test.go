@@ -5,17 +5,17 @@ import (
 	"testing"
 
 	"github.com/pootlabs/poot/families"
-	"github.com/pootlabs/poot/families/internal/reftest"
+	"github.com/pootlabs/poot/families/familytest"
 )
 
-func open(t *testing.T, name string) (reftest.Binder, families.Model) {
+func open(t *testing.T, name string) (familytest.Binder, families.Model) {
 	t.Helper()
-	c := reftest.Open(t, name)
+	c := familytest.Open(t, name)
 	m, err := FromGGUF(c.GGUF())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reftest.LoadBinder(c, m.Weights()), m
+	return familytest.LoadBinder(c, m.Weights()), m
 }
 
 // TestReference compares with llama.cpp's logits at every position and its
@@ -40,8 +40,8 @@ func TestReference(t *testing.T) {
 	} {
 		t.Run(c.model, func(t *testing.T) {
 			bind, m := open(t, c.model)
-			ref := reftest.ReadRef(t, filepath.Join(reftest.Dir(t), c.ref))
-			reftest.CheckReference(t, m, bind, ref, c.capacity, c.tol, c.greedy)
+			ref := familytest.ReadRef(t, filepath.Join(familytest.Dir(t), c.ref))
+			familytest.CheckReference(t, m, bind, ref, c.capacity, c.tol, c.greedy)
 		})
 	}
 }
@@ -51,7 +51,7 @@ func TestLayouts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			bind, m := open(t, name)
 			toks := []int32{1, 15, 27, 100, 200, 300, 400, 500}
-			reftest.CheckLayouts(t, m, bind, toks, 16)
+			familytest.CheckLayouts(t, m, bind, toks, 16)
 		})
 	}
 }

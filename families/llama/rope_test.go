@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/pootlabs/poot/families"
-	"github.com/pootlabs/poot/families/internal/reftest"
+	"github.com/pootlabs/poot/families/familytest"
 	"github.com/pootlabs/poot/ops"
 )
 
@@ -45,7 +45,7 @@ func TestLlama3RopeScaling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := reftest.Synth(m, 4)
+	w := familytest.Synth(m, 4)
 	factors := make([]float32, len(base))
 	for i := range base {
 		factors[i] = float32(base[i] / scaled[i])
@@ -58,19 +58,19 @@ func TestLlama3RopeScaling(t *testing.T) {
 	seq := []int32{1, 5, 9, 33, 2, 60, 17, 41, 7, 8, 9, 10}
 	n := len(seq)
 	shape := families.StepShape{Rows: 1, New: n, Capacity: 64, Logits: families.AllTokens}
-	pos := reftest.Seq(40, n) // far enough for the low frequencies to matter
+	pos := familytest.Seq(40, n) // far enough for the low frequencies to matter
 	run := func(m families.Model, w map[string][]float32) []float32 {
-		out, err := reftest.NewRunner(m, reftest.MapBinder(w)).Step(shape, seq, pos, nil, nil)
+		out, err := familytest.NewRunner(m, familytest.MapBinder(w)).Step(shape, seq, pos, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return out
 	}
 	inGraph, viaTable, unscaled := run(d, w), run(&table, tw), run(&plain, w)
-	if diff := reftest.MaxDiff32(inGraph, viaTable); diff > 1e-5 {
+	if diff := familytest.MaxDiff32(inGraph, viaTable); diff > 1e-5 {
 		t.Errorf("llama3 scaling in the graph vs rope_freqs table: max |Δlogit| %.3g", diff)
 	}
-	if diff := reftest.MaxDiff32(inGraph, unscaled); diff < 1e-4 {
+	if diff := familytest.MaxDiff32(inGraph, unscaled); diff < 1e-4 {
 		t.Errorf("scaling changed the logits by only %.3g; the test does not exercise it", diff)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/pootlabs/poot/families"
-	"github.com/pootlabs/poot/families/internal/reftest"
+	"github.com/pootlabs/poot/families/familytest"
 	"github.com/pootlabs/poot/families/llama"
 )
 
@@ -32,7 +32,7 @@ func TestIdenticalExpertsEqualDense(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reftest.CheckIdenticalExperts(t, m, dense, 4, toks, 16)
+	familytest.CheckIdenticalExperts(t, m, dense, 4, toks, 16)
 }
 
 func TestLayouts(t *testing.T) {
@@ -40,7 +40,7 @@ func TestLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reftest.CheckLayouts(t, m, reftest.MapBinder(reftest.Synth(m, 3)), toks, 16)
+	familytest.CheckLayouts(t, m, familytest.MapBinder(familytest.Synth(m, 3)), toks, 16)
 }
 
 func TestConfigErrors(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/pootlabs/poot/families"
-	"github.com/pootlabs/poot/families/internal/reftest"
+	"github.com/pootlabs/poot/families/familytest"
 	"github.com/pootlabs/poot/families/llama"
 	"github.com/pootlabs/poot/families/qwen3moe"
 	"github.com/pootlabs/poot/families/registry"
@@ -37,7 +37,7 @@ func TestIdenticalExpertsEqualDense(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reftest.CheckIdenticalExperts(t, m, dense, 4, toks, 16)
+	familytest.CheckIdenticalExperts(t, m, dense, 4, toks, 16)
 }
 
 func TestLayouts(t *testing.T) {
@@ -45,7 +45,7 @@ func TestLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reftest.CheckLayouts(t, m, reftest.MapBinder(reftest.Synth(m, 3)), toks, 16)
+	familytest.CheckLayouts(t, m, familytest.MapBinder(familytest.Synth(m, 3)), toks, 16)
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -83,17 +83,17 @@ func TestContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := reftest.Synth(m, 5)
+	w := familytest.Synth(m, 5)
 	n := len(toks)
 	shape := families.StepShape{Rows: 1, New: n, Capacity: 16, Logits: families.AllTokens}
-	want, err := reftest.NewRunner(m, reftest.MapBinder(w)).Step(shape, toks, reftest.Seq(0, n), nil, nil)
+	want, err := familytest.NewRunner(m, familytest.MapBinder(w)).Step(shape, toks, familytest.Seq(0, n), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	kv := func(k string, v gguf.Value) gguf.KV { return gguf.KV{Key: k, Value: v} }
 	u := func(x int) gguf.Value { return gguf.ValueOf(uint32(x)) }
-	path := reftest.WriteGGUF(t, m, []gguf.KV{
+	path := familytest.WriteGGUF(t, m, []gguf.KV{
 		kv("general.architecture", gguf.ValueOf("qwen3moe")),
 		kv("qwen3moe.context_length", u(64)), kv("qwen3moe.embedding_length", u(32)),
 		kv("qwen3moe.block_count", u(2)), kv("qwen3moe.attention.head_count", u(4)),
@@ -112,15 +112,15 @@ func TestContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := reftest.NewRunner(gm, reftest.LoadBinder(gc, gm.Weights())).Step(shape, toks, reftest.Seq(0, n), nil, nil)
+	got, err := familytest.NewRunner(gm, familytest.LoadBinder(gc, gm.Weights())).Step(shape, toks, familytest.Seq(0, n), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := reftest.MaxDiff32(got, want); d > 1e-6 {
+	if d := familytest.MaxDiff32(got, want); d > 1e-6 {
 		t.Errorf("GGUF: max |Δlogit| %.3g", d)
 	}
 
-	d, err := load.Open(reftest.WriteHF(t, m, reftest.MapValues(w)))
+	d, err := load.Open(familytest.WriteHF(t, m, familytest.MapValues(w)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,11 +132,11 @@ func TestContainers(t *testing.T) {
 	if hm.Family() != "qwen3moe" {
 		t.Errorf("family %q", hm.Family())
 	}
-	got, err = reftest.NewRunner(hm, reftest.LoadBinder(d, hm.Weights())).Step(shape, toks, reftest.Seq(0, n), nil, nil)
+	got, err = familytest.NewRunner(hm, familytest.LoadBinder(d, hm.Weights())).Step(shape, toks, familytest.Seq(0, n), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := reftest.MaxDiff32(got, want); d > 1e-6 {
+	if d := familytest.MaxDiff32(got, want); d > 1e-6 {
 		t.Errorf("safetensors: max |Δlogit| %.3g", d)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/pootlabs/poot/families"
-	"github.com/pootlabs/poot/families/internal/reftest"
+	"github.com/pootlabs/poot/families/familytest"
 	"github.com/pootlabs/poot/load"
 )
 
@@ -28,8 +28,8 @@ var refModels = []struct {
 func TestSafetensorsRoundTrip(t *testing.T) {
 	for _, c := range refModels {
 		t.Run(c.model, func(t *testing.T) {
-			dir := reftest.Dir(t)
-			f := reftest.Open(t, c.model).GGUF()
+			dir := familytest.Dir(t)
+			f := familytest.Open(t, c.model).GGUF()
 			gm, err := FromGGUF(f)
 			if err != nil {
 				t.Fatal(err)
@@ -37,7 +37,7 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 			if gm.Family() != c.family {
 				t.Errorf("family %q, want %q", gm.Family(), c.family)
 			}
-			hf := reftest.WriteHF(t, gm, reftest.GGUFValues(f))
+			hf := familytest.WriteHF(t, gm, familytest.GGUFValues(f))
 			d, err := load.Open(hf)
 			if err != nil {
 				t.Fatal(err)
@@ -53,8 +53,8 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 			if !sameTensors(gm.Tensors(), hm.Tensors()) {
 				t.Errorf("GGUF and config.json models read different tensors")
 			}
-			ref := reftest.ReadRef(t, filepath.Join(dir, c.ref))
-			reftest.CheckReference(t, hm, reftest.LoadBinder(d, hm.Weights()), ref, c.capacity, 1e-3, true)
+			ref := familytest.ReadRef(t, filepath.Join(dir, c.ref))
+			familytest.CheckReference(t, hm, familytest.LoadBinder(d, hm.Weights()), ref, c.capacity, 1e-3, true)
 		})
 	}
 }
@@ -97,7 +97,7 @@ func TestLookup(t *testing.T) {
 func TestGGUFMetadataRoundTrip(t *testing.T) {
 	for _, c := range refModels {
 		t.Run(c.model, func(t *testing.T) {
-			f := reftest.Open(t, c.model).GGUF()
+			f := familytest.Open(t, c.model).GGUF()
 			gm, err := FromGGUF(f)
 			if err != nil {
 				t.Fatal(err)
@@ -107,13 +107,13 @@ func TestGGUFMetadataRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			values := map[string][]float32{}
-			get := reftest.GGUFValues(f)
+			get := familytest.GGUFValues(f)
 			for _, s := range gm.Tensors() {
 				if values[s.Name], err = get(s.Name); err != nil {
 					t.Fatal(err)
 				}
 			}
-			c2, err := load.Open(reftest.WriteGGUF(t, gm, kvs, values))
+			c2, err := load.Open(familytest.WriteGGUF(t, gm, kvs, values))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,15 +124,15 @@ func TestGGUFMetadataRoundTrip(t *testing.T) {
 			}
 			toks := []int32{1, 15, 27, 100, 200, 300}
 			shape := families.StepShape{Rows: 1, New: len(toks), Capacity: 8, Logits: families.AllTokens}
-			want, err := reftest.NewRunner(gm, reftest.MapBinder(values)).Step(shape, toks, reftest.Seq(0, len(toks)), nil, nil)
+			want, err := familytest.NewRunner(gm, familytest.MapBinder(values)).Step(shape, toks, familytest.Seq(0, len(toks)), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := reftest.NewRunner(m2, reftest.LoadBinder(c2, m2.Weights())).Step(shape, toks, reftest.Seq(0, len(toks)), nil, nil)
+			got, err := familytest.NewRunner(m2, familytest.LoadBinder(c2, m2.Weights())).Step(shape, toks, familytest.Seq(0, len(toks)), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := reftest.MaxDiff32(got, want); d != 0 {
+			if d := familytest.MaxDiff32(got, want); d != 0 {
 				t.Errorf("rewritten GGUF: max |Δlogit| %.3g", d)
 			}
 		})

@@ -1,7 +1,11 @@
-// Package reftest holds the test helpers the family packages share: reading
-// llama.cpp's reference outputs, binding a model's graphs to a checkpoint,
-// and running steps on the oracle the way a driver would.
-package reftest
+// Package familytest holds the test helpers every family uses and that
+// authors of new families can import: reading llama.cpp's reference
+// outputs, binding a model's graphs to a checkpoint (load.Bind) or to
+// random weights (Synth), writing a model as a GGUF file or a Hugging Face
+// directory, running steps on the oracle the way a driver would (Runner),
+// and the laws every family must satisfy (CheckReference, CheckLayouts,
+// CheckIdenticalExperts).
+package familytest
 
 import (
 	"encoding/json"

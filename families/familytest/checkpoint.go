@@ -1,4 +1,4 @@
-package reftest
+package familytest
 
 import (
 	"encoding/binary"
