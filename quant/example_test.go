@@ -1,0 +1,37 @@
+package quant_test
+
+import (
+	"fmt"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/quant"
+)
+
+// A row of 32 weights stored as Q8_0 takes one 34-byte block; decoding it
+// gives ggml's values (the scale 2/127 is stored as binary16, hence
+// -1.9998779), and DotRow gives the reference dot product (exactly 42.75
+// before quantization).
+func Example() {
+	x := make([]float32, 32)
+	for i := range x {
+		x[i] = float32(i-16) / 8
+	}
+	stored := make([]byte, poot.Q8_0.RowBytes(int64(len(x))))
+	if err := quant.QuantizeRow(poot.Q8_0, stored, x); err != nil {
+		fmt.Println(err)
+		return
+	}
+	y := make([]float32, len(x))
+	if err := quant.DequantizeRow(poot.Q8_0, y, stored); err != nil {
+		fmt.Println(err)
+		return
+	}
+	dot, _ := quant.DotRow(poot.Q8_0, stored, x)
+	fmt.Printf("%d bytes; x[0] = %g decodes to %g; x·x ≈ %.3f\n", len(stored), x[0], y[0], dot)
+
+	err := quant.DequantizeRow(poot.Q4_K, y, stored)
+	fmt.Println(err)
+	// Output:
+	// 34 bytes; x[0] = -2 decodes to -1.9998779; x·x ≈ 42.722
+	// quant: dequantize q4_K: size mismatch: 32 elements is not a whole number of 256-element blocks
+}
