@@ -119,6 +119,12 @@ func TestFixtureQuantize(t *testing.T) {
 				}
 				t.Errorf("row %d: %d of %d blocks differ", r, bad, rb/bb)
 			}
+			// Blocks are independent, so the whole matrix as one long row
+			// must give the same bytes (ggml's whole-matrix route does).
+			all := make([]byte, len(fx.quantized))
+			if err := QuantizeRow(f.t, all, fx.source); err != nil || !bytes.Equal(all, fx.quantized) {
+				t.Errorf("whole-matrix QuantizeRow differs from ggml (err %v)", err)
+			}
 		})
 	}
 }
