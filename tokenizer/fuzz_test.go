@@ -48,7 +48,8 @@ func FuzzEncodeDecode(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if parseSpecial || !utf8.ValidString(s) {
+		// "▁" in the input is indistinguishable from an encoded space.
+		if parseSpecial || !utf8.ValidString(s) || strings.Contains(s, spaceMark) {
 			return
 		}
 		for _, id := range tok.special {
