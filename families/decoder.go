@@ -2,6 +2,7 @@ package families
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/ops"
@@ -128,6 +129,10 @@ func (d *Decoder) Validate() error {
 		return bad("Eps", "norm epsilon %v must be positive", d.Eps)
 	case d.Rope.Dims < 2 || d.Rope.Dims > d.HeadDim || d.Rope.Dims%2 != 0:
 		return bad("Rope.Dims", "%d rotary dims for head dim %d", d.Rope.Dims, d.HeadDim)
+	case !(d.Rope.Theta > 1) || (d.LocalRope != nil && !(d.LocalRope.Theta > 1)):
+		return bad("Rope.Theta", "rotary base %v must exceed 1", d.Rope.Theta)
+	case d.MaxContext < 0 || d.EmbedScale < 0 || d.AttnSoftCap < 0 || d.FinalSoftCap < 0 || math.IsNaN(d.AttnScale+d.EmbedScale+d.AttnSoftCap+d.FinalSoftCap+d.Eps):
+		return bad("scales", "negative or NaN context, scale or soft cap")
 	case len(d.Windows) != 0 && len(d.Windows) != d.Layers:
 		return bad("Windows", "%d windows for %d layers", len(d.Windows), d.Layers)
 	}

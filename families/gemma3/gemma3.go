@@ -44,7 +44,7 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 	base := r.FloatOr("rope.freq_base_swa", 10000)
 	// llama.cpp scales queries by 1/sqrt(dim/heads) for the 27B models
 	// (which declare no query_pre_attn_scalar in GGUF), else 1/sqrt(head_dim).
-	if (gemma2 && d.Layers == 46) || (!gemma2 && d.Layers == 62) {
+	if d.Heads > 0 && ((gemma2 && d.Layers == 46) || (!gemma2 && d.Layers == 62)) {
 		d.AttnScale = 1 / math.Sqrt(float64(d.Dim/d.Heads))
 	}
 	setup(d, r, r.Int("attention.sliding_window"), pattern, base,

@@ -2,10 +2,13 @@ package registry
 
 import (
 	"errors"
+	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/familytest"
 	"github.com/pootlabs/poot/load"
@@ -136,5 +139,50 @@ func TestGGUFMetadataRoundTrip(t *testing.T) {
 				t.Errorf("rewritten GGUF: max |Δlogit| %.3g", d)
 			}
 		})
+	}
+}
+
+// TestMalformedConfigs sets every key of each family's config.json to
+// values of the wrong type or range: configuring and tracing must return
+// errors, never panic.
+func TestMalformedConfigs(t *testing.T) {
+	base := map[string]map[string]any{
+		"llama": {"architectures": []any{"Qwen2ForCausalLM"}, "model_type": "qwen2", "vocab_size": 64.0, "hidden_size": 32.0,
+			"intermediate_size": 48.0, "num_hidden_layers": 2.0, "num_attention_heads": 4.0, "num_key_value_heads": 2.0,
+			"rope_scaling": map[string]any{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 16.0}},
+		"gemma3": {"architectures": []any{"Gemma3ForCausalLM"}, "vocab_size": 64.0, "hidden_size": 32.0, "intermediate_size": 48.0,
+			"num_hidden_layers": 3.0, "num_attention_heads": 4.0, "num_key_value_heads": 1.0, "head_dim": 8.0, "sliding_window": 4.0,
+			"layer_types": []any{"sliding_attention", "sliding_attention", "full_attention"}},
+		"qwen3moe": {"architectures": []any{"Qwen3MoeForCausalLM"}, "vocab_size": 64.0, "hidden_size": 32.0, "num_hidden_layers": 2.0,
+			"num_attention_heads": 4.0, "num_experts": 4.0, "num_experts_per_tok": 2.0, "moe_intermediate_size": 16.0},
+		"mixtral": {"architectures": []any{"MixtralForCausalLM"}, "vocab_size": 64.0, "hidden_size": 32.0, "num_hidden_layers": 2.0,
+			"num_attention_heads": 4.0, "num_local_experts": 4.0, "num_experts_per_tok": 2.0, "intermediate_size": 16.0},
+	}
+	bad := []any{nil, "x", -1.0, 0.0, 0.5, 1e12, true, []any{1.0}, map[string]any{}, math.NaN()}
+	spec := families.StepSpec{Program: families.Prefill, Shape: families.StepShape{Rows: 2, New: 2, Capacity: 8}}
+	for family, cfg := range base {
+		m, err := FromHF(cfg)
+		if err != nil || m.Family() != family {
+			t.Fatalf("%s: valid config: %v", family, err)
+		}
+		if _, err := m.Trace(spec, poot.Limits{}); err != nil {
+			t.Fatalf("%s: valid config: %v", family, err)
+		}
+		for key := range cfg {
+			for _, v := range bad {
+				c := maps.Clone(cfg)
+				c[key] = v
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							t.Errorf("%s: %s = %v: panic %v", family, key, v, p)
+						}
+					}()
+					if m, err := FromHF(c); err == nil {
+						m.Trace(spec, poot.Limits{MaxEquations: 1 << 16, MaxDeviceBytes: 1 << 28, MaxConstBytes: 1 << 28})
+					}
+				}()
+			}
+		}
 	}
 }
