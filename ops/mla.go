@@ -83,76 +83,109 @@ type MLAWeights[B any] struct {
 // attends to the cache rows at positions up to its own. rot holds the
 // rotary tables of the new tokens' positions, of width RopeDim/2. It
 // returns [T, D] and the new cache.
+//
+// For R sequences of T new tokens each, x is [R·T, D] and pos [R·T]
+// (sequence-major), and the cache is [R, capacity, KVLoraRank+RopeDim]:
+// each sequence writes and attends to its own rows.
 func LatentAttention[B any](b *poot.Builder[B], x, pos, cache poot.Traced[B], rot Rotary[B], w MLAWeights[B], cfg MLAConfig) (out, newCache poot.Traced[B]) {
 	b.Scope("latent_attention", func() {
 		h, nope, rope, vd, lora := cfg.Heads, cfg.NopeDim, cfg.RopeDim, cfg.ValueDim, cfg.KVLoraRank
-		t, capacity := b.Dim(x, 0), b.Dim(cache, 0)
-		if h < 1 || nope < 1 || rope < 2 || vd < 1 || lora < 1 || b.Rank(x) != 2 ||
-			!b.Aval(cache).Equal(poot.T(poot.F32, capacity, lora+rope)) || !b.Aval(pos).Equal(poot.T(poot.I32, t)) ||
+		qk, kw := nope+rope, lora+rope
+		r := sequences(b, cache, 2)
+		rows, capacity := b.Dim(x, 0), b.Dim(cache, -2)
+		want := poot.T(poot.F32, capacity, kw)
+		if b.Rank(cache) == 3 {
+			want = poot.T(poot.F32, r, capacity, kw)
+		}
+		if h < 1 || nope < 1 || rope < 2 || vd < 1 || lora < 1 || b.Rank(x) != 2 || rows%r != 0 ||
+			!b.Aval(cache).Equal(want) || !b.Aval(pos).Equal(poot.T(poot.I32, rows)) ||
 			rope%2 != 0 || 2*b.Dim(rot.Cos, -1) != rope {
 			out = fail(b, "latent_attention", "x %v, positions %v, cache %v, rotary tables %v for %d heads of %d+%d dims, latent %d",
 				b.Shape(x), b.Shape(pos), b.Shape(cache), b.Shape(rot.Cos), h, nope, rope, lora)
 			newCache = out
 			return
 		}
+		t := rows / r
 		eps := cfg.Eps
 		if eps == 0 {
 			eps = 1e-6
 		}
 		scale := cfg.Scale
 		if scale == 0 {
-			scale = 1 / math.Sqrt(float64(nope+rope))
+			scale = 1 / math.Sqrt(float64(qk))
 		}
 		if cfg.MScale != 0 {
 			scale *= cfg.MScale * cfg.MScale
 		}
+		none := poot.Traced[B]{}
 		var q poot.Traced[B]
 		if present(w.QA) {
-			q = Linear(b, RMSNorm(b, Linear(b, x, w.QA, poot.Traced[B]{}), w.QANorm, eps), w.QB, poot.Traced[B]{})
+			q = Linear(b, RMSNorm(b, Linear(b, x, w.QA, none), w.QANorm, eps), w.QB, none)
 		} else {
-			q = Linear(b, x, w.Q, poot.Traced[B]{})
+			q = Linear(b, x, w.Q, none)
 		}
-		q = b.Reshape(q, t, h, nope+rope)
-		qNope := b.Transpose(b.SliceAxis(q, 2, 0, nope), 1, 0, 2) // [H, T, nope]
-		qRope := RoPE(b, b.Reshape(b.SliceAxis(q, 2, nope, nope+rope), t, h*rope), h, rot)
-		qRope = b.Transpose(b.Reshape(qRope, t, h, rope), 1, 0, 2) // [H, T, rope]
+		q = b.Reshape(q, rows, h, qk)
+		qNope := b.Transpose(b.SliceAxis(q, 2, 0, nope), 1, 0, 2) // [H, R·T, nope]
+		qRope := RoPE(b, b.Reshape(b.SliceAxis(q, 2, nope, qk), rows, h*rope), h, rot)
+		qRope = b.Transpose(b.Reshape(qRope, rows, h, rope), 1, 0, 2) // [H, R·T, rope]
 
-		kv := Linear(b, x, w.KVA, poot.Traced[B]{})
+		// Compress the new tokens and write them at their positions, row
+		// r·capacity + pos of the flattened caches.
+		kv := Linear(b, x, w.KVA, none)
 		latent := RMSNorm(b, b.SliceAxis(kv, 1, 0, lora), w.KVANorm, eps)
-		kRope := RoPE(b, b.SliceAxis(kv, 1, lora, lora+rope), 1, rot)
-		newCache = b.WriteRows(cache, pos, b.Concat(1, latent, kRope))
+		kRope := RoPE(b, b.SliceAxis(kv, 1, lora, kw), 1, rot)
+		at := pos
+		if r > 1 {
+			base := b.Mul(b.Iota(poot.T(poot.I32, r, t), 0), b.Full(poot.T(poot.I32, r, t), float64(capacity)))
+			at = b.Add(pos, b.Reshape(base, rows))
+		}
+		flat := b.WriteRows(b.Reshape(cache, r*capacity, kw), at, b.Concat(1, latent, kRope))
+		newCache = b.Reshape(flat, dims(b, cache)...)
+		seqCache := b.Reshape(flat, r, capacity, kw)
 
-		cachedLatent := b.SliceAxis(newCache, 1, 0, lora) // [cap, lora]
-		keyPos := b.Iota(poot.T(poot.I32, t, capacity), 1)
-		visible := b.Le(keyPos, b.Broadcast(b.Reshape(pos, t, 1), t, capacity))
-		attend := func(scores poot.Traced[B]) poot.Traced[B] {
+		keyPos := b.Iota(poot.T(poot.I32, r, 1, t, capacity), 3)
+		visible := b.Le(keyPos, b.Broadcast(b.Reshape(pos, r, 1, t, 1), r, 1, t, capacity))
+		attend := func(scores poot.Traced[B]) poot.Traced[B] { // [R, H, T, capacity]
 			scores = MulScalar(b, scores, scale)
-			m := b.Broadcast(b.Reshape(visible, 1, t, capacity), h, t, capacity)
+			m := b.Broadcast(visible, r, h, t, capacity)
 			return softmax(b, b.Select(m, scores, b.FullLike(scores, math.Inf(-1))), -1)
 		}
-		var ctx poot.Traced[B] // [H, T, ValueDim]
+		// bySequence views [H, R·T, n] as [R, H, T, n].
+		bySequence := func(v poot.Traced[B]) poot.Traced[B] {
+			return b.Transpose(b.Reshape(v, h, r, t, b.Dim(v, -1)), 1, 0, 2, 3)
+		}
+		var ctx poot.Traced[B] // [R·T, H·ValueDim]
 		if cfg.Absorb {
 			b.Scope("absorbed", func() {
 				kbt := w.KBT
 				if !present(kbt) {
 					kbt = b.Transpose(w.KB, 0, 2, 1)
 				}
-				qLatent := b.MatMul(qNope, kbt) // [H, T, lora]
-				p := attend(b.MatMul(b.Concat(2, qLatent, qRope), newCache))
-				ctx = b.MatMul(b.MatMul(p, b.Transpose(cachedLatent, 1, 0)), w.VB)
+				qLatent := b.MatMul(qNope, kbt) // [H, R·T, lora]
+				// Every head's queries of a sequence meet the same cache
+				// rows, so they are stacked into one product per sequence.
+				queries := b.Reshape(bySequence(b.Concat(2, qLatent, qRope)), r, h*t, kw)
+				p := attend(b.Reshape(b.MatMul(queries, seqCache), r, h, t, capacity))
+				cachedLatent := b.Transpose(b.SliceAxis(seqCache, 2, 0, lora), 0, 2, 1) // [R, lora, capacity]
+				weighted := b.MatMul(b.Reshape(p, r, h*t, capacity), cachedLatent)      // [R, H·T, lora]
+				weighted = b.Reshape(b.Transpose(b.Reshape(weighted, r, h, t, lora), 1, 0, 2, 3), h, rows, lora)
+				ctx = b.Reshape(b.Transpose(b.MatMul(weighted, w.VB), 1, 0, 2), rows, h*vd)
 			})
 		} else {
 			b.Scope("naive", func() {
-				perHead := b.Broadcast(b.Reshape(cachedLatent, 1, capacity, lora), h, capacity, lora)
-				kNope := b.MatMul(perHead, w.KB)  // [H, cap, nope]
-				values := b.MatMul(perHead, w.VB) // [H, cap, v]
-				kShared := b.SliceAxis(newCache, 1, lora, lora+rope)
-				keys := b.Concat(2, kNope, b.Broadcast(b.Reshape(kShared, 1, capacity, rope), h, capacity, rope))
-				p := attend(b.MatMul(b.Concat(2, qNope, qRope), keys))
-				ctx = b.MatMul(p, b.Transpose(values, 0, 2, 1))
+				flatLatent := b.SliceAxis(flat, 1, 0, lora) // [R·capacity, lora]
+				perHead := b.Broadcast(b.Reshape(flatLatent, 1, r*capacity, lora), h, r*capacity, lora)
+				kNope := b.MatMul(perHead, w.KB)  // [H, R·capacity, nope]
+				values := b.MatMul(perHead, w.VB) // [H, R·capacity, v]
+				kShared := b.Broadcast(b.Reshape(b.SliceAxis(flat, 1, lora, kw), 1, r*capacity, rope), h, r*capacity, rope)
+				keys := b.Reshape(b.Concat(2, kNope, kShared), h, r, capacity, qk)
+				keys = b.Transpose(keys, 1, 0, 2, 3) // [R, H, capacity, qk]
+				p := attend(b.MatMul(bySequence(b.Concat(2, qNope, qRope)), keys))
+				vt := b.Transpose(b.Reshape(values, h, r, capacity, vd), 1, 0, 3, 2) // [R, H, v, capacity]
+				ctx = b.Reshape(b.Transpose(b.MatMul(p, vt), 0, 2, 1, 3), rows, h*vd)
 			})
 		}
-		out = Linear(b, b.Reshape(b.Transpose(ctx, 1, 0, 2), t, h*vd), w.O, poot.Traced[B]{})
+		out = Linear(b, ctx, w.O, none)
 	})
 	return out, newCache
 }

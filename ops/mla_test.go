@@ -335,3 +335,41 @@ func TestMixerCountsAtModelShapes(t *testing.T) {
 		logCount(fmt.Sprintf("LatentAttention deepseek-v3 T=1 absorb=%v", absorb), func() { ops.LatentAttention(b, mx, pos, cache, rot, mw, cfg) })
 	}
 }
+
+// TestLatentAttentionBatchLaw: R sequences in one call (rows [R·T, D],
+// cache [R, capacity, ·]) equal R separate calls, in both forms.
+func TestLatentAttentionBatchLaw(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		r := rapid.IntRange(1, 3).Draw(rt, "sequences")
+		s := mlaSpec{d: 6, h: 2, nope: 3, rope: 2, vd: 2, lora: 4, capacity: rapid.IntRange(1, 6).Draw(rt, "capacity")}
+		tok := rapid.IntRange(1, s.capacity).Draw(rt, "tokens")
+		for range r {
+			start := rapid.IntRange(0, s.capacity-tok).Draw(rt, "start")
+			for i := range tok {
+				s.pos = append(s.pos, int32(start+i))
+			}
+		}
+		absorb := rapid.Bool().Draw(rt, "absorb")
+		c := newMixCase(rt, rapid.Uint64().Draw(rt, "seed"))
+		in := newMLAInputs(c, s) // x has R·T rows
+		in.cache0 = c.random(r*s.capacity*(s.lora+s.rope), 1)
+		pos := c.positions(s.pos, s.capacity)
+		inv := c.constant("inv_freq", []float64{1}, 1)
+		cfg := ops.MLAConfig{Heads: s.h, NopeDim: s.nope, RopeDim: s.rope, ValueDim: s.vd, KVLoraRank: s.lora, Absorb: absorb}
+		kw := s.lora + s.rope
+		cache := c.constant("cache", in.cache0, r, s.capacity, kw)
+		out, cache2 := ops.LatentAttention(c.b, in.hx, pos, cache, ops.RopeTables(c.b, pos, inv, 1, s.layout), in.w, cfg)
+		var outs, caches []mixH
+		for i := range r {
+			rows := func(v mixH) mixH { return c.b.SliceAxis(v, 0, i*tok, (i+1)*tok) }
+			p := rows(pos)
+			ci := c.constant(fmt.Sprintf("cache_%d", i), in.cache0[i*s.capacity*kw:(i+1)*s.capacity*kw], s.capacity, kw)
+			oi, ci2 := ops.LatentAttention(c.b, rows(in.hx), p, ci, ops.RopeTables(c.b, p, inv, 1, s.layout), in.w, cfg)
+			outs, caches = append(outs, oi), append(caches, c.b.Reshape(ci2, 1, s.capacity, kw))
+		}
+		c.outs = []mixH{out, cache2, c.b.Concat(0, outs...), c.b.Concat(0, caches...)}
+		got, _ := c.run()
+		mixClose(rt, "batched output", got[0], got[2], 1e-6)
+		mixClose(rt, "batched caches", got[1], got[3], 0)
+	})
+}
