@@ -31,6 +31,7 @@ func TestReference(t *testing.T) {
 		greedy     bool // greedy tokens must all match
 	}{
 		{"stories260K-f32.gguf", "stories260K-f32.llamacpp.ref.json", 128, 1e-3, true},
+		{"stories260K-f32.gguf", "stories260K.llama2c.ref.json", 128, 1e-3, true},
 		{"tiny-llama-f32.gguf", "tiny-llama-f32.ref.json", 32, 1e-3, true},
 		{"tiny-qwen3-f32.gguf", "tiny-qwen3-f32.ref.json", 32, 1e-3, true},
 		{"tiny-llama-f16.gguf", "tiny-llama-f16.ref.json", 32, 1e-3, true},
