@@ -139,7 +139,9 @@ type Routing[B any] struct {
 }
 
 // Route scores the experts of every row of x [T, D] with w.Router and
-// chooses cfg.TopK of them as cfg says.
+// chooses cfg.TopK of them as cfg says. It checks the expert stacks'
+// shapes against the router too, since a chosen expert the stacks do not
+// hold would be a runtime fault.
 func Route[B any](b *poot.Builder[B], x poot.Traced[B], w MoEWeights[B], cfg MoEConfig) Routing[B] {
 	var r Routing[B]
 	b.Scope("router", func() { r = route(b, x, w, cfg) })
