@@ -26,8 +26,9 @@
 // gpt-2 and its aliases (mpt, olmo, phi-2, jais, …), llama-bpe/llama3 (and
 // dbrx, smaug-bpe, chatglm-bpe), qwen2 (and stablelm2, deepseek-r1-qwen, …),
 // deepseek-llm, deepseek-coder, falcon, starcoder (and refact, command-r,
-// smollm, …) and bloom/poro-chat. Others (tekken, gpt-4o, deepseek-v3, …)
-// are reported as ErrUnsupported rather than tokenized wrongly.
+// smollm, …), bloom/poro-chat, tekken and gpt-4o (llama4, …). Others
+// (deepseek-v3, kimi-k2, …) are reported as ErrUnsupported rather than
+// tokenized wrongly.
 //
 // Decode concatenates token texts exactly; it does not apply llama.cpp's
 // optional clean-up of spaces before punctuation.

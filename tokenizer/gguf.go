@@ -156,7 +156,7 @@ func FromGGUF(md Metadata) (*Tokenizer, error) {
 		}
 		t.pre = p
 		switch pre {
-		case "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano":
+		case "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "jina-v5-nano", "tekken":
 			t.addBOS = true
 		case "glm4", "chatglm-bpe":
 			sp.bos = -1

@@ -400,6 +400,123 @@ func matchBloom(seg []rune, pos int) int {
 	return runOf(seg, pos, in)
 }
 
+// upperish is the class (?=[\p{L}])([^a-z]): a letter other than ASCII a-z.
+// llama.cpp matches it on text whose non-ASCII letters have lost their case,
+// so every non-ASCII letter is both upperish and lowerish.
+func upperish(r rune) bool { return isLetter(r) && (r < 'a' || r > 'z') }
+
+// lowerish is the class (?=[\p{L}])([^A-Z]): a letter other than ASCII A-Z.
+func lowerish(r rune) bool { return isLetter(r) && (r < 'A' || r > 'Z') }
+
+// matchCasedWord implements the two word alternatives shared by the Tekken
+// and GPT-4o expressions,
+//
+//	[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+
+//	[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*
+//
+// tried in that order with backtracking, and returns the end of the match or
+// -1.
+func matchCasedWord(seg []rune, pos int) int {
+	n := len(seg)
+	q := pos
+	if c := seg[pos]; c != '\r' && c != '\n' && !isLetter(c) && !isNumber(c) {
+		q++
+	}
+	up := runOf(seg, q, upperish)
+	// Upper* Lower+: the longest upper run that a lower letter follows.
+	for k := up; k >= 0; k-- {
+		if q+k < n && lowerish(seg[q+k]) {
+			return q + k + runOf(seg, q+k, lowerish)
+		}
+	}
+	// Upper+ Lower*.
+	if up > 0 {
+		return q + up + runOf(seg, q+up, lowerish)
+	}
+	return -1
+}
+
+// contractionAt implements (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])
+// at seg[pos], returning its length or 0.
+func contractionAt(seg []rune, pos int) int {
+	n := len(seg)
+	if pos+1 >= n || seg[pos] != '\'' {
+		return 0
+	}
+	lower := func(r rune) rune {
+		if r >= 'A' && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}
+	switch c1 := lower(seg[pos+1]); c1 {
+	case 's', 't', 'm', 'd':
+		return 2
+	case 'r', 'v', 'l':
+		if pos+2 < n {
+			c2 := lower(seg[pos+2])
+			if (c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l') {
+				return 3
+			}
+		}
+	}
+	return 0
+}
+
+// matchTekkenTail implements the alternatives after the words in the Tekken
+// and GPT-4o expressions,
+//
+//	\p{N}{1,maxDigits}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+func matchTekkenTail(seg []rune, pos int, maxDigits int) int {
+	n := len(seg)
+	c := seg[pos]
+	if isNumber(c) {
+		return min(runOf(seg, pos, isNumber), maxDigits)
+	}
+	other := func(r rune) bool { return !isSpace(r) && !isLetter(r) && !isNumber(r) }
+	start := pos
+	if c == ' ' && pos+1 < n && other(seg[pos+1]) {
+		start++
+	}
+	if other(seg[start]) {
+		end := start + runOf(seg, start, other)
+		for end < n && (seg[end] == '\r' || seg[end] == '\n' || seg[end] == '/') {
+			end++
+		}
+		return end - pos
+	}
+	ws := runOf(seg, pos, isSpace)
+	for i := ws - 1; i >= 0; i-- {
+		if r := seg[pos+i]; r == '\r' || r == '\n' {
+			return i + 1
+		}
+	}
+	if ws == 0 {
+		return 0
+	}
+	return matchTrailingSpaces(seg, pos)
+}
+
+// matchTekken implements llama.cpp's form of Mistral's Tekken expression
+//
+//	[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+func matchTekken(seg []rune, pos int) int {
+	if end := matchCasedWord(seg, pos); end >= 0 {
+		return end - pos
+	}
+	return matchTekkenTail(seg, pos, 1)
+}
+
+// matchGPT4o implements llama.cpp's form of the GPT-4o (o200k) expression
+//
+//	[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+func matchGPT4o(seg []rune, pos int) int {
+	if end := matchCasedWord(seg, pos); end >= 0 {
+		return end + contractionAt(seg, end) - pos
+	}
+	return matchTekkenTail(seg, pos, 3)
+}
+
 // preTokenizers maps llama.cpp's tokenizer.ggml.pre names onto the matchers
 // it applies, in order, and says whether words found whole in the vocabulary
 // skip merging (llama.cpp's ignore_merges).
@@ -418,6 +535,8 @@ var (
 	preDSCoder   = preTokenizer{matchers: []matcher{matchNewline, matchSpaceLetters, matchSpacePunct, matchCJK, matchDigit}}
 	preDSLLM     = preTokenizer{matchers: []matcher{matchNewline, matchDeepseekLetters, matchDeepseekPunct, matchSpacesAtEnd, matchCJK, matchDigits}}
 	preBloom     = preTokenizer{matchers: []matcher{matchBloom}}
+	preTekken    = preTokenizer{matchers: []matcher{matchTekken}, ignoreMerges: true}
+	preGPT4o     = preTokenizer{matchers: []matcher{matchGPT4o}}
 )
 
 // preTokenizerByName returns the pre-tokenizer llama.cpp uses for a
@@ -446,6 +565,10 @@ func preTokenizerByName(name string) (preTokenizer, bool) {
 		return preQwen2, true
 	case "poro-chat", "bloom", "gpt3-finnish":
 		return preBloom, true
+	case "tekken":
+		return preTekken, true
+	case "gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2":
+		return preGPT4o, true
 	}
 	return preTokenizer{}, false
 }

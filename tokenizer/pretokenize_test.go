@@ -44,6 +44,18 @@ func TestPreTokenizerSplits(t *testing.T) {
 		{"falcon", "a`b 12345", []string{"a", "`", "b", " ", "123", "45"}},
 		// DeepSeek Coder: newlines alone, letters with one leading space.
 		{"deepseek-coder", "ab\ncd 12", []string{"ab", "\n", "cd", " ", "1", "2"}},
+		// Tekken: case-aware words (an upper run then lower letters),
+		// single digits, punctuation runs with trailing newlines or slashes.
+		{"tekken", "Hello World", []string{"Hello", " World"}},
+		{"tekken", "HTTPServer abcDef ABC", []string{"HTTPServer", " abc", "Def", " ABC"}},
+		{"tekken", "it's 42", []string{"it", "'s", " ", "4", "2"}},
+		{"tekken", "x /\n\ny", []string{"x", " /\n\n", "y"}},
+		// Non-ASCII letters lose their case in llama.cpp's matching, so an
+		// accented capital is "lower" too and ends the word at once.
+		{"tekken", "ÉCOLE", []string{"É", "COLE"}},
+		// GPT-4o: contractions stay with their word, digits in threes.
+		{"gpt-4o", "it's IT'S 1234567", []string{"it's", " IT'S", " ", "123", "456", "7"}},
+		{"gpt-4o", "Hello\n\n", []string{"Hello", "\n\n"}},
 		// BLOOM: words stop at spaces and a few punctuation marks.
 		{"bloom", "Hi, there.", []string{"Hi", ",", " there", "."}},
 	}
@@ -65,7 +77,7 @@ func TestPreTokenizerNames(t *testing.T) {
 			t.Errorf("%q not supported", name)
 		}
 	}
-	for _, name := range []string{"tekken", "gpt-4o", "kimi-k2", "nonsense"} {
+	for _, name := range []string{"deepseek-v3", "kimi-k2", "nonsense"} {
 		if _, ok := preTokenizerByName(name); ok {
 			t.Errorf("%q claimed supported", name)
 		}
@@ -75,7 +87,7 @@ func TestPreTokenizerNames(t *testing.T) {
 func TestPreTokenizerCoversText(t *testing.T) {
 	// Every pre-tokenizer partitions the text: the words concatenate to it.
 	text := "It's 2024 — \"quotes\", ‘curly’ 日本語 한국어 Ελληνικά\u00a0nbsp\u3000ideo  \n\t end  "
-	for _, name := range []string{"default", "gpt-2", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder", "falcon", "starcoder", "bloom"} {
+	for _, name := range []string{"default", "gpt-2", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder", "falcon", "starcoder", "bloom", "tekken", "gpt-4o"} {
 		p, _ := preTokenizerByName(name)
 		words := p.split(text)
 		joined := ""
