@@ -1,0 +1,477 @@
+// Package synth writes random-weight checkpoints of any registered family:
+// a GGUF file or a safetensors directory with the family's metadata, random
+// weights in the chosen stored type and a built-in SentencePiece vocabulary,
+// so that the result loads, tokenizes and runs like a real model. Presets
+// name tiny test shapes and realistic benchmark shapes.
+//
+// Weights are generated, converted and quantized one row at a time while the
+// file is written, so a billion-parameter checkpoint never sits in memory.
+// The text such a model produces is noise; its use is tests, demos and
+// benchmarks.
+package synth
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/ops"
+	"github.com/pootlabs/poot/quant"
+	"github.com/pootlabs/poot/safetensors"
+	"github.com/pootlabs/poot/tokenizer"
+)
+
+// ErrSynth is wrapped by every error of this package that is about the
+// request (an unknown family or preset, a type the format cannot store).
+var ErrSynth = errors.New("synth")
+
+// Preset is a named model shape: a Hugging Face config.json for a family.
+type Preset struct {
+	Name        string
+	Family      string
+	Description string
+	Config      map[string]any
+}
+
+// TinyVocab is the vocabulary size of the tiny presets.
+const TinyVocab = 512
+
+func tinyLlama() map[string]any {
+	return map[string]any{
+		"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama",
+		"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+		"intermediate_size": 128, "vocab_size": TinyVocab, "max_position_embeddings": 256,
+		"rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": false,
+	}
+}
+
+// Presets lists the presets, tiny shapes first.
+func Presets() []Preset {
+	gemma := tinyLlama()
+	gemma["architectures"], gemma["model_type"] = []any{"Gemma3ForCausalLM"}, "gemma3_text"
+	gemma["num_hidden_layers"], gemma["head_dim"], gemma["sliding_window"], gemma["sliding_window_pattern"] = 3, 16, 4, 3
+	gemma["rope_theta"], gemma["rope_local_base_freq"], gemma["rms_norm_eps"] = 1e6, 1e4, 1e-6
+	delete(gemma, "tie_word_embeddings")
+	qwen := tinyLlama()
+	qwen["architectures"], qwen["model_type"] = []any{"Qwen3MoeForCausalLM"}, "qwen3_moe"
+	qwen["num_experts"], qwen["num_experts_per_tok"], qwen["moe_intermediate_size"], qwen["head_dim"] = 4, 2, 32, 16
+	mixtral := tinyLlama()
+	mixtral["architectures"], mixtral["model_type"] = []any{"MixtralForCausalLM"}, "mixtral"
+	mixtral["num_local_experts"], mixtral["num_experts_per_tok"] = 4, 2
+	llama1b := map[string]any{
+		"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama",
+		"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
+		"head_dim": 64, "intermediate_size": 8192, "vocab_size": 128256, "max_position_embeddings": 131072,
+		"rms_norm_eps": 1e-5, "rope_theta": 500000.0, "tie_word_embeddings": true,
+		"rope_scaling": map[string]any{"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+			"high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+	}
+	return []Preset{
+		{"tiny", "llama", "llama, dim 64, 2 layers, 4 heads / 2 kv heads, ffn 128, vocab 512", tinyLlama()},
+		{"tiny", "gemma3", "gemma3, dim 64, 3 layers (2 sliding-window, 1 global), GeGLU, vocab 512", gemma},
+		{"tiny", "qwen3moe", "qwen3moe, dim 64, 2 layers, 4 experts (2 used), vocab 512", qwen},
+		{"tiny", "mixtral", "mixtral, dim 64, 2 layers, 4 experts (2 used), vocab 512", mixtral},
+		{"llama3.2-1b", "llama", "Llama-3.2-1B shape: dim 2048, 16 layers, 32 heads / 8 kv heads, ffn 8192, vocab 128256, llama3 rope scaling", llama1b},
+	}
+}
+
+// FindPreset returns the preset of family called name.
+func FindPreset(family, name string) (Preset, error) {
+	var names []string
+	for _, p := range Presets() {
+		if p.Family == family {
+			if p.Name == name {
+				return p, nil
+			}
+			names = append(names, p.Name)
+		}
+	}
+	if names == nil {
+		return Preset{}, fmt.Errorf("%w: no presets for family %q (families with presets: %v)", ErrSynth, family, presetFamilies())
+	}
+	return Preset{}, fmt.Errorf("%w: family %q has no preset %q (presets: %v)", ErrSynth, family, name, names)
+}
+
+func presetFamilies() []string {
+	var fs []string
+	for _, p := range Presets() {
+		if !slices.Contains(fs, p.Family) {
+			fs = append(fs, p.Family)
+		}
+	}
+	return fs
+}
+
+// Families lists the registered family names.
+func Families() []string {
+	var fs []string
+	for _, r := range registry.Shipped {
+		fs = append(fs, r.Family)
+	}
+	return fs
+}
+
+// Model configures a model of family from a config.json.
+func Model(family string, cfg map[string]any) (families.Model, error) {
+	for _, r := range registry.Shipped {
+		if r.Family == family {
+			if r.FromHF == nil {
+				return nil, fmt.Errorf("%w: family %q reads no config.json", ErrSynth, family)
+			}
+			return r.FromHF(cfg)
+		}
+	}
+	return nil, fmt.Errorf("%w: unknown family %q (registered: %v)", ErrSynth, family, Families())
+}
+
+// Options configure Write.
+type Options struct {
+	// Format is "gguf" (the default) or "safetensors".
+	Format string
+	// Type is the stored type of the matrices: F32 (the default), F16,
+	// BF16, or a packed type for GGUF. Vectors stay F32, and a matrix whose
+	// rows do not fill whole blocks of a packed type stays F32 (as
+	// llama.cpp's quantizer falls back).
+	Type poot.DType
+	// Seed seeds the weights.
+	Seed uint64
+	// Progress, when set, is told the bytes written so far of the total.
+	Progress func(done, total int64)
+}
+
+// Write writes a random-weight checkpoint of m at path: a GGUF file, or a
+// safetensors directory holding config.json, the weights, tokenizer.json
+// and tokenizer_config.json.
+func Write(m families.Model, path string, o Options) error {
+	if o.Type == poot.Invalid {
+		o.Type = poot.F32
+	}
+	if !o.Type.Float() {
+		return fmt.Errorf("%w: stored type %v is not a float type", ErrSynth, o.Type)
+	}
+	if o.Type.Packed() && !quant.Supported(o.Type) {
+		return fmt.Errorf("%w: cannot quantize to %v", ErrSynth, o.Type)
+	}
+	vocab, err := BuildVocabulary(m.Schema().Vocab)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrSynth, err)
+	}
+	switch o.Format {
+	case "", "gguf":
+		return writeGGUF(m, path, o, vocab)
+	case "safetensors":
+		if o.Type.Packed() {
+			return fmt.Errorf("%w: safetensors stores no %v; use gguf", ErrSynth, o.Type)
+		}
+		return writeHF(m, path, o, vocab)
+	}
+	return fmt.Errorf("%w: unknown format %q (gguf or safetensors)", ErrSynth, o.Format)
+}
+
+// tensorPlan is one tensor to write: its stored type and how to fill a row.
+type tensorPlan struct {
+	spec  families.TensorSpec
+	dtype poot.DType
+	fill  func(rng *rand.Rand, row []float32, r int)
+	seed  uint64
+}
+
+func plan(spec families.TensorSpec, o Options, normOffset bool, fixed []float32) tensorPlan {
+	p := tensorPlan{spec: spec, dtype: poot.F32}
+	h := fnv.New64a()
+	h.Write([]byte(spec.Name))
+	p.seed = h.Sum64()
+	n := spec.Shape[len(spec.Shape)-1]
+	if len(spec.Shape) >= 2 && spec.Role != "norm" {
+		switch {
+		case !o.Type.Packed():
+			p.dtype = o.Type
+		case n%o.Type.BlockElems() == 0:
+			p.dtype = o.Type
+		}
+	}
+	switch {
+	case fixed != nil:
+		p.fill = func(_ *rand.Rand, row []float32, r int) { copy(row, fixed[r*len(row):]) }
+	case spec.Role == "norm" && normOffset:
+		p.fill = func(rng *rand.Rand, row []float32, _ int) {
+			for i := range row {
+				row[i] = float32(0.1 * rng.NormFloat64())
+			}
+		}
+	case spec.Role == "norm":
+		p.fill = func(rng *rand.Rand, row []float32, _ int) {
+			for i := range row {
+				row[i] = float32(1 + 0.1*rng.NormFloat64())
+			}
+		}
+	default:
+		p.fill = func(rng *rand.Rand, row []float32, _ int) {
+			for i := range row {
+				row[i] = float32(0.02 * rng.NormFloat64())
+			}
+		}
+	}
+	return p
+}
+
+// bytes is the stored size of the tensor (or of one part of an expert stack
+// when parts > 1).
+func (p tensorPlan) bytes(parts int) int64 {
+	n := p.spec.Shape[len(p.spec.Shape)-1]
+	rows := int(p.spec.Shape.Size()) / n / parts
+	return int64(rows) * p.dtype.RowBytes(int64(n))
+}
+
+// rowReader streams a tensor's rows (part of parts), generated and
+// converted to the stored type one at a time.
+type rowReader struct {
+	p           tensorPlan
+	rng         *rand.Rand
+	row         []float32
+	buf         []byte
+	off         int
+	next, end   int
+	done, total *int64
+	progress    func(done, total int64)
+}
+
+func (p tensorPlan) reader(seed uint64, part, parts int, done, total *int64, progress func(int64, int64)) *rowReader {
+	n := p.spec.Shape[len(p.spec.Shape)-1]
+	rows := int(p.spec.Shape.Size()) / n / parts
+	return &rowReader{
+		p: p, rng: rand.New(rand.NewPCG(seed, p.seed+uint64(part))),
+		row: make([]float32, n), buf: make([]byte, 0, p.dtype.RowBytes(int64(n))),
+		next: part * rows, end: (part + 1) * rows, done: done, total: total, progress: progress,
+	}
+}
+
+func (r *rowReader) Read(b []byte) (int, error) {
+	if r.off == len(r.buf) {
+		if r.next == r.end {
+			return 0, io.EOF
+		}
+		r.p.fill(r.rng, r.row, r.next)
+		r.next++
+		r.buf = r.buf[:cap(r.buf)]
+		if err := encodeRow(r.p.dtype, r.buf, r.row); err != nil {
+			return 0, err
+		}
+		r.off = 0
+	}
+	n := copy(b, r.buf[r.off:])
+	r.off += n
+	*r.done += int64(n)
+	if r.progress != nil && (r.off == len(r.buf)) {
+		r.progress(*r.done, *r.total)
+	}
+	return n, nil
+}
+
+func encodeRow(d poot.DType, dst []byte, src []float32) error {
+	switch d {
+	case poot.F32:
+		for i, x := range src {
+			bits := math.Float32bits(x)
+			dst[4*i], dst[4*i+1], dst[4*i+2], dst[4*i+3] = byte(bits), byte(bits>>8), byte(bits>>16), byte(bits>>24)
+		}
+		return nil
+	case poot.F16:
+		quant.F32RowToF16(dst, src)
+		return nil
+	case poot.BF16:
+		quant.F32RowToBF16(dst, src)
+		return nil
+	}
+	return quant.QuantizeRow(d, dst, src)
+}
+
+// ggufModel returns the decoder to describe as GGUF and the fixed values of
+// tensors the GGUF form adds: Llama 3 rope scaling becomes a rope_freqs
+// table, norms stored as offsets from one are folded.
+func ggufModel(m families.Model) (families.Model, map[string][]float32, error) {
+	d, ok := m.(*families.Decoder)
+	if !ok {
+		return m, nil, nil
+	}
+	g := *d
+	if g.GGUF.Architecture == "" {
+		// Hugging Face configs of the llama family leave the GGUF style
+		// unset; GGUF calls the architecture as the model type does.
+		arch := g.HF.ModelType
+		if arch == "" {
+			arch = g.Name
+		}
+		g.GGUF.Architecture = arch
+	}
+	g.NormPlusOne = false
+	fixed := map[string][]float32{}
+	if g.Rope.Scaling == ops.ScaleLlama3 {
+		scaled, err := g.Rope.InvFreq()
+		if err != nil {
+			return nil, nil, err
+		}
+		plain := g.Rope.RopeConfig
+		plain.Scaling, plain.Factor = ops.ScaleNone, 0
+		base, err := plain.InvFreq()
+		if err != nil {
+			return nil, nil, err
+		}
+		f := make([]float32, len(base))
+		for i := range f {
+			f[i] = float32(base[i] / scaled[i])
+		}
+		g.Rope.RopeConfig = plain
+		g.Rope.FreqFactors = true
+		fixed["rope_freqs.weight"] = f
+	}
+	return &g, fixed, nil
+}
+
+func tokenizerKVs(v *Vocabulary) []gguf.KV {
+	return []gguf.KV{
+		{Key: tokenizer.KeyModel, Value: gguf.ValueOf("llama")},
+		{Key: tokenizer.KeyTokens, Value: gguf.ArrayOf(v.Tokens)},
+		{Key: tokenizer.KeyScores, Value: gguf.ArrayOf(v.Scores)},
+		{Key: tokenizer.KeyTokenType, Value: gguf.ArrayOf(v.Types)},
+		{Key: tokenizer.KeyBOS, Value: gguf.ValueOf(uint32(1))},
+		{Key: tokenizer.KeyEOS, Value: gguf.ValueOf(uint32(2))},
+		{Key: tokenizer.KeyUnknown, Value: gguf.ValueOf(uint32(0))},
+		{Key: tokenizer.KeyAddBOS, Value: gguf.ValueOf(true)},
+		{Key: tokenizer.KeyAddEOS, Value: gguf.ValueOf(false)},
+	}
+}
+
+func writeGGUF(m families.Model, path string, o Options, v *Vocabulary) error {
+	gm, fixed, err := ggufModel(m)
+	if err != nil {
+		return err
+	}
+	gw, ok := gm.(families.GGUFWriter)
+	if !ok {
+		return fmt.Errorf("%w: family %q cannot describe itself as GGUF", ErrSynth, m.Family())
+	}
+	kvs, err := gw.GGUFMetadata()
+	if err != nil {
+		return err
+	}
+	kvs = append(kvs, gguf.KV{Key: "general.name", Value: gguf.ValueOf("poot synth " + m.Family())})
+	kvs = append(kvs, tokenizerKVs(v)...)
+	var done, total int64
+	var ts []gguf.WriterTensor
+	for _, spec := range gm.Tensors() {
+		if spec.Optional && spec.Role != "bias" && fixed[spec.Name] == nil {
+			continue // a tied head, say: leave it out
+		}
+		p := plan(spec, o, false, fixed[spec.Name])
+		total += p.bytes(1)
+		ts = append(ts, gguf.WriterTensor{Name: spec.Name, DType: p.dtype, Shape: spec.Shape.Clone(),
+			Reader: p.reader(o.Seed, 0, 1, &done, &total, o.Progress)})
+	}
+	return gguf.WriteFile(path, kvs, ts, 0)
+}
+
+func writeHF(m families.Model, dir string, o Options, v *Vocabulary) error {
+	hw, ok := m.(families.HFWriter)
+	if !ok {
+		return fmt.Errorf("%w: family %q cannot describe itself as a Hugging Face checkpoint", ErrSynth, m.Family())
+	}
+	cfg, err := hw.HFConfig()
+	if err != nil {
+		return err
+	}
+	cfg["bos_token_id"], cfg["eos_token_id"] = 1, 2
+	js, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	normOffset := false
+	if d, ok := m.(*families.Decoder); ok {
+		normOffset = d.NormPlusOne
+	}
+	w := m.Weights().In(families.Safetensors)
+	var done, total int64
+	var ts []safetensors.WriterTensor
+	for _, spec := range m.Tensors() {
+		if spec.Optional && spec.Role != "bias" {
+			continue
+		}
+		p := plan(spec, o, normOffset, nil)
+		st, _ := safetensors.DTypeOf(p.dtype)
+		if parts := w.Parts(spec.Name); parts != nil {
+			total += p.bytes(1)
+			for e, name := range parts {
+				ts = append(ts, safetensors.WriterTensor{Name: name, DType: st, Shape: spec.Shape[1:].Clone(),
+					Reader: p.reader(o.Seed, e, len(parts), &done, &total, o.Progress)})
+			}
+			continue
+		}
+		name, ok := w.Stored(spec.Name)
+		if !ok {
+			return fmt.Errorf("%w: no Hugging Face name for %q", ErrSynth, spec.Name)
+		}
+		total += p.bytes(1)
+		ts = append(ts, safetensors.WriterTensor{Name: name, DType: st, Shape: spec.Shape.Clone(),
+			Reader: p.reader(o.Seed, 0, 1, &done, &total, o.Progress)})
+	}
+	if err := safetensors.WriteDir(dir, js, ts, 0); err != nil {
+		return err
+	}
+	tj, tc, err := hfTokenizer(v)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tj, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), tc, 0o644)
+}
+
+// hfTokenizer writes the vocabulary as a Hugging Face tokenizer.json of the
+// Llama 2 kind (BPE with byte fallback, spaces as "▁") and its
+// tokenizer_config.json.
+func hfTokenizer(v *Vocabulary) (tokenizerJSON, configJSON []byte, err error) {
+	vocab := map[string]int{}
+	var added []map[string]any
+	for i, t := range v.Tokens {
+		vocab[t] = i
+		if v.Types[i] == typeControl || v.Types[i] == typeUnknown {
+			added = append(added, map[string]any{"id": i, "content": t, "special": true,
+				"single_word": false, "lstrip": false, "rstrip": false, "normalized": false})
+		}
+	}
+	tj := map[string]any{
+		"version":      "1.0",
+		"added_tokens": added,
+		"normalizer": map[string]any{"type": "Sequence", "normalizers": []any{
+			map[string]any{"type": "Prepend", "prepend": "▁"},
+			map[string]any{"type": "Replace", "pattern": map[string]any{"String": " "}, "content": "▁"},
+		}},
+		"pre_tokenizer": nil,
+		"decoder": map[string]any{"type": "Sequence", "decoders": []any{
+			map[string]any{"type": "Replace", "pattern": map[string]any{"String": "▁"}, "content": " "},
+			map[string]any{"type": "ByteFallback"},
+			map[string]any{"type": "Fuse"},
+			map[string]any{"type": "Strip", "content": " ", "start": 1, "stop": 0},
+		}},
+		"model": map[string]any{"type": "BPE", "vocab": vocab, "merges": v.Merges, "byte_fallback": true,
+			"unk_token": "<unk>", "fuse_unk": true, "dropout": nil},
+	}
+	if tokenizerJSON, err = json.Marshal(tj); err != nil {
+		return nil, nil, err
+	}
+	configJSON, err = json.MarshalIndent(map[string]any{"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+		"add_bos_token": true, "add_eos_token": false}, "", "  ")
+	return tokenizerJSON, configJSON, err
+}
