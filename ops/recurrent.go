@@ -119,12 +119,12 @@ func (c GatedDeltaConfig) or(v, def float64) float64 {
 	return v
 }
 
-// GatedDelta is a gated delta rule mixer for one sequence of T tokens, with
-// its output normalised and gated: out = RMSNorm(o) · normWeight ·
-// silu(z) per value head, where o is GatedDeltaRule's read-out.
-// q and k are [T, Hk·Dk], v and z [T, Hv·Dv], g and beta [T, Hv], state
-// [Hv, Dv, Dk] and normWeight [Dv] (or the zero handle). It returns
-// [T, Hv·Dv] and the new state.
+// GatedDelta is the gated delta rule over T tokens with its output
+// normalised and gated: out = RMSNorm(o) · normWeight · silu(z) per value
+// head, where o is GatedDeltaRule's read-out. q and k are [T, Hk·Dk], v and
+// z [T, Hv·Dv], g and beta [T, Hv], state [Hv, Dv, Dk] (or [R, Hv, Dv, Dk]
+// for R sequences, as GatedDeltaRule describes) and normWeight [Dv] (or the
+// zero handle). It returns [T, Hv·Dv] and the new state.
 func GatedDelta[B any](b *poot.Builder[B], q, k, v, g, beta, z, normWeight, state poot.Traced[B], cfg GatedDeltaConfig) (out, newState poot.Traced[B]) {
 	b.Scope("gated_delta", func() {
 		o, s := GatedDeltaRule(b, q, k, v, g, beta, state, cfg)
@@ -160,7 +160,7 @@ func softplus[B any](b *poot.Builder[B], x poot.Traced[B]) poot.Traced[B] {
 	return b.Add(pos, b.Log(b.Add(b.FullLike(x, 1), b.Exp(b.Neg(b.Abs(x))))))
 }
 
-// GatedDeltaRule runs the gated delta rule over T tokens of one sequence.
+// GatedDeltaRule runs the gated delta rule over T new tokens of a sequence.
 // Per value head, with q and k L2-normalised and q scaled:
 //
 //	S ← S · exp(g_t)
