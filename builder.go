@@ -359,7 +359,9 @@ func (b *Builder[B]) Finish(out Outputs[B]) (*Graph, error) {
 		}
 		g.witnesses = append(g.witnesses, Witness{Name: w.Name, Value: id})
 	}
-	if err := g.Validate(); err != nil {
+	// Every equation was type-checked when it was recorded; check the
+	// structure (pairs, names, order) without inferring again.
+	if err := g.validate(false); err != nil {
 		b.Fail(err)
 		return nil, err
 	}

@@ -733,6 +733,9 @@ func canonicalParams(op Op, p Params) Params {
 		return Params{}
 	}
 	f := prims[op].params
+	if f == 0 {
+		return Params{}
+	}
 	var q Params
 	if f&pAxis != 0 {
 		q.Axis = p.Axis

@@ -8,7 +8,12 @@ package poot
 // state pairs name existing values; every state input is paired exactly once
 // with a value of its type. Graphs made by a Builder or an edit always pass;
 // Validate exists so that tests and passes can say so.
-func (g *Graph) Validate() error {
+func (g *Graph) Validate() error { return g.validate(true) }
+
+// validate checks g; with reinfer it also re-applies every type rule, which
+// a builder's own graphs need not (each equation was inferred when it was
+// recorded).
+func (g *Graph) validate(reinfer bool) error {
 	n := len(g.values)
 	names := make(map[string]bool)
 	for i, v := range g.values {
@@ -39,7 +44,7 @@ func (g *Graph) Validate() error {
 	if len(g.scopes) == 0 || g.scopes[0] != "" {
 		return graphError("scope table lacks the root scope")
 	}
-	var types []TensorType
+	types := make([]TensorType, 0, 4)
 	for i, e := range g.eqns {
 		if e.Scope < 0 || int(e.Scope) >= len(g.scopes) {
 			return graphError("equation %d has unknown scope %d", i, e.Scope)
@@ -60,12 +65,14 @@ func (g *Graph) Validate() error {
 		if defined[e.Out] {
 			return graphError("value %%%d is assigned twice", e.Out)
 		}
-		t, err := e.Op.Infer(e.Params, types...)
-		if err != nil {
-			return graphError("equation %d (%v): %v", i, e.Op, err)
-		}
-		if !t.Equal(g.values[e.Out].Type) {
-			return graphError("equation %d (%v) infers %v but %%%d is %v", i, e.Op, t, e.Out, g.values[e.Out].Type)
+		if reinfer {
+			t, err := e.Op.Infer(e.Params, types...)
+			if err != nil {
+				return graphError("equation %d (%v): %v", i, e.Op, err)
+			}
+			if !t.Equal(g.values[e.Out].Type) {
+				return graphError("equation %d (%v) infers %v but %%%d is %v", i, e.Op, t, e.Out, g.values[e.Out].Type)
+			}
 		}
 		defined[e.Out] = true
 	}
