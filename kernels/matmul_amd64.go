@@ -84,49 +84,64 @@ func floatTail(wt poot.DType, x []float32, wr []byte, from, K int) float32 {
 	return s
 }
 
+// floatKBlock is how many elements of K the 4x3 tile covers a call: 64
+// activation rows of it (128 KB in f32) stay in L2 while every weight tile
+// streams past, instead of all of K refetching from L3 for each weight tile.
+const floatKBlock = 512
+
 // floatRowsAsm tiles the product: four activation rows by three weight rows
-// when there are at least four activation rows (prompt processing), else one
-// activation row by four weight rows (decode).
+// while there are four activation rows (prompt processing), blocked along K;
+// one activation row by four weight rows for the rest (decode).
 func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	T, K, x := a.T, a.K, a.x
 	ldw, ldx := K*kern.size, K*4
-	k8, k16 := K&^7, K&^15
+	k16 := K &^ 15
 	row := func(n int) []byte { return w[n*ldw : n*ldw+ldw] }
 	one := func(t, n int) float32 {
 		wr := row(n)
 		xr := x[t*K : t*K+K]
 		return kern.dot11(&xr[0], unsafe.Pointer(&wr[0]), k16) + floatTail(wt, xr, wr, k16, K)
 	}
-	if T >= 4 {
+	T4 := T &^ 3
+	nEnd := n0 + (n1-n0)/3*3
+	if T4 > 0 && nEnd > n0 {
 		var o [12]float32
-		n := n0
-		for ; n+3 <= n1; n += 3 {
-			t := 0
-			for ; t+4 <= T; t += 4 {
-				kern.dot43(&x[t*K], ldx, unsafe.Pointer(&w[n*ldw]), ldw, k8, &o)
-				for i := range 4 {
-					yr := y[(t+i)*N+n : (t+i)*N+n+3]
-					xr := x[(t+i)*K : (t+i)*K+K]
-					for j := range 3 {
-						yr[j] = o[3*i+j] + floatTail(wt, xr, row(n+j), k8, K)
+		for k0 := 0; k0 < K; k0 += floatKBlock {
+			kc := min(floatKBlock, K-k0)
+			last := k0+kc == K
+			kc8 := kc &^ 7
+			for n := n0; n < nEnd; n += 3 {
+				for t := 0; t < T4; t += 4 {
+					kern.dot43(&x[t*K+k0], ldx, unsafe.Pointer(&w[n*ldw+k0*kern.size]), ldw, kc8, &o)
+					for i := range 4 {
+						yr := y[(t+i)*N+n : (t+i)*N+n+3]
+						if last && kc8 < kc {
+							xr := x[(t+i)*K : (t+i)*K+K]
+							for j := range 3 {
+								o[3*i+j] += floatTail(wt, xr, row(n+j), k0+kc8, K)
+							}
+						}
+						if k0 == 0 {
+							yr[0], yr[1], yr[2] = o[3*i], o[3*i+1], o[3*i+2]
+						} else {
+							yr[0] += o[3*i]
+							yr[1] += o[3*i+1]
+							yr[2] += o[3*i+2]
+						}
 					}
 				}
 			}
-			for ; t < T; t++ {
-				for j := range 3 {
-					y[t*N+n+j] = one(t, n+j)
-				}
-			}
 		}
-		for ; n < n1; n++ {
-			for t := range T {
+		for n := nEnd; n < n1; n++ {
+			for t := range T4 {
 				y[t*N+n] = one(t, n)
 			}
 		}
-		return
+	} else {
+		T4 = 0
 	}
 	var o [4]float32
-	for t := range T {
+	for t := T4; t < T; t++ {
 		xr := x[t*K : t*K+K]
 		n := n0
 		for ; n+4 <= n1; n += 4 {
@@ -191,15 +206,31 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 	}
 }
 
-// kfamRowsAsm handles Q4_K, Q5_K and Q6_K weights, one activation row a call (the
-// weight row stays in L1 between activation rows).
+// kfamRowsAsm handles Q4_K, Q5_K and Q6_K weights: Q4_K and Q6_K take four
+// activation rows a call while there are four left, the rest one (the weight
+// row stays in L1 between calls).
 func kfamRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	T, K := a.T, a.K
 	nb := K / 256
 	rb := nb * wt.BlockBytes()
+	var o [4]float32
 	for n := n0; n < n1; n++ {
 		wr := &w[n*rb]
-		for t := range T {
+		t := 0
+		if wt != poot.Q5_K {
+			for ; t+4 <= T; t += 4 {
+				aq, ad, bs := &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16]
+				if wt == poot.Q4_K {
+					dotQ4_Kx4(wr, nb, aq, K, ad, nb*4, bs, nb*32, &o)
+				} else {
+					dotQ6_Kx4(wr, nb, aq, K, ad, nb*4, bs, nb*32, &o)
+				}
+				for i := range 4 {
+					y[(t+i)*N+n] = o[i]
+				}
+			}
+		}
+		for ; t < T; t++ {
 			aq, ad, bs := &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16]
 			switch wt {
 			case poot.Q4_K:

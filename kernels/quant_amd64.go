@@ -38,3 +38,12 @@ func dotQ4_1x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
 
 //go:noescape
 func dotQ5_1x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
+
+// The four-row kernels in kquant4_amd64.s; lda, ldd and ldb are the byte
+// strides between the rows' quants, scales and block sums.
+
+//go:noescape
+func dotQ4_Kx4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, out *[4]float32)
+
+//go:noescape
+func dotQ6_Kx4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, out *[4]float32)
