@@ -84,9 +84,18 @@ func (t *Tokenizer) Encode(text string, opts EncodeOptions) ([]int32, error) {
 // lstrip (rstrip) attribute swallows the white space before (after) it.
 func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 	frags := []fragment{{id: -1, start: 0, end: len(text)}}
-	var present [256]bool // bytes occurring in text, to skip most tokens cheaply
-	for i := 0; i < len(text); i++ {
-		present[text[i]] = true
+	// Byte pairs occurring in text, to skip most special tokens cheaply.
+	var present [256][256 / 64]uint64
+	for i := 0; i+1 < len(text); i++ {
+		a, b := text[i], text[i+1]
+		present[a][b/64] |= 1 << (b % 64)
+	}
+	occurs := func(s string) bool {
+		if len(s) == 1 {
+			return strings.IndexByte(text, s[0]) >= 0
+		}
+		a, b := s[0], s[1]
+		return present[a][b/64]&(1<<(b%64)) != 0 && strings.Contains(text, s)
 	}
 	var next []fragment
 	for _, id := range t.special {
@@ -95,7 +104,7 @@ func (t *Tokenizer) partition(text string, parseSpecial bool) []fragment {
 			continue
 		}
 		s := t.tokens[id]
-		if !present[s[0]] || !strings.Contains(text, s) {
+		if !occurs(s) {
 			continue
 		}
 		next = next[:0]
