@@ -186,8 +186,12 @@ type merger struct {
 	words map[string][]int32
 }
 
-// maxCachedWords bounds merger.words; the cache is dropped when full.
-const maxCachedWords = 4096
+// maxCachedWords bounds merger.words; the cache is dropped when full. Only
+// words up to maxCachedWordLen bytes are cached.
+const (
+	maxCachedWords   = 4096
+	maxCachedWordLen = 64
+)
 
 var mergerPool = sync.Pool{New: func() any { return new(merger) }}
 
@@ -385,7 +389,9 @@ func (t *Tokenizer) encodeBPE(text string, out []int32, m *merger) ([]int32, err
 		}
 		first := len(out)
 		out = t.mergeBPEWord(word, out, m)
-		m.words[word] = append([]int32(nil), out[first:]...)
+		if len(word) <= maxCachedWordLen {
+			m.words[word] = append([]int32(nil), out[first:]...)
+		}
 	}
 	return out, nil
 }
