@@ -91,19 +91,33 @@ func (s Stats) Summary() string {
 // (Stats.Stop says which), or when ctx is done (returning ctx.Err()).
 // A prompt that does not fit is a *ContextError.
 func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOptions, onToken func(piece string)) (Stats, error) {
-	var st Stats
-	if s.tok == nil {
-		return st, s.tokErr
+	ids, err := s.Encode(prompt, opts)
+	if err != nil {
+		return Stats{}, err
 	}
-	if err := opts.Check(); err != nil {
-		return st, err
+	return s.GenerateTokens(ctx, ids, opts, onToken)
+}
+
+// Encode tokenizes a prompt as Generate does: with the BOS token the
+// vocabulary asks for when the cache is empty (unless opts.NoBOS), special
+// tokens parsed when opts.ParseSpecial. Tokens that would not fit after the
+// cache's are a *ContextError.
+func (s *Session) Encode(prompt string, opts GenerateOptions) ([]int32, error) {
+	if s.tok == nil {
+		return nil, s.tokErr
 	}
 	addBOS := s.tok.AddBOS() && !opts.NoBOS && len(s.history) == 0
 	ids, err := s.tok.Encode(prompt, tokenizer.EncodeOptions{AddBOS: addBOS, ParseSpecial: opts.ParseSpecial})
 	if err != nil {
-		return st, err
+		return nil, err
 	}
-	return s.GenerateTokens(ctx, ids, opts, onToken)
+	if len(ids) == 0 {
+		return nil, ErrEmptyPrompt
+	}
+	if need := len(s.history) + len(ids); need > s.capacity {
+		return nil, &ContextError{Need: need, Capacity: s.capacity}
+	}
+	return ids, nil
 }
 
 // GenerateTokens is Generate from token ids instead of text.

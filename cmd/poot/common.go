@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/pootlabs/poot/driver"
+)
+
+// parseTokens reads comma-separated token ids.
+func parseTokens(s string) ([]int32, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, usagef("--tokens: no token ids given")
+	}
+	var out []int32
+	for i, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		v, err := strconv.ParseInt(f, 10, 32)
+		if err != nil {
+			return nil, usagef("--tokens: entry %d %q is not a token id", i, f)
+		}
+		out = append(out, int32(v))
+	}
+	return out, nil
+}
+
+func joinTokens(ids []int32) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(parts, ",")
+}
+
+// isTerminal reports whether w is a terminal, where progress bars belong.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// bar draws a progress bar on w when it is a terminal; clear erases it.
+type bar struct {
+	w    io.Writer
+	on   bool
+	last int
+}
+
+func newBar(w io.Writer) *bar { return &bar{w: w, on: isTerminal(w), last: -1} }
+
+func (b *bar) draw(label string, frac float64) {
+	if !b.on {
+		return
+	}
+	const width = 30
+	n := int(math.Round(frac * width))
+	pct := int(frac * 100)
+	if pct == b.last {
+		return
+	}
+	b.last = pct
+	fmt.Fprintf(b.w, "\r%-10s [%s%s] %3d%%", label, strings.Repeat("=", n), strings.Repeat(" ", width-n), pct)
+}
+
+func (b *bar) clear() {
+	if b.on {
+		fmt.Fprintf(b.w, "\r%s\r", strings.Repeat(" ", 60))
+	}
+}
+
+// openSession opens a model, drawing a progress bar on stderr.
+func openSession(path, interpName string, capacity int, stderr io.Writer) (*driver.Session, error) {
+	if path == "" {
+		return nil, usagef("no model: give -m MODEL (a GGUF file or a safetensors directory)")
+	}
+	b := newBar(stderr)
+	s, err := driver.Open(path, driver.Options{Interp: interpName, Capacity: capacity, Progress: func(p driver.Progress) {
+		b.last = -1
+		b.draw(p.Stage, float64(p.Done)/float64(p.Total))
+	}})
+	b.clear()
+	return s, err
+}
+
+// modelFlags registers -m/--model, --interp and --ctx.
+func modelFlags(fs *flagSet, model, interpName *string, capacity *int) {
+	fs.StringVar(model, "m", "", "the model: a GGUF file or a safetensors directory")
+	fs.StringVar(model, "model", "", "same as -m")
+	if interpName != nil {
+		fs.StringVar(interpName, "interp", driver.DefaultInterpreter, "the interpreter: "+strings.Join(driver.Interpreters(), ", "))
+	}
+	if capacity != nil {
+		fs.IntVar(capacity, "ctx", 0, "context size in tokens (0: the model's, at most 4096)")
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/pootlabs/poot/driver"
+)
+
+// stopList collects repeated --stop flags.
+type stopList []string
+
+func (l *stopList) String() string     { return strings.Join(*l, ",") }
+func (l *stopList) Set(s string) error { *l = append(*l, s); return nil }
+
+// cmdGenerate prints the prompt followed by the generated text and a
+// newline, streaming the text as it is produced; the summary goes to stderr.
+func cmdGenerate(args []string, stdout, stderr io.Writer) error {
+	fs := flags("generate", "generate -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--stop S] [--interp NAME]", stderr)
+	var model, interpName, prompt string
+	var capacity int
+	modelFlags(fs, &model, &interpName, &capacity)
+	fs.StringVar(&prompt, "p", "", "the prompt")
+	fs.StringVar(&prompt, "prompt", "", "same as -p")
+	n := fs.Int("n", 128, "the most tokens to generate (0: until the end of the context)")
+	temp := fs.Float64("temp", 0, "temperature; 0 is greedy (the most likely token, the lowest id on ties)")
+	topK := fs.Int("top-k", 0, "keep the K most likely tokens (0: all)")
+	topP := fs.Float64("top-p", 1, "keep the most likely tokens up to probability P (1: all)")
+	minP := fs.Float64("min-p", 0, "keep tokens at least P times as likely as the best (0: all)")
+	penalty := fs.Float64("repeat-penalty", 1, "penalty on the last --repeat-last-n tokens (1: none)")
+	lastN := fs.Int("repeat-last-n", driver.DefaultRepeatLastN, "tokens the repetition penalty looks back on (-1: all)")
+	seed := fs.Int64("seed", -1, "random seed (-1: from the clock)")
+	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-generation tokens")
+	noBOS := fs.Bool("no-bos", false, "do not add the BOS token")
+	special := fs.Bool("special", false, "parse special-token text (\"<s>\") in the prompt")
+	quiet := fs.Bool("quiet", false, "no summary line on stderr")
+	var stops stopList
+	fs.Var(&stops, "stop", "stop before this text (repeatable)")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if prompt == "" {
+		return usagef("no prompt: give -p PROMPT")
+	}
+	if *n < 0 {
+		return usagef("-n %d: want 0 or more", *n)
+	}
+	s, err := openSession(model, interpName, capacity, stderr)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	sd := uint64(*seed)
+	if *seed < 0 {
+		sd = uint64(time.Now().UnixNano())
+	}
+	opts := driver.GenerateOptions{
+		SamplerOptions: driver.SamplerOptions{Temperature: *temp, TopK: *topK, TopP: *topP, MinP: *minP,
+			RepeatPenalty: *penalty, RepeatLastN: *lastN, Seed: sd},
+		MaxTokens: *n, Stop: stops, IgnoreEOS: *ignoreEOS, NoBOS: *noBOS, ParseSpecial: *special,
+	}
+	if err := opts.Check(); err != nil {
+		return usagef("%v", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ids, err := s.Encode(prompt, opts)
+	if err != nil {
+		return err
+	}
+	out := bufio.NewWriter(stdout)
+	// Flush each piece: the text streams.
+	if _, err := out.WriteString(prompt); err != nil {
+		return err
+	}
+	out.Flush()
+	st, err := s.GenerateTokens(ctx, ids, opts, func(piece string) {
+		out.WriteString(piece)
+		out.Flush()
+	})
+	out.WriteString("\n")
+	out.Flush()
+	if err != nil {
+		return err
+	}
+	if !*quiet {
+		fmt.Fprintf(stderr, "%s (%s)\n", st.Summary(), s.Interpreter().Name())
+	}
+	return nil
+}

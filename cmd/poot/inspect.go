@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/load"
+	"github.com/pootlabs/poot/ops"
+)
+
+// inspection is what inspect prints.
+type inspection struct {
+	Path            string         `json:"path"`
+	Format          string         `json:"format"`
+	Architecture    string         `json:"architecture"`
+	Family          string         `json:"family"`
+	Hyperparameters map[string]any `json:"hyperparameters"`
+	Tensors         []tensorRow    `json:"tensors"`
+	Decode          stepRow        `json:"decode_step"`
+}
+
+type tensorRow struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+type stepRow struct {
+	Interpreter string  `json:"interpreter"`
+	Capacity    int     `json:"capacity"`
+	Equations   int     `json:"equations"`
+	Dispatches  int     `json:"dispatches"`
+	TraceMS     float64 `json:"trace_ms"`
+	BindMS      float64 `json:"bind_ms"`
+	CompileMS   float64 `json:"compile_ms"`
+}
+
+func architecture(c *load.Checkpoint) string {
+	if f := c.GGUF(); f != nil {
+		a, _ := f.Architecture()
+		return a
+	}
+	if as, ok := c.HFConfig()["architectures"].([]any); ok && len(as) > 0 {
+		return fmt.Sprint(as[0])
+	}
+	return ""
+}
+
+// hyperparameters lists a model's settings: the standard decoder's fields,
+// or the schema for other models.
+func hyperparameters(m families.Model) map[string]any {
+	sc := m.Schema()
+	h := map[string]any{"vocab": sc.Vocab, "dim": sc.Dim, "layers": sc.Layers, "max_context": sc.MaxContext}
+	d, ok := m.(*families.Decoder)
+	if !ok {
+		return h
+	}
+	h["heads"], h["kv_heads"], h["head_dim"], h["ffn"], h["rms_eps"] = d.Heads, d.KVHeads, d.HeadDim, d.FFN, d.Eps
+	h["tied_output"] = d.Tied
+	rope := map[string]any{"theta": d.Rope.Theta, "dims": d.Rope.Dims, "layout": ropeLayout(d.Rope.Layout), "freq_factors": d.Rope.FreqFactors}
+	if d.Rope.Scaling != ops.ScaleNone {
+		rope["scaling"], rope["factor"] = fmt.Sprint(d.Rope.Scaling), d.Rope.Factor
+	}
+	h["rope"] = rope
+	if d.Windows != nil {
+		h["windows"] = d.Windows
+	}
+	if d.MoE != nil {
+		h["experts"], h["experts_used"], h["expert_ffn"] = d.MoE.Experts, d.MoE.Used, d.MoE.FFN
+	}
+	for k, v := range map[string]bool{"qkv_bias": d.QKVBias, "qk_norm": d.QKNorm, "post_norms": d.PostNorms} {
+		if v {
+			h[k] = true
+		}
+	}
+	if d.EmbedScale != 0 {
+		h["embed_scale"] = d.EmbedScale
+	}
+	if d.AttnSoftCap != 0 || d.FinalSoftCap != 0 {
+		h["attn_softcap"], h["final_softcap"] = d.AttnSoftCap, d.FinalSoftCap
+	}
+	h["activation"] = map[families.Activation]string{families.SiLU: "silu", families.GELUTanh: "gelu_tanh"}[d.Act]
+	return h
+}
+
+func ropeLayout(l ops.RopeLayout) string {
+	if l == ops.RopeInterleaved {
+		return "interleaved (NORM)"
+	}
+	return "neox"
+}
+
+// cmdInspect describes a checkpoint: architecture, family,
+// hyperparameters, tensors with their stored types, and the decode step.
+func cmdInspect(args []string, stdout, stderr io.Writer) error {
+	fs := flags("inspect", "inspect -m MODEL [--json] [--interp NAME]", stderr)
+	var model, interpName string
+	var capacity int
+	modelFlags(fs, &model, &interpName, &capacity)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	s, err := openSession(model, interpName, capacity, stderr)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	c := s.Checkpoint()
+	in := inspection{Path: c.Path(), Format: string(c.Format()), Architecture: architecture(c),
+		Family: s.Model().Family(), Hyperparameters: hyperparameters(s.Model())}
+	for _, name := range c.TensorNames() {
+		tt, err := c.TensorType(name)
+		typ := fmt.Sprint(tt)
+		if err != nil {
+			typ = "unreadable: " + err.Error()
+		}
+		in.Tensors = append(in.Tensors, tensorRow{name, typ})
+	}
+	d := s.DecodeInfo()
+	ms := func(x interface{ Seconds() float64 }) float64 { return x.Seconds() * 1e3 }
+	in.Decode = stepRow{Interpreter: s.Interpreter().Name(), Capacity: s.Capacity(), Equations: d.Equations,
+		Dispatches: d.Dispatches, TraceMS: ms(d.TraceTime), BindMS: ms(d.BindTime), CompileMS: ms(d.CompileTime)}
+	if *asJSON {
+		e := json.NewEncoder(stdout)
+		e.SetIndent("", "  ")
+		return e.Encode(in)
+	}
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "path\t%s\nformat\t%s\narchitecture\t%s\nfamily\t%s\n", in.Path, in.Format, in.Architecture, in.Family)
+	hp, _ := json.Marshal(in.Hyperparameters)
+	fmt.Fprintf(w, "hyperparameters\t%s\n", hp)
+	fmt.Fprintf(w, "decode step\t%d equations, %d dispatches; traced in %.2f ms, bound in %.2f ms, compiled (%s, capacity %d) in %.2f ms\n",
+		d.Equations, d.Dispatches, in.Decode.TraceMS, in.Decode.BindMS, in.Decode.Interpreter, in.Decode.Capacity, in.Decode.CompileMS)
+	fmt.Fprintf(w, "tensors\t%d\n", len(in.Tensors))
+	for _, t := range in.Tensors {
+		fmt.Fprintf(w, "  %s\t%s\n", t.Name, t.Type)
+	}
+	return w.Flush()
+}

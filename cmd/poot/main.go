@@ -1,0 +1,142 @@
+// Command poot runs language models with poot: generate text, print logits,
+// tokenize, inspect a checkpoint, print a step's graph, and write
+// random-weight checkpoints. `poot demo` shows the whole idea with no files.
+//
+// Usage:
+//
+//	poot <command> [flags]
+//
+// Every command takes --help. Errors are one line on stderr and a non-zero
+// exit status: 1 for a failure, 2 for a usage error.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand: a function of its arguments and output
+// streams, so tests run it in-process.
+type command struct {
+	run     func(args []string, stdout, stderr io.Writer) error
+	summary string
+}
+
+var commands = map[string]command{
+	"generate":   {cmdGenerate, "generate text from a prompt, streaming it"},
+	"logits":     {cmdLogits, "print the logits of token ids as JSON"},
+	"tokenize":   {cmdTokenize, "print the token ids of a text"},
+	"detokenize": {cmdDetokenize, "print the text of token ids"},
+	"inspect":    {cmdInspect, "describe a checkpoint: family, hyperparameters, tensors, decode step"},
+	"trace":      {cmdTrace, "print a step's graph (text or Graphviz DOT)"},
+	"synth":      {cmdSynth, "write a random-weight checkpoint of any family"},
+	"demo":       {cmdDemo, "synthesize a tiny model, trace it, run it and generate (no files needed)"},
+}
+
+// usageError is an error in the command line (exit status 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run runs the command line args and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) (status int) {
+	defer func() {
+		// The last guard of the no-panic promise: a bug must still be one
+		// line, never a trace.
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "poot: internal error: %s\n", oneLine(fmt.Sprint(r)))
+			status = 70
+		}
+	}()
+	if len(args) == 0 {
+		mainUsage(stderr)
+		return 2
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		mainUsage(stdout)
+		return 0
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "poot: unknown command %q (run poot --help)\n", name)
+		return 2
+	}
+	err := c.run(args[1:], stdout, stderr)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case isUsage(err):
+		fmt.Fprintf(stderr, "poot %s: %s (run poot %s --help)\n", name, oneLine(err.Error()), name)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "poot %s: %s\n", name, oneLine(err.Error()))
+		return 1
+	}
+}
+
+func isUsage(err error) bool {
+	var u *usageError
+	return errors.As(err, &u)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
+}
+
+func mainUsage(w io.Writer) {
+	fmt.Fprintln(w, "poot runs language models traced to a small IR.\n\nUsage:\n  poot <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-11s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun poot <command> --help for a command's flags. Start with: poot demo")
+}
+
+// flagSet is a command's flag set that prints its usage only for --help:
+// parse errors become one-line usage errors.
+type flagSet struct {
+	*flag.FlagSet
+	synopsis string
+	stderr   io.Writer
+}
+
+// flags makes a command's flag set.
+func flags(name, synopsis string, stderr io.Writer) *flagSet {
+	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), synopsis: synopsis, stderr: stderr}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// parse parses args; --help prints the usage and is flag.ErrHelp, a flag
+// error or a stray argument is a usage error.
+func (fs *flagSet) parse(args []string) error {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintf(fs.stderr, "Usage: poot %s\n\nFlags (one or two dashes):\n", fs.synopsis)
+		fs.SetOutput(fs.stderr)
+		fs.PrintDefaults()
+		return err
+	case err != nil:
+		return usagef("%v", err)
+	case fs.NArg() > 0:
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/driver/synth"
+)
+
+// cmdSynth writes a random-weight checkpoint of any registered family.
+func cmdSynth(args []string, stdout, stderr io.Writer) error {
+	fs := flags("synth", "synth --family F [--preset NAME | --config FILE] --out PATH [--format gguf|safetensors] [--type f32|f16|bf16|q8_0|q4_0|q4_k] [--seed S]", stderr)
+	var family, preset, config, out, format, typ string
+	fs.StringVar(&family, "family", "", "a registered family: "+join(synth.Families()))
+	fs.StringVar(&preset, "preset", "", "a preset shape (default tiny): "+presetList())
+	fs.StringVar(&config, "config", "", "a Hugging Face config.json for the family instead of a preset")
+	fs.StringVar(&out, "out", "", "the GGUF file or safetensors directory to write")
+	fs.StringVar(&format, "format", "gguf", "gguf or safetensors")
+	fs.StringVar(&typ, "type", "f32", "stored type of the matrices: f32, f16, bf16, q8_0, q4_0, q4_k (gguf only for the packed ones)")
+	seed := fs.Uint64("seed", 1, "random seed of the weights")
+	list := fs.Bool("list", false, "list the presets and exit")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if *list {
+		for _, p := range synth.Presets() {
+			fmt.Fprintf(stdout, "%-9s %-12s %s\n", p.Family, p.Name, p.Description)
+		}
+		return nil
+	}
+	if family == "" {
+		return usagef("no family: give --family F (%s)", join(synth.Families()))
+	}
+	if out == "" {
+		return usagef("no output: give --out PATH")
+	}
+	dt, err := poot.ParseDType(typ)
+	if err != nil || !dt.Float() {
+		return usagef("--type %q: want f32, f16, bf16, q8_0, q4_0 or q4_k", typ)
+	}
+	if format != "gguf" && format != "safetensors" {
+		return usagef("--format %q: want gguf or safetensors", format)
+	}
+	m, done, err := modelSource("", family, config, preset)
+	if err != nil {
+		return err
+	}
+	defer done()
+	b := newBar(stderr)
+	err = synth.Write(m, out, synth.Options{Format: format, Type: dt, Seed: *seed, Progress: func(d, t int64) {
+		if t > 0 {
+			b.draw("writing", float64(d)/float64(t))
+		}
+	}})
+	b.clear()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s: %s %s, %s, %s (%s)\n", out, family, orDefault(preset, "tiny", config), format, dt, sizeOf(out))
+	return nil
+}
+
+func orDefault(preset, def, config string) string {
+	switch {
+	case config != "":
+		return "from " + config
+	case preset == "":
+		return def
+	}
+	return preset
+}
+
+func presetList() string {
+	var s []string
+	for _, p := range synth.Presets() {
+		s = append(s, p.Family+"/"+p.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+// sizeOf formats the size of a file or the files of a directory.
+func sizeOf(path string) string {
+	var n int64
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "?"
+	}
+	if fi.IsDir() {
+		es, _ := os.ReadDir(path)
+		for _, e := range es {
+			if i, err := e.Info(); err == nil {
+				n += i.Size()
+			}
+		}
+	} else {
+		n = fi.Size()
+	}
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

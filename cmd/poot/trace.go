@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/driver"
+	"github.com/pootlabs/poot/driver/synth"
+	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/load"
+)
+
+// modelSource resolves -m MODEL or --family F with --config FILE or
+// --preset NAME to a configured model (no weights are bound).
+func modelSource(model, family, config, preset string) (families.Model, func(), error) {
+	switch {
+	case model != "" && family != "":
+		return nil, nil, usagef("give either -m MODEL or --family F, not both")
+	case model != "":
+		c, err := load.Open(model)
+		if err != nil {
+			return nil, nil, err
+		}
+		m, err := driver.ModelOf(c)
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return m, func() { c.Close() }, nil
+	case family == "":
+		return nil, nil, usagef("no model: give -m MODEL, or --family F with --config FILE or --preset NAME")
+	}
+	var cfg map[string]any
+	switch {
+	case config != "" && preset != "":
+		return nil, nil, usagef("give either --config FILE or --preset NAME, not both")
+	case config != "":
+		data, err := os.ReadFile(config)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := json.Unmarshal(data, &cfg); err != nil {
+			return nil, nil, &fileError{config, err}
+		}
+	default:
+		if preset == "" {
+			preset = "tiny"
+		}
+		p, err := synth.FindPreset(family, preset)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg = p.Config
+	}
+	m, err := synth.Model(family, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, func() {}, nil
+}
+
+// fileError names the file a parse error is in.
+type fileError struct {
+	path string
+	err  error
+}
+
+func (e *fileError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
+// cmdTrace prints the decode step's graph (or a prefill step's with
+// --prefill N) as text, or as Graphviz DOT with --dot.
+func cmdTrace(args []string, stdout, stderr io.Writer) error {
+	fs := flags("trace", "trace (-m MODEL | --family F [--config FILE | --preset NAME]) [--prefill N] [--all] [--ctx C] [--dot]", stderr)
+	var model, family, config, preset string
+	fs.StringVar(&model, "m", "", "the model: a GGUF file or a safetensors directory")
+	fs.StringVar(&model, "model", "", "same as -m")
+	fs.StringVar(&family, "family", "", "a registered family: "+join(synth.Families()))
+	fs.StringVar(&config, "config", "", "the family's Hugging Face config.json")
+	fs.StringVar(&preset, "preset", "", "a synth preset of the family (default tiny)")
+	prefill := fs.Int("prefill", 0, "trace a prefill step of N tokens instead of the decode step")
+	all := fs.Bool("all", false, "return the logits of every token")
+	capacity := fs.Int("ctx", 0, "cache capacity (0: the model's context, at most 4096)")
+	dot := fs.Bool("dot", false, "print Graphviz DOT")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if *prefill < 0 {
+		return usagef("--prefill %d: want 1 or more", *prefill)
+	}
+	m, done, err := modelSource(model, family, config, preset)
+	if err != nil {
+		return err
+	}
+	defer done()
+	g, err := traceStep(m, *prefill, *all, *capacity)
+	if err != nil {
+		return err
+	}
+	if *dot {
+		return g.DOT(stdout, "")
+	}
+	return g.Format(stdout)
+}
+
+// traceStep traces the decode step (prefill 0) or a prefill step.
+func traceStep(m families.Model, prefill int, all bool, capacity int) (*poot.Graph, error) {
+	if capacity == 0 {
+		capacity = driver.DefaultCapacity
+		if mc := m.Schema().MaxContext; mc > 0 && mc < capacity {
+			capacity = mc
+		}
+	}
+	spec := families.StepSpec{Program: families.Decode, Shape: families.StepShape{Rows: 1, New: 1, Capacity: capacity}}
+	if prefill > 0 {
+		spec.Program, spec.Shape.New = families.Prefill, prefill
+	}
+	if all {
+		spec.Shape.Logits = families.AllTokens
+	}
+	return m.Trace(spec, poot.Limits{})
+}
+
+func join(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}
