@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/pootlabs/poot"
@@ -20,7 +19,7 @@ func present[B any](h poot.Traced[B]) bool { return h != poot.Traced[B]{} }
 // inconsistent, and returns a poisoned handle (the builder is in error, so
 // any recording call returns one).
 func fail[B any](b *poot.Builder[B], op, format string, args ...any) poot.Traced[B] {
-	b.Fail(&poot.Error{Kind: poot.ErrType, Op: op, Scope: b.CurrentScope(), Detail: fmt.Sprintf(format, args...)})
+	b.Failf(poot.ErrType, op, format, args...)
 	return b.Scalar(0)
 }
 
