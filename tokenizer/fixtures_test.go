@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -231,5 +232,40 @@ func TestSpecialTokensInRealVocabs(t *testing.T) {
 	spm := loadGGUF(t, filepath.Join(dir, "ggml-vocab-llama-spm.gguf"))
 	if spm.EOT() != -1 || !slices.Equal(spm.EOGs(), []int32{2}) || !spm.AddBOS() {
 		t.Errorf("llama-spm: EOT %d EOGs %v AddBOS %v", spm.EOT(), spm.EOGs(), spm.AddBOS())
+	}
+}
+
+func TestConcurrentEncode(t *testing.T) {
+	dir := refPath(t, "vocab")
+	toks := []*Tokenizer{
+		loadGGUF(t, filepath.Join(dir, "ggml-vocab-gpt-2.gguf")),
+		loadGGUF(t, filepath.Join(dir, "ggml-vocab-llama-spm.gguf")),
+	}
+	texts := []string{"Hello world, it's 2024!", "  multiple   spaces\n\nand lines", "日本語 😀 ✓"}
+	want := make([][][]int32, len(toks))
+	for i, tok := range toks {
+		for _, s := range texts {
+			ids, _ := tok.Encode(s, EncodeOptions{})
+			want[i] = append(want[i], ids)
+		}
+	}
+	done := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for n := range 200 {
+				i, j := (g+n)%len(toks), n%len(texts)
+				ids, err := toks[i].Encode(texts[j], EncodeOptions{})
+				if err != nil || !slices.Equal(ids, want[i][j]) {
+					done <- fmt.Errorf("goroutine %d: %q gave %v %v", g, texts[j], ids, err)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
 	}
 }

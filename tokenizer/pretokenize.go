@@ -306,8 +306,12 @@ func matchSpaceLetters(seg []rune, pos int) int { return optionalSpaceThen(seg, 
 // matchSpacePunct implements \s?\p{P}+.
 func matchSpacePunct(seg []rune, pos int) int { return optionalSpaceThen(seg, pos, isPunct) }
 
-// matchSpacesAtEnd implements \s+$.
+// matchSpacesAtEnd implements \s+$. A run of spaces that failed to reach
+// the end at pos-1 fails at pos too, which keeps the scan linear.
 func matchSpacesAtEnd(seg []rune, pos int) int {
+	if pos > 0 && isSpace(seg[pos-1]) {
+		return 0
+	}
 	ws := runOf(seg, pos, isSpace)
 	if ws > 0 && pos+ws == len(seg) {
 		return ws

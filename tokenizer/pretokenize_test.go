@@ -2,7 +2,9 @@ package tokenizer
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestPreTokenizerSplits(t *testing.T) {
@@ -161,6 +163,22 @@ func TestLlama3AndQwen2OnGPT2Vocab(t *testing.T) {
 		}
 		if back, _ := c.tok.Decode(ids); back != text {
 			t.Errorf("Decode = %q", back)
+		}
+	}
+}
+
+func TestPreTokenizersAreLinear(t *testing.T) {
+	// Long runs that a careless matcher rescans at every position.
+	long := strings.Repeat(" ", 200000) + "1" + strings.Repeat("A", 200000) + "é" + strings.Repeat("\n ", 100000) + "x"
+	for _, name := range []string{"default", "gpt-2", "llama-bpe", "qwen2", "deepseek-llm", "deepseek-coder", "falcon", "starcoder", "bloom", "tekken", "gpt-4o"} {
+		p, _ := preTokenizerByName(name)
+		start := time.Now()
+		words := p.split(long)
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: %v for %d runes", name, d, len([]rune(long)))
+		}
+		if strings.Join(words, "") != long {
+			t.Errorf("%s: words do not cover the text", name)
 		}
 	}
 }
