@@ -58,7 +58,11 @@ func (t *Tokenizer) Encode(text string, opts EncodeOptions) ([]int32, error) {
 		switch t.model {
 		case SPM:
 			if t.addSpacePrefix && prevSpecial && (!t.prefixFirstOnly || f.start == 0) {
-				piece = " " + piece
+				if t.escapeSpaces {
+					piece = " " + piece
+				} else {
+					piece = spaceMark + piece // a Prepend("▁") normalizer alone
+				}
 			}
 			out, err = t.encodeSPM(piece, out, m)
 		case BPE:

@@ -14,7 +14,9 @@ import (
 	"github.com/pootlabs/poot/gguf"
 )
 
-const refDir = "../../shared/refmodels"
+// refDir is where the shared reference models live (a var so that a run
+// can point elsewhere with -ldflags=-X).
+var refDir = "../../shared/refmodels"
 
 // refPath returns the path of a shared reference file, skipping the test
 // when the shared folder is absent.

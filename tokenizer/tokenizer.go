@@ -440,10 +440,7 @@ func (t *Tokenizer) decodePiece(id int32) string {
 		if t.byteLevel {
 			return decodeByteLevel(text)
 		}
-		if t.escapeSpaces {
-			return strings.ReplaceAll(text, spaceMark, " ")
-		}
-		return text
+		return strings.ReplaceAll(text, spaceMark, " ")
 	case a&attrByte != 0:
 		if b, ok := parseByteToken(text); ok {
 			return string([]byte{b})
