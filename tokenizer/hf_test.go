@@ -301,3 +301,73 @@ func TestHFKnownRegexes(t *testing.T) {
 		}
 	}
 }
+
+// TestHFJSONSentencePieceFromStories writes the stories260K vocabulary as a
+// Llama-2-style tokenizer.json, with merges derived from the scores the way
+// Hugging Face's SentencePiece converter derives them, and checks that
+// merging by rank gives llama.cpp's merging by score.
+func TestHFJSONSentencePieceFromStories(t *testing.T) {
+	ref := loadGGUF(t, refPath(t, "stories260K-f32.gguf"))
+	vocab := map[string]int{}
+	for id := range int32(ref.VocabSize()) {
+		vocab[ref.Piece(id)] = int(id)
+	}
+	type merge struct {
+		l, r  string
+		score float32
+	}
+	var merges []merge
+	for id := range int32(ref.VocabSize()) {
+		if ref.Type(id) != TypeNormal {
+			continue
+		}
+		p := ref.Piece(id)
+		var local []merge
+		for i := 1; i < len(p); i++ {
+			if _, ok := vocab[p[:i]]; !ok {
+				continue
+			}
+			if _, ok := vocab[p[i:]]; ok {
+				local = append(local, merge{p[:i], p[i:], ref.Score(id)})
+			}
+		}
+		slices.SortFunc(local, func(a, b merge) int {
+			if vocab[a.l] != vocab[b.l] {
+				return vocab[a.l] - vocab[b.l]
+			}
+			return vocab[a.r] - vocab[b.r]
+		})
+		merges = append(merges, local...)
+	}
+	slices.SortStableFunc(merges, func(a, b merge) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return 0
+	})
+	strs := make([]string, len(merges))
+	for i, m := range merges {
+		strs[i] = m.l + " " + m.r
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(llama2StyleJSON(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["added_tokens"] = []map[string]any{{"id": 0, "content": "<unk>", "special": true}, {"id": 1, "content": "<s>", "special": true}, {"id": 2, "content": "</s>", "special": true}}
+	doc["model"] = map[string]any{"type": "BPE", "unk_token": "<unk>", "byte_fallback": true, "vocab": vocab, "merges": strs}
+	data, _ := json.Marshal(doc)
+	tok, err := FromHFJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"Once upon a time", benchParagraph, "Lily's mom said: \"No, thank you!\"\n\tThe end. 42 ✓"} {
+		a, _ := tok.Encode(text, EncodeOptions{AddBOS: true})
+		b, _ := ref.Encode(text, EncodeOptions{AddBOS: true})
+		if !slices.Equal(a, b) {
+			t.Errorf("%q:\ntokenizer.json %q\n          GGUF %q", text, pieces(tok, a), pieces(ref, b))
+		}
+	}
+}
