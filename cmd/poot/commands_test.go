@@ -1,0 +1,300 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pootlabs/poot/driver"
+	"github.com/pootlabs/poot/gguf"
+)
+
+type refJSON struct {
+	Prompt    []int32     `json:"prompt_tokens"`
+	Generated []int32     `json:"generated_tokens"`
+	Text      string      `json:"text"`
+	FullText  string      `json:"full_text"`
+	Logits    [][]float64 `json:"logits_all_positions"`
+}
+
+func readRef(t *testing.T, path string) refJSON {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r refJSON
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// generate prints the prompt, then the generated text, then a newline:
+// llama.cpp's full_text without SentencePiece's leading space.
+func TestGenerateReference(t *testing.T) {
+	dir := refDir(t)
+	for _, name := range []string{"stories260K-f32", "stories260K-q8_0"} {
+		t.Run(name, func(t *testing.T) {
+			ref := readRef(t, filepath.Join(dir, name+".llamacpp.ref.json"))
+			out, errOut, status := runPoot("generate", "-m", filepath.Join(dir, name+".gguf"), "-p", "Once upon a time", "-n", "64")
+			if status != 0 {
+				t.Fatalf("status %d: %s", status, errOut)
+			}
+			want := strings.TrimPrefix(ref.FullText, " ") + "\n"
+			if out != want {
+				t.Errorf("generate printed\n%q\nwant\n%q", out, want)
+			}
+			if !strings.Contains(errOut, "tokens/s") {
+				t.Errorf("no summary line on stderr: %q", errOut)
+			}
+		})
+	}
+}
+
+// llama2.c's run with -n 64 counts positions: 4 forced prompt positions,
+// then 60 sampled tokens.
+func TestGenerateLlama2C(t *testing.T) {
+	dir := refDir(t)
+	want, err := os.ReadFile(filepath.Join(dir, "stories260K.llama2c.run_stdout.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, status := runPoot("generate", "-m", filepath.Join(dir, "stories260K-f32.gguf"), "-p", "Once upon a time", "-n", "60", "--quiet")
+	if status != 0 || errOut != "" {
+		t.Fatalf("status %d, stderr %q", status, errOut)
+	}
+	if out != string(want) {
+		t.Errorf("generate printed\n%q\nllama2.c printed\n%q", out, want)
+	}
+}
+
+func TestTokenizeReference(t *testing.T) {
+	model := filepath.Join(refDir(t), "stories260K-f32.gguf")
+	out, errOut, status := runPoot("tokenize", "-m", model, "-p", "Once upon a time")
+	if status != 0 || out != "1,403,407,261,378\n" {
+		t.Errorf("tokenize: %q (status %d, %s)", out, status, errOut)
+	}
+	out, _, _ = runPoot("tokenize", "-m", model, "-p", "Once upon a time", "--no-bos")
+	if out != "403,407,261,378\n" {
+		t.Errorf("tokenize --no-bos: %q", out)
+	}
+	out, _, _ = runPoot("tokenize", "-m", model, "-p", "Once", "--pieces")
+	if out != "1 <s>\n403 ▁Once\n" {
+		t.Errorf("tokenize --pieces: %q", out)
+	}
+	out, _, _ = runPoot("tokenize", "-m", model, "-p", "<s>a", "--special", "--no-bos")
+	if !strings.HasPrefix(out, "1,") {
+		t.Errorf("tokenize --special did not read <s>: %q", out)
+	}
+	out, _, _ = runPoot("detokenize", "-m", model, "--tokens", "1,403,407,261,378")
+	if out != " Once upon a time\n" {
+		t.Errorf("detokenize: %q", out)
+	}
+}
+
+type logitsJSON struct {
+	Tokens []int32     `json:"tokens"`
+	Logits [][]float64 `json:"logits"`
+}
+
+func TestLogitsReference(t *testing.T) {
+	dir := refDir(t)
+	ref := readRef(t, filepath.Join(dir, "stories260K-f32.llamacpp.ref.json"))
+	toks := append(append([]int32{}, ref.Prompt...), ref.Generated[:len(ref.Generated)-1]...)
+	out, errOut, status := runPoot("logits", "-m", filepath.Join(dir, "stories260K-f32.gguf"), "--tokens", joinTokens(toks), "--all")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	var got logitsJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if len(got.Tokens) != len(toks) || len(got.Logits) != len(ref.Logits) {
+		t.Fatalf("%d tokens, %d rows; want %d and %d", len(got.Tokens), len(got.Logits), len(toks), len(ref.Logits))
+	}
+	worst := 0.0
+	for i := range ref.Logits {
+		for j := range ref.Logits[i] {
+			worst = max(worst, math.Abs(got.Logits[i][j]-ref.Logits[i][j]))
+		}
+	}
+	t.Logf("max |Δlogit| vs llama.cpp over %d positions: %.3g", len(ref.Logits), worst)
+	if worst > 1e-4 {
+		t.Errorf("max |Δlogit| %.3g > 1e-4", worst)
+	}
+	// Without --all: the last row only, equal to the last row with --all.
+	out, _, _ = runPoot("logits", "-m", filepath.Join(dir, "stories260K-f32.gguf"), "--tokens", joinTokens(toks))
+	var last logitsJSON
+	if err := json.Unmarshal([]byte(out), &last); err != nil || len(last.Logits) != 1 {
+		t.Fatalf("last only: %v, %d rows", err, len(last.Logits))
+	}
+	for j, x := range last.Logits[0] {
+		if math.Abs(x-got.Logits[len(got.Logits)-1][j]) > 1e-5 {
+			t.Fatalf("last row differs at %d: %v vs %v", j, x, got.Logits[len(got.Logits)-1][j])
+		}
+	}
+}
+
+// Full precision: every float reads back as the same float32.
+func TestLogitsPrecision(t *testing.T) {
+	out, errOut, status := runPoot("logits", "-m", tinyModel, "--tokens", "1,5,9")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	var got logitsJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Logits) != 1 || len(got.Logits[0]) != 512 {
+		t.Fatalf("shape %d rows", len(got.Logits))
+	}
+	s, err := driver.Open(tinyModel, driver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want, err := s.Logits([]int32{1, 5, 9}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j, x := range got.Logits[0] {
+		if float32(x) != want[0][j] {
+			t.Fatalf("logit %d: printed %v, the float32 is %v", j, x, want[0][j])
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(text, []byte("hello, not a model\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unknown := filepath.Join(dir, "unknown.gguf")
+	if err := gguf.WriteFile(unknown, []gguf.KV{{Key: "general.architecture", Value: gguf.ValueOf("florp")}}, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("Once upon a time there was a story. ", 20)
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"missing file", []string{"generate", "-m", filepath.Join(dir, "nope.gguf"), "-p", "hi"}, []string{"nope.gguf", "no such file"}},
+		{"not a model", []string{"generate", "-m", text, "-p", "hi"}, []string{"not a GGUF file"}},
+		{"unknown architecture", []string{"inspect", "-m", unknown}, []string{"unknown architecture", "florp"}},
+		{"prompt longer than the context", []string{"generate", "-m", tinyModel, "--ctx", "16", "-p", long}, []string{"context overflow"}},
+		{"token out of range", []string{"logits", "-m", tinyModel, "--tokens", "1,2,512"}, []string{"512", "out of range"}},
+		{"negative token", []string{"logits", "-m", tinyModel, "--tokens", "-1"}, []string{"out of range"}},
+		{"not a token", []string{"logits", "-m", tinyModel, "--tokens", "1,x"}, []string{"\"x\""}},
+		{"unknown interpreter", []string{"generate", "-m", tinyModel, "-p", "hi", "--interp", "warp"}, []string{"unknown interpreter", "warp", "oracle"}},
+		{"unknown command", []string{"frobnicate"}, []string{"unknown command"}},
+		{"unknown flag", []string{"generate", "--frob"}, []string{"frob"}},
+		{"no model", []string{"generate", "-p", "hi"}, []string{"-m MODEL"}},
+		{"tokenize missing file", []string{"tokenize", "-m", filepath.Join(dir, "nope.gguf"), "-p", "hi"}, []string{"no such file"}},
+		{"trace unknown family", []string{"trace", "--family", "florp"}, []string{"florp"}},
+		{"synth bad type", []string{"synth", "--family", "llama", "--out", filepath.Join(dir, "x.gguf"), "--type", "q9"}, []string{"q9"}},
+		{"synth packed safetensors", []string{"synth", "--family", "llama", "--out", filepath.Join(dir, "x"), "--format", "safetensors", "--type", "q8_0"}, []string{"safetensors"}},
+		{"bad temperature", []string{"generate", "-m", tinyModel, "-p", "hi", "--top-p", "-1"}, []string{"top-p"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, errOut, status := runPoot(c.args...)
+			oneLineError(t, errOut, status, c.want...)
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for name := range commands {
+		for _, h := range []string{"--help", "-h"} {
+			out, errOut, status := runPoot(name, h)
+			if status != 0 {
+				t.Errorf("%s %s: status %d", name, h, status)
+			}
+			if !strings.Contains(out+errOut, "Usage: poot "+name) {
+				t.Errorf("%s %s printed no usage: %q", name, h, out+errOut)
+			}
+		}
+	}
+	out, _, status := runPoot("--help")
+	if status != 0 || !strings.Contains(out, "demo") {
+		t.Errorf("poot --help: status %d, %q", status, out)
+	}
+	if _, _, status := runPoot(); status != 2 {
+		t.Errorf("poot with no command: status %d, want 2", status)
+	}
+}
+
+func TestDemo(t *testing.T) {
+	out, errOut, status := runPoot("demo")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	for _, want := range []string{"synthesized", "graph:", "layer.0", "oracle", "generating", "tokens/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSynthThenRun(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ family, format, typ string }{
+		{"llama", "gguf", "q8_0"}, {"llama", "safetensors", "bf16"}, {"gemma3", "safetensors", "f32"}, {"qwen3moe", "gguf", "q4_0"},
+	} {
+		out := filepath.Join(dir, c.family+"-"+c.typ)
+		if c.format == "gguf" {
+			out += ".gguf"
+		}
+		if _, errOut, status := runPoot("synth", "--family", c.family, "--out", out, "--format", c.format, "--type", c.typ); status != 0 {
+			t.Fatalf("synth %v: %s", c, errOut)
+		}
+		gen, errOut, status := runPoot("generate", "-m", out, "-p", "Once upon a time", "-n", "4", "--ignore-eos", "--temp", "0.7", "--seed", "5")
+		if status != 0 || !strings.HasPrefix(gen, "Once upon a time") {
+			t.Errorf("generate %v: status %d, %q, %s", c, status, gen, errOut)
+		}
+		insp, errOut, status := runPoot("inspect", "-m", out, "--json")
+		var in inspection
+		if status != 0 || json.Unmarshal([]byte(insp), &in) != nil || in.Family != c.family || in.Decode.Equations == 0 {
+			t.Errorf("inspect %v: status %d, %s %s", c, status, insp, errOut)
+		}
+	}
+}
+
+func TestTrace(t *testing.T) {
+	out, errOut, status := runPoot("trace", "-m", tinyModel)
+	if status != 0 || !strings.HasPrefix(out, "graph: ") || !strings.Contains(out, "layer.1") {
+		t.Fatalf("trace: status %d, %s, %.200q", status, errOut, out)
+	}
+	out, _, status = runPoot("trace", "--family", "gemma3", "--preset", "tiny", "--prefill", "8", "--dot")
+	if status != 0 || !strings.HasPrefix(out, "digraph") {
+		t.Errorf("trace --dot: status %d, %.100q", status, out)
+	}
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	js := `{"architectures":["LlamaForCausalLM"],"hidden_size":32,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":64,"vocab_size":100}`
+	if err := os.WriteFile(cfg, []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, status = runPoot("trace", "--family", "llama", "--config", cfg)
+	if status != 0 || !strings.Contains(out, "layer.0") {
+		t.Errorf("trace --config: status %d, %s", status, errOut)
+	}
+}
+
+func TestGenerateStops(t *testing.T) {
+	out, _, status := runPoot("generate", "-m", tinyModel, "-p", "Once", "-n", "3", "--ignore-eos", "--quiet")
+	if status != 0 || !strings.HasPrefix(out, "Once") || !strings.HasSuffix(out, "\n") {
+		t.Errorf("generate: status %d, %q", status, out)
+	}
+	// Sampling with a seed is reproducible.
+	a, _, _ := runPoot("generate", "-m", tinyModel, "-p", "Once", "-n", "8", "--temp", "1", "--seed", "9", "--ignore-eos", "--quiet")
+	b, _, _ := runPoot("generate", "-m", tinyModel, "-p", "Once", "-n", "8", "--temp", "1", "--seed", "9", "--ignore-eos", "--quiet")
+	if a != b {
+		t.Errorf("same seed, different text: %q vs %q", a, b)
+	}
+}
