@@ -70,50 +70,72 @@ func AttendHeads(at *Attention, h0, h1 int) error {
 	return nil
 }
 
-// maxRep bounds how many query heads share one pass over a cache row; the
+// maxRep bounds how many query heads share one pass over a cache block; the
 // running maxima and sums live in fixed arrays.
 const maxRep = 16
+
+// attnBlock is how many positions are scored before their softmax weights
+// are taken together: one exp pass and at most one rescale a block.
+const attnBlock = 64
 
 func attendHeads(at *Attention, h0, h1 int) {
 	d := at.HeadDim
 	rep := at.Heads / at.KVHeads
-	var m, l [maxRep]float32
+	negInf := float32(math.Inf(-1))
+	var (
+		m, l   [maxRep]float32
+		scores [attnBlock]float32
+	)
 	for h := h0; h < h1; {
 		g := h / rep
-		// Heads [h, hEnd) share kv head g; do them together (at most maxRep).
+		// Heads [h, hEnd) share kv head g; do them together (at most maxRep)
+		// so each block of cache rows is read from memory once.
 		hEnd := min(h1, (g+1)*rep, h+maxRep)
 		nh := hEnd - h
 		for i := range nh {
-			m[i] = float32(math.Inf(-1))
-			l[i] = 0
+			m[i], l[i] = negInf, 0
 			clear(at.Out[(h+i)*d : (h+i+1)*d])
 		}
-		for s := 0; s < at.S; s++ {
-			var bias float32
-			if at.Mask != nil {
-				bias = at.Mask[s]
-				if math.IsInf(float64(bias), -1) {
-					continue
-				}
-			}
-			kr := at.K[s*at.KVStride+g*d : s*at.KVStride+g*d+d]
-			vr := at.V[s*at.KVStride+g*d : s*at.KVStride+g*d+d]
+		for s0 := 0; s0 < at.S; s0 += attnBlock {
+			sc := scores[:min(attnBlock, at.S-s0)]
 			for i := range nh {
 				q := at.Q[(h+i)*d : (h+i+1)*d]
 				out := at.Out[(h+i)*d : (h+i+1)*d]
-				score := dotF32(q, kr)*at.Scale + bias
-				if score > m[i] {
-					// A new maximum: rescale what was accumulated so far.
-					c := expf(m[i] - score)
-					if l[i] != 0 {
-						scaleTo(out, out, c)
+				bm := negInf
+				for j := range sc {
+					s := s0 + j
+					var bias float32
+					if at.Mask != nil {
+						bias = at.Mask[s]
+						if math.IsInf(float64(bias), -1) {
+							sc[j] = negInf
+							continue
+						}
 					}
-					l[i] *= c
-					m[i] = score
+					off := s*at.KVStride + g*d
+					v := dotVec(q, at.K[off:off+d])*at.Scale + bias
+					sc[j] = v
+					bm = max(bm, v)
 				}
-				p := expf(score - m[i])
-				l[i] += p
-				axpy(out, vr, p)
+				if math.IsInf(float64(bm), -1) {
+					continue // the whole block is masked
+				}
+				if bm > m[i] {
+					// A new maximum: rescale what was accumulated so far.
+					if l[i] > 0 {
+						c := expf(m[i] - bm)
+						scaleTo(out, out, c)
+						l[i] *= c
+					}
+					m[i] = bm
+				}
+				l[i] += expSubSumVec(sc, m[i])
+				for j, p := range sc {
+					if p != 0 {
+						off := (s0+j)*at.KVStride + g*d
+						axpyVec(out, at.V[off:off+d], p)
+					}
+				}
 			}
 		}
 		for i := range nh {

@@ -13,3 +13,5 @@ func SetAsm(on bool) bool {
 func HasAsm() bool { return hasAVX2 }
 
 var Expf = expf
+
+var ExpSubSumVec = expSubSumVec

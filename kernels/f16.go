@@ -71,6 +71,9 @@ func F32ToBF16(f float32) uint16 {
 func F16RowToF32(dst []float32, src []uint16) {
 	n := min(len(dst), len(src))
 	dst, src = dst[:n], src[:n]
+	if f16RowVec(dst, src) {
+		return
+	}
 	t := f16Table
 	for i, h := range src {
 		dst[i] = t[h]

@@ -32,3 +32,5 @@ func dotF16x1x1(x *float32, w unsafe.Pointer, k int) float32
 
 //go:noescape
 func dotBF16x1x1(x *float32, w unsafe.Pointer, k int) float32
+
+func unsafePointer(p *float32) unsafe.Pointer { return unsafe.Pointer(p) }

@@ -83,12 +83,7 @@ func Softmax(x []float32) {
 		clear(x)
 		return
 	}
-	var sum float32
-	for i, v := range x {
-		e := expf(v - m)
-		x[i] = e
-		sum += e
-	}
+	sum := expSubSumVec(x, m)
 	scaleTo(x, x, 1/sum)
 }
 
@@ -99,12 +94,16 @@ func SiLUMul(dst, gate, up []float32) error {
 	if len(gate) < n || len(up) < n {
 		return errShort("SiLUMul input", min(len(gate), len(up)), n)
 	}
-	gate, up = gate[:n], up[:n]
+	siluMulVec(dst, gate[:n], up[:n])
+	return nil
+}
+
+func siluMulGo(dst, gate, up []float32) {
+	gate, up = gate[:len(dst)], up[:len(dst)]
 	for i := range dst {
 		g := gate[i]
 		dst[i] = g / (1 + expf(-g)) * up[i]
 	}
-	return nil
 }
 
 // Add writes dst[i] = a[i] + b[i] for the len(dst) elements of dst; dst may
@@ -129,7 +128,7 @@ func Add(dst, a, b []float32) error {
 	return nil
 }
 
-// expf is a float32 exp with a relative error below 2e-7 over the finite
+// expf is a float32 exp with a relative error below 1e-6 over the finite
 // range: 2^n·p(r) with r = x - n·ln2 in [-ln2/2, ln2/2] and a degree-6
 // polynomial. Below -87.3 it returns 0 and above 88.7 +inf.
 func expf(x float32) float32 {

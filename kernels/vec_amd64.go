@@ -1,0 +1,84 @@
+package kernels
+
+//go:noescape
+func axpyF32(y *float32, x *float32, a float32, n int)
+
+//go:noescape
+func f16ToF32Row(dst *float32, src *uint16, n int)
+
+// dotVec is dotF32 through the assembly when it is on.
+func dotVec(a, b []float32) float32 {
+	n16 := len(a) &^ 15
+	if !useAsm || n16 == 0 {
+		return dotF32(a, b)
+	}
+	b = b[:len(a)]
+	s := dotF32x1x1(&b[0], unsafePointer(&a[0]), n16)
+	if n16 < len(a) {
+		s += dotF32(a[n16:], b[n16:])
+	}
+	return s
+}
+
+// axpyVec is axpy through the assembly when it is on.
+func axpyVec(y, x []float32, a float32) {
+	n16 := len(y) &^ 15
+	if !useAsm || n16 == 0 {
+		axpy(y, x, a)
+		return
+	}
+	x = x[:len(y)]
+	axpyF32(&y[0], &x[0], a, n16)
+	if n16 < len(y) {
+		axpy(y[n16:], x[n16:], a)
+	}
+}
+
+// f16RowVec converts with VCVTPH2PS when the assembly is on.
+func f16RowVec(dst []float32, src []uint16) bool {
+	n16 := len(src) &^ 15
+	if !useAsm || n16 == 0 {
+		return false
+	}
+	dst = dst[:len(src)]
+	f16ToF32Row(&dst[0], &src[0], n16)
+	t := f16Table
+	for i := n16; i < len(src); i++ {
+		dst[i] = t[src[i]]
+	}
+	return true
+}
+
+//go:noescape
+func expSubSum(dst, src *float32, n int, sub float32) float32
+
+//go:noescape
+func siluMulF32(dst, gate, up *float32, n int)
+
+// expSubSumVec sets x[i] = exp(x[i]-sub) and returns the sum.
+func expSubSumVec(x []float32, sub float32) float32 {
+	n8 := len(x) &^ 7
+	var s float32
+	if useAsm && n8 > 0 {
+		s = expSubSum(&x[0], &x[0], n8, sub)
+	} else {
+		n8 = 0
+	}
+	for i := n8; i < len(x); i++ {
+		e := expf(x[i] - sub)
+		x[i] = e
+		s += e
+	}
+	return s
+}
+
+// siluMulVec is SiLUMul's loop; the lengths are checked by the caller.
+func siluMulVec(dst, gate, up []float32) {
+	n8 := len(dst) &^ 7
+	if useAsm && n8 > 0 {
+		siluMulF32(&dst[0], &gate[0], &up[0], n8)
+	} else {
+		n8 = 0
+	}
+	siluMulGo(dst[n8:], gate[n8:], up[n8:])
+}

@@ -1,0 +1,146 @@
+// Small AVX2 vector helpers for the row kernels.
+
+#include "textflag.h"
+
+// func axpyF32(y *float32, x *float32, a float32, n int)
+// y[i] += a*x[i] for i < n; n a multiple of 16.
+TEXT ·axpyF32(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	VBROADCASTSS a+16(FP), Y0
+	MOVQ n+24(FP), CX
+	SHRQ $4, CX
+	JZ done
+loop:
+	VMOVUPS (DI), Y1
+	VMOVUPS 32(DI), Y2
+	VFMADD231PS (SI), Y0, Y1
+	VFMADD231PS 32(SI), Y0, Y2
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
+
+// func f16ToF32Row(dst *float32, src *uint16, n int)
+// n a multiple of 16.
+TEXT ·f16ToF32Row(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ done
+loop:
+	VCVTPH2PS (SI), Y0
+	VCVTPH2PS 16(SI), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ $32, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
+
+// Constants for EXPF, each a full vector so FMAs can take them from memory.
+#define VEC8(name, bits) \
+	DATA name+0(SB)/4, $bits; DATA name+4(SB)/4, $bits; DATA name+8(SB)/4, $bits; DATA name+12(SB)/4, $bits \
+	DATA name+16(SB)/4, $bits; DATA name+20(SB)/4, $bits; DATA name+24(SB)/4, $bits; DATA name+28(SB)/4, $bits \
+	GLOBL name(SB), RODATA|NOPTR, $32
+
+VEC8(exphi<>, 0x42b17217)    // 88.72283
+VEC8(explo<>, 0xc2aeac4f)    // -87.33654
+VEC8(explog2e<>, 0x3fb8aa3b) // log2(e)
+VEC8(expln2hi<>, 0x3f317200) // 0.693145751953125
+VEC8(expln2lo<>, 0x35bfbe8e) // 1.42860682e-6
+VEC8(expc720<>, 0x3ab60b61)  // 1/720
+VEC8(expc120<>, 0x3c088889)  // 1/120
+VEC8(expc24<>, 0x3d2aaaab)   // 1/24
+VEC8(expc6<>, 0x3e2aaaab)    // 1/6
+VEC8(expc2<>, 0x3f000000)    // 1/2
+VEC8(expone<>, 0x3f800000)   // 1
+VEC8(exp127<>, 0x0000007f)   // int32 127
+
+// EXPF replaces Y0 with exp(Y0), as expf in rowops.go: 2^n * p(r) with a
+// degree-6 polynomial; inputs below -87.33654 (and -inf) give 0. Uses Y1..Y4.
+#define EXPF \
+	VMINPS exphi<>(SB), Y0, Y1 \
+	VMAXPS explo<>(SB), Y1, Y1 \
+	VMULPS explog2e<>(SB), Y1, Y2 \
+	VROUNDPS $0, Y2, Y2 \
+	VFNMADD231PS expln2hi<>(SB), Y2, Y1 \
+	VFNMADD231PS expln2lo<>(SB), Y2, Y1 \
+	VMOVUPS expc720<>(SB), Y3 \
+	VFMADD213PS expc120<>(SB), Y1, Y3 \
+	VFMADD213PS expc24<>(SB), Y1, Y3 \
+	VFMADD213PS expc6<>(SB), Y1, Y3 \
+	VFMADD213PS expc2<>(SB), Y1, Y3 \
+	VFMADD213PS expone<>(SB), Y1, Y3 \
+	VFMADD213PS expone<>(SB), Y1, Y3 \
+	VCVTPS2DQ Y2, Y2 \
+	VPADDD exp127<>(SB), Y2, Y2 \
+	VPSLLD $23, Y2, Y2 \
+	VMULPS Y2, Y3, Y3 \
+	VCMPPS $1, explo<>(SB), Y0, Y4 \
+	VANDNPS Y3, Y4, Y0
+
+// func expSubSum(dst, src *float32, n int, sub float32) float32
+// dst[i] = exp(src[i] - sub) for i < n (a multiple of 8); returns the sum.
+TEXT ·expSubSum(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS sub+24(FP), Y7
+	VXORPS Y6, Y6, Y6
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMOVUPS (SI), Y0
+	VSUBPS Y7, Y0, Y0
+	EXPF
+	VMOVUPS Y0, (DI)
+	VADDPS Y0, Y6, Y6
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ loop
+done:
+	VEXTRACTF128 $1, Y6, X7
+	VADDPS X7, X6, X6
+	VHADDPS X6, X6, X6
+	VHADDPS X6, X6, X6
+	VMOVSS X6, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func siluMulF32(dst, gate, up *float32, n int)
+// dst[i] = gate[i] / (1 + exp(-gate[i])) * up[i] for i < n (a multiple of 8).
+TEXT ·siluMulF32(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ gate+8(FP), SI
+	MOVQ up+16(FP), DX
+	MOVQ n+24(FP), CX
+	VXORPS Y6, Y6, Y6
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMOVUPS (SI), Y5
+	VSUBPS Y5, Y6, Y0
+	EXPF
+	VADDPS expone<>(SB), Y0, Y0
+	VDIVPS Y0, Y5, Y5
+	VMULPS (DX), Y5, Y5
+	VMOVUPS Y5, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
