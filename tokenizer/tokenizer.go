@@ -284,11 +284,7 @@ func (t *Tokenizer) finish(source string, sp specialIDs, modelName string) error
 	}
 	t.bos, t.eos, t.eot, t.eom, t.unk, t.pad = inRange(sp.bos), inRange(sp.eos), inRange(sp.eot), inRange(sp.eom), inRange(sp.unk), inRange(sp.pad)
 
-	forceControl := func(id int32) {
-		if t.attrs[id]&attrControl == 0 {
-			t.attrs[id] |= attrControl
-		}
-	}
+	forceControl := func(id int32) { t.attrs[id] |= attrControl }
 	if t.eot < 0 {
 		for _, s := range endOfTurnTexts {
 			if id, ok := t.ids[s]; ok {
