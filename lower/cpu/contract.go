@@ -1,0 +1,197 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/interp"
+	"github.com/pootlabs/poot/kernels"
+	"github.com/pootlabs/poot/quant"
+)
+
+// dot64 is the float64 dot product of two float32 rows in element order,
+// the oracle's definition.
+func dot64(a, b []float32) float64 {
+	b = b[:len(a)]
+	var s float64
+	for i, v := range a {
+		s += float64(v) * float64(b[i])
+	}
+	return s
+}
+
+// weightRows reads rows of k elements of a weight as stored.
+type weightRows struct {
+	w       *buf
+	dt      poot.DType
+	k       int
+	rowSize int
+}
+
+func (r *weightRows) row(j int, scratch []float32) ([]float32, error) {
+	switch r.dt {
+	case poot.F32:
+		return r.w.f[j*r.k : (j+1)*r.k], nil
+	case poot.F16:
+		quant.F16RowToF32(scratch, r.w.b[j*r.rowSize:(j+1)*r.rowSize])
+		return scratch, nil
+	case poot.BF16:
+		quant.BF16RowToF32(scratch, r.w.b[j*r.rowSize:(j+1)*r.rowSize])
+		return scratch, nil
+	}
+	if err := quant.DequantizeRow(r.dt, scratch, r.w.b[j*r.rowSize:(j+1)*r.rowSize]); err != nil {
+		return nil, err
+	}
+	return scratch, nil
+}
+
+func newWeightRows(w *buf, dt poot.DType, k int) (*weightRows, error) {
+	if dt != poot.F32 && dt != poot.F16 && dt != poot.BF16 && !quant.Supported(dt) {
+		return nil, fmt.Errorf("%w: contraction over %v", interp.ErrUnsupported, dt)
+	}
+	return &weightRows{w: w, dt: dt, k: k, rowSize: int(dt.RowBytes(int64(k)))}, nil
+}
+
+// gmatmul is the generic MatMul: any weight dtype, batched or shared,
+// float64 sums, split by output columns across the pool.
+type gmatmul struct {
+	x       *Exec
+	a, out  *buf
+	w       *weightRows
+	batch   int
+	m, n, k int
+	shared  bool
+	parts   int
+	scratch [][]float32
+	errs    []error
+	fn      func(lo, hi int)
+}
+
+func (mm *gmatmul) do(lo, hi int) {
+	for p := lo; p < hi; p++ {
+		j0, j1 := mm.n*p/mm.parts, mm.n*(p+1)/mm.parts
+		for bi := 0; bi < mm.batch; bi++ {
+			if err := mm.cols(bi, j0, j1, mm.scratch[p]); err != nil {
+				mm.errs[p] = err
+				return
+			}
+		}
+	}
+}
+
+func (mm *gmatmul) cols(bi, j0, j1 int, scratch []float32) error {
+	m, n, k := mm.m, mm.n, mm.k
+	wbase := bi * n
+	if mm.shared {
+		wbase = 0
+	}
+	for j := j0; j < j1; j++ {
+		row, err := mm.w.row(wbase+j, scratch)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < m; i++ {
+			ar := mm.a.f[(bi*m+i)*k : (bi*m+i+1)*k]
+			mm.out.f[(bi*m+i)*n+j] = float32(dot64(ar, row))
+		}
+	}
+	return nil
+}
+
+func (mm *gmatmul) run() error {
+	if mm.batch*mm.m*mm.n*mm.k < 1<<15 {
+		return mm.serial()
+	}
+	clear(mm.errs)
+	mm.x.pool.Run(mm.parts, mm.fn)
+	for _, err := range mm.errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (mm *gmatmul) serial() error {
+	for bi := 0; bi < mm.batch; bi++ {
+		if err := mm.cols(bi, 0, mm.n, mm.scratch[0]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ruleMatMul(c *compiler, e *poot.Eqn) (func() error, error) {
+	as, bs := c.shape(e.Inputs[0]), c.shape(e.Inputs[1])
+	ra := len(as)
+	m, k := as[ra-2], as[ra-1]
+	w, err := newWeightRows(c.in(e, 1), c.dtype(e.Inputs[1]), k)
+	if err != nil {
+		return nil, err
+	}
+	parts := c.x.pool.Workers()
+	mm := &gmatmul{x: c.x, a: c.in(e, 0), out: c.out(e), w: w, m: m, n: bs[len(bs)-2], k: k,
+		batch: int(as.Size()) / (m * k), shared: len(bs) == 2, parts: parts, errs: make([]error, parts)}
+	for range parts {
+		mm.scratch = append(mm.scratch, make([]float32, k))
+	}
+	mm.fn = mm.do
+	return mm.run, nil
+}
+
+func ruleIndexedMatMul(c *compiler, e *poot.Eqn) (func() error, error) {
+	xs, ws := c.shape(e.Inputs[0]), c.shape(e.Inputs[1])
+	r, k := xs[0], xs[1]
+	experts, n := ws[0], ws[1]
+	x, idx, out := c.in(e, 0), c.in(e, 2), c.out(e)
+	w, err := newWeightRows(c.in(e, 1), c.dtype(e.Inputs[1]), k)
+	if err != nil {
+		return nil, err
+	}
+	scratch := make([]float32, k)
+	return func() error {
+		for i := 0; i < r; i++ {
+			if ex := int(idx.i[i]); ex < 0 || ex >= experts {
+				return fmt.Errorf("%w: row %d selects expert %d of %d", interp.ErrIndexRange, i, ex, experts)
+			}
+		}
+		for i := 0; i < r; i++ {
+			ex := int(idx.i[i])
+			xr := x.f[i*k : (i+1)*k]
+			for j := 0; j < n; j++ {
+				row, err := w.row(ex*n+j, scratch)
+				if err != nil {
+					return err
+				}
+				out.f[i*n+j] = float32(dot64(xr, row))
+			}
+		}
+		return nil
+	}, nil
+}
+
+// contract is the fast MatMul with a rank-2 weight: package kernels'
+// products, activations prepared (quantized for packed weights) once per
+// step, weight rows split across the pool.
+type contract struct {
+	x       *Exec
+	a, w, o *buf
+	wt      poot.DType
+	t, k, n int
+	acts    kernels.Acts
+}
+
+func (ct *contract) run() error {
+	if err := ct.acts.Prepare(ct.wt, ct.a.f[:ct.t*ct.k], ct.t, ct.k); err != nil {
+		return err
+	}
+	return kernels.MatMul(ct.x.pool, ct.wt, ct.o.f, ct.w.b, &ct.acts, ct.n)
+}
+
+func compileContract(c *compiler, e *poot.Eqn) (func() error, error) {
+	as, bs := c.shape(e.Inputs[0]), c.shape(e.Inputs[1])
+	k := as[len(as)-1]
+	ct := &contract{x: c.x, a: c.in(e, 0), w: c.in(e, 1), o: c.out(e), wt: c.dtype(e.Inputs[1]),
+		t: int(as.Size()) / k, k: k, n: bs[0]}
+	return ct.run, nil
+}

@@ -1,0 +1,291 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/lower"
+)
+
+// chunk is the number of elements a program runs at a time: its registers
+// are chunks of this many float32 values, which stay in the L1 cache.
+const chunk = 256
+
+// progKernel runs a lower.Program (an Elementwise kernel) or a program
+// followed by a last-axis reduction (a Reduce kernel).
+type progKernel struct {
+	x      *Exec
+	prog   *lower.Program
+	loads  []*buf
+	stores []*buf
+	parts  int
+	regs   [][]float32 // per part: one chunk per register
+	idx    [][]int     // per part: the multi-index of a strided load
+	fn     func(lo, hi int)
+
+	// Reduce kernels only.
+	reduce poot.Op
+	rowLen int
+	out    *buf
+}
+
+func compileProgram(c *compiler, k *lower.Kernel) (func() error, error) {
+	pr := k.Program
+	pk := &progKernel{x: c.x, prog: pr, parts: c.x.pool.Workers()}
+	for _, l := range pr.Loads {
+		if l.Imm {
+			pk.loads = append(pk.loads, nil)
+		} else {
+			pk.loads = append(pk.loads, c.bufs[l.Value])
+		}
+	}
+	nreg := len(pr.Loads) + len(pr.Code)
+	maxRank := 0
+	for _, l := range pr.Loads {
+		maxRank = max(maxRank, len(l.Shape))
+	}
+	for range pk.parts {
+		pk.regs = append(pk.regs, make([]float32, nreg*chunk))
+		pk.idx = append(pk.idx, make([]int, maxRank))
+	}
+	if k.Kind == lower.Reduce {
+		pk.reduce = k.Op
+		last := k.Eqns[len(k.Eqns)-1]
+		e := c.g.Eqn(last)
+		s := c.shape(e.Inputs[0])
+		pk.rowLen = s[len(s)-1]
+		pk.out = c.bufs[e.Out]
+		pk.fn = pk.doRows
+		return pk.run, nil
+	}
+	for _, s := range pr.Stores {
+		pk.stores = append(pk.stores, c.bufs[s.Value])
+	}
+	pk.fn = pk.doRange
+	return pk.run, nil
+}
+
+func (pk *progKernel) run() error {
+	n := pk.prog.Size
+	if pk.reduce != 0 {
+		n = pk.prog.Size / pk.rowLen
+	}
+	if pk.prog.Size*max(len(pk.prog.Code), 1) < 1<<14 || pk.parts == 1 || n < 2 {
+		pk.work(0, 0, n)
+		return nil
+	}
+	pk.x.pool.Run(pk.parts, pk.fn)
+	return nil
+}
+
+// doRange runs parts [lo, hi) of an elementwise program.
+func (pk *progKernel) doRange(lo, hi int) {
+	for p := lo; p < hi; p++ {
+		n := pk.prog.Size
+		per := (n/pk.parts + chunk - 1) / chunk * chunk
+		a, b := min(p*per, n), min((p+1)*per, n)
+		if p == pk.parts-1 {
+			b = n
+		}
+		pk.work(p, a, b)
+	}
+}
+
+// doRows runs parts [lo, hi) of a reduction.
+func (pk *progKernel) doRows(lo, hi int) {
+	rows := pk.prog.Size / pk.rowLen
+	for p := lo; p < hi; p++ {
+		pk.work(p, rows*p/pk.parts, rows*(p+1)/pk.parts)
+	}
+}
+
+// work computes elements [a, b) (rows [a, b) for a reduction) with part
+// p's registers.
+func (pk *progKernel) work(p, a, b int) {
+	if pk.reduce == 0 {
+		for c0 := a; c0 < b; c0 += chunk {
+			c1 := min(c0+chunk, b)
+			pk.eval(p, c0, c1)
+			for s, st := range pk.prog.Stores {
+				pk.store(st, pk.stores[s], pk.reg(p, st.Reg, c1-c0), c0)
+			}
+		}
+		return
+	}
+	reg := pk.prog.Stores[0].Reg
+	L := pk.rowLen
+	for r := a; r < b; r++ {
+		var sum float64
+		m := float32(math.Inf(-1))
+		for c0 := r * L; c0 < (r+1)*L; c0 += chunk {
+			c1 := min(c0+chunk, (r+1)*L)
+			pk.eval(p, c0, c1)
+			v := pk.reg(p, reg, c1-c0)
+			if pk.reduce == poot.ReduceSum {
+				for _, x := range v {
+					sum += float64(x)
+				}
+			} else {
+				for _, x := range v {
+					m = max(m, x)
+				}
+			}
+		}
+		if pk.reduce == poot.ReduceSum {
+			pk.out.f[r] = float32(sum)
+		} else {
+			pk.out.f[r] = m
+		}
+	}
+}
+
+func (pk *progKernel) reg(p, r, n int) []float32 {
+	return pk.regs[p][r*chunk : r*chunk+n]
+}
+
+func (pk *progKernel) store(st lower.Store, dst *buf, v []float32, c0 int) {
+	if st.DType == poot.F32 {
+		copy(dst.f[c0:c0+len(v)], v)
+		return
+	}
+	o := dst.b[c0 : c0+len(v)]
+	for i, x := range v {
+		o[i] = b2u(x != 0)
+	}
+}
+
+// eval computes every register over elements [c0, c1).
+func (pk *progKernel) eval(p, c0, c1 int) {
+	n := c1 - c0
+	pr := pk.prog
+	for li, l := range pr.Loads {
+		r := pk.reg(p, li, n)
+		switch {
+		case l.Imm:
+			for i := range r {
+				r[i] = l.Const
+			}
+		case l.Strides == nil && l.DType == poot.F32:
+			copy(r, pk.loads[li].f[c0:c1])
+		case l.Strides == nil:
+			for i, b := range pk.loads[li].b[c0:c1] {
+				r[i] = float32(b2u(b != 0))
+			}
+		default:
+			pk.strided(p, l, pk.loads[li], r, c0)
+		}
+	}
+	base := len(pr.Loads)
+	for ci, in := range pr.Code {
+		dst := pk.reg(p, base+ci, n)
+		x := pk.reg(p, in.Args[0], n)
+		switch in.Op.Arity() {
+		case 1:
+			unaryChunk(in.Op, dst, x)
+		case 2:
+			binaryChunk(in.Op, dst, x, pk.reg(p, in.Args[1], n))
+		default:
+			t, f := pk.reg(p, in.Args[1], n), pk.reg(p, in.Args[2], n)
+			for i, c := range x {
+				if c != 0 {
+					dst[i] = t[i]
+				} else {
+					dst[i] = f[i]
+				}
+			}
+		}
+	}
+}
+
+// strided fills r with a broadcast load starting at flat element c0.
+func (pk *progKernel) strided(p int, l lower.Load, src *buf, r []float32, c0 int) {
+	idx := pk.idx[p][:len(l.Shape)]
+	rest := c0
+	off := 0
+	for a := len(l.Shape) - 1; a >= 0; a-- {
+		idx[a] = rest % l.Shape[a]
+		rest /= l.Shape[a]
+		off += idx[a] * l.Strides[a]
+	}
+	last := len(l.Shape) - 1
+	for i := range r {
+		if l.DType == poot.F32 {
+			r[i] = src.f[off]
+		} else {
+			r[i] = float32(b2u(src.b[off] != 0))
+		}
+		for a := last; a >= 0; a-- {
+			idx[a]++
+			off += l.Strides[a]
+			if idx[a] < l.Shape[a] {
+				break
+			}
+			off -= l.Strides[a] * l.Shape[a]
+			idx[a] = 0
+		}
+	}
+}
+
+func unaryChunk(op poot.Op, dst, x []float32) {
+	dst = dst[:len(x)]
+	switch op {
+	case poot.Neg:
+		for i, v := range x {
+			dst[i] = -v
+		}
+	case poot.Not:
+		for i, v := range x {
+			dst[i] = float32(b2u(v == 0))
+		}
+	case poot.Rsqrt:
+		for i, v := range x {
+			dst[i] = float32(1 / math.Sqrt(float64(v)))
+		}
+	case poot.Exp:
+		for i, v := range x {
+			dst[i] = float32(math.Exp(float64(v)))
+		}
+	default:
+		for i, v := range x {
+			dst[i] = unaryF32(op, v)
+		}
+	}
+}
+
+func binaryChunk(op poot.Op, dst, x, y []float32) {
+	dst, y = dst[:len(x)], y[:len(x)]
+	switch op {
+	case poot.Add:
+		for i, v := range x {
+			dst[i] = v + y[i]
+		}
+	case poot.Sub:
+		for i, v := range x {
+			dst[i] = v - y[i]
+		}
+	case poot.Mul:
+		for i, v := range x {
+			dst[i] = v * y[i]
+		}
+	case poot.Div:
+		for i, v := range x {
+			dst[i] = v / y[i]
+		}
+	case poot.Eq, poot.Ne, poot.Lt, poot.Le, poot.Gt, poot.Ge:
+		for i, v := range x {
+			dst[i] = float32(b2u(compareF32(op, v, y[i])))
+		}
+	case poot.And:
+		for i, v := range x {
+			dst[i] = float32(b2u(v != 0 && y[i] != 0))
+		}
+	case poot.Or:
+		for i, v := range x {
+			dst[i] = float32(b2u(v != 0 || y[i] != 0))
+		}
+	default:
+		for i, v := range x {
+			dst[i] = binaryF32(op, v, y[i])
+		}
+	}
+}

@@ -1,0 +1,36 @@
+// Package lower is the planner: it turns a bound graph and a target's
+// capabilities into a [Plan] that a backend executes step after step.
+//
+// The pipeline is a short list of named passes over a list of kernels, each
+// of which a caller can switch off by name ([Options]):
+//
+//  1. legalize: one kernel per equation. Literal and Iota become init
+//     kernels (computed once, at compile time), Reshape an alias (no work),
+//     a MatMul whose weight has rank 2 a contraction that reads the weight
+//     as stored (packed blocks decoded in registers); every other equation
+//     a generic kernel of its primitive. A weight dtype the target cannot
+//     read is a *[LegalizeError].
+//  2. flash_attention: the attention core that ops.Attention records (in a
+//     scope whose name ends in "attention") becomes one fused kernel that
+//     reads q, the K and V caches directly (sharing K/V rows between the
+//     n_rep query heads of a group), the mask, scale, soft cap and sinks,
+//     and runs an online softmax per query row.
+//  3. elementwise: runs of elementwise equations over the same number of
+//     elements (with broadcasts of their operands folded in as strided
+//     loads, and literals as immediates) become one [Program]: a small
+//     register machine a backend runs over chunks of a row.
+//  4. reduce_fusion: a sum or max over the last axis whose operand is the
+//     only store of the program just before it takes that program as its
+//     prologue, so x*x feeds a sum of squares without a buffer.
+//  5. inplace: a WriteRows into a state input that nothing else reads
+//     writes the state buffer in place, so a KV-cache append never copies
+//     the cache.
+//
+// Memory planning then gives every value that crosses kernels a stable
+// offset in one arena, chosen from the values' lifetimes (first fit,
+// largest first), so that a step can be captured once and replayed with
+// the slot buffers rewritten in place.
+//
+// What it is not: it runs nothing. Package lower/cpu is a backend; a CUDA
+// backend reuses the same plans.
+package lower

@@ -1,0 +1,321 @@
+package lower
+
+import (
+	"math"
+
+	"github.com/pootlabs/poot"
+)
+
+// Program is a fused chain of elementwise equations over Size elements,
+// as a register machine: registers 0…len(Loads)-1 hold the loads, and
+// instruction i writes register len(Loads)+i. A backend runs it over
+// chunks of the Size elements (row-major flat indices), so every register
+// is a chunk of values. F32 values are held as float32 and Bool values as
+// 0 or 1.
+type Program struct {
+	Size   int
+	Loads  []Load
+	Code   []Instr
+	Stores []Store
+}
+
+// Load fills a register from a value or an immediate.
+type Load struct {
+	// Value is the value read (unless Imm).
+	Value poot.ValueID
+	// DType is the value's dtype (F32 or Bool).
+	DType poot.DType
+	// Imm marks a literal, every element Const.
+	Imm   bool
+	Const float32
+	// Shape and Strides, when Strides is not nil, read element i of the
+	// iteration as Value[Σ_a idx_a·Strides[a]] with idx the multi-index of
+	// i in Shape (a broadcast: stride 0 on repeated axes).
+	Shape   poot.Shape
+	Strides []int
+}
+
+// Instr applies Op (an elementwise primitive) to registers Args[:arity].
+type Instr struct {
+	Op   poot.Op
+	Args [3]int
+	// DType is the dtype of the operands (F32 or Bool).
+	DType poot.DType
+}
+
+// Store writes register Reg to value Value (F32 or Bool).
+type Store struct {
+	Value poot.ValueID
+	DType poot.DType
+	Reg   int
+}
+
+// fusable reports whether equation e can be an instruction of a program:
+// an elementwise primitive over F32 and Bool values only.
+func (p *planner) fusable(e poot.Eqn) bool {
+	if !e.Op.Elementwise() {
+		return false
+	}
+	ok := func(id poot.ValueID) bool {
+		d := p.g.Type(id).DType
+		return d == poot.F32 || d == poot.Bool
+	}
+	for _, in := range e.Inputs {
+		if !ok(in) {
+			return false
+		}
+	}
+	return ok(e.Out)
+}
+
+// group is a program being built.
+type group struct {
+	size    int
+	members map[int]bool // equations
+	reg     map[poot.ValueID]int
+	prog    *Program
+	kernel  *Kernel
+	inputs  []poot.ValueID
+}
+
+func (p *planner) literal(id poot.ValueID) (float32, bool) {
+	i := p.prod[id]
+	if i < 0 || p.eqns[i].Op != poot.Literal || p.eqns[i].Params.DType != poot.F32 && p.eqns[i].Params.DType != poot.Bool {
+		return 0, false
+	}
+	return float32(p.eqns[i].Params.Value), true
+}
+
+// load returns the register holding value id inside the group, adding a
+// load when it comes from outside.
+func (p *planner) load(gr *group, id poot.ValueID) int {
+	if r, ok := gr.reg[id]; ok {
+		return r
+	}
+	l := Load{Value: id, DType: p.g.Type(id).DType}
+	if c, ok := p.literal(id); ok {
+		l.Imm, l.Const = true, c
+	} else {
+		gr.inputs = append(gr.inputs, id)
+	}
+	return p.addLoad(gr, id, l)
+}
+
+func (p *planner) addLoad(gr *group, id poot.ValueID, l Load) int {
+	pr := gr.prog
+	// Loads come first: shift every instruction's registers up by one.
+	at := len(pr.Loads)
+	pr.Loads = append(pr.Loads, l)
+	for i := range pr.Code {
+		for a := range pr.Code[i].Args {
+			if pr.Code[i].Args[a] >= at {
+				pr.Code[i].Args[a]++
+			}
+		}
+	}
+	for v, r := range gr.reg {
+		if r >= at {
+			gr.reg[v] = r + 1
+		}
+	}
+	gr.reg[id] = at
+	return at
+}
+
+// join adds equation i to the group if it fits and reports whether it did.
+func (p *planner) join(gr *group, i int) bool {
+	e := p.eqns[i]
+	size := int(p.g.Type(e.Out).Shape.Size())
+	if size != gr.size {
+		return false
+	}
+	switch {
+	case e.Op == poot.Reshape:
+		r, ok := gr.reg[e.Inputs[0]]
+		if !ok {
+			return false
+		}
+		gr.reg[e.Out] = r
+	case e.Op == poot.Broadcast:
+		x := e.Inputs[0]
+		d := p.g.Type(x).DType
+		if _, inside := gr.reg[x]; inside || d != poot.F32 && d != poot.Bool {
+			return false
+		}
+		l := Load{Value: x, DType: d}
+		if c, ok := p.literal(x); ok {
+			l.Imm, l.Const = true, c
+		} else {
+			xs, os := p.g.Type(x).Shape, e.Params.Shape
+			l.Shape = os.Clone()
+			l.Strides = make([]int, len(os))
+			st := 1
+			for a := len(xs) - 1; a >= 0; a-- {
+				if xs[a] != 1 {
+					l.Strides[a] = st
+				}
+				st *= xs[a]
+			}
+			gr.inputs = append(gr.inputs, x)
+		}
+		p.addLoad(gr, e.Out, l)
+	case p.fusable(e):
+		var in Instr
+		in.Op, in.DType = e.Op, p.g.Type(e.Inputs[0]).DType
+		if e.Op == poot.Select {
+			in.DType = p.g.Type(e.Inputs[1]).DType
+		}
+		for _, id := range e.Inputs {
+			p.load(gr, id)
+		}
+		// Loads shift the registers of instructions, so read them after.
+		for a, id := range e.Inputs {
+			in.Args[a] = gr.reg[id]
+		}
+		gr.prog.Code = append(gr.prog.Code, in)
+		gr.reg[e.Out] = len(gr.prog.Loads) + len(gr.prog.Code) - 1
+	default:
+		return false
+	}
+	gr.members[i] = true
+	gr.kernel.Eqns = append(gr.kernel.Eqns, i)
+	return true
+}
+
+// startable reports whether equation i can begin a program.
+func (p *planner) startable(i int) bool {
+	e := p.eqns[i]
+	if e.Op == poot.Broadcast {
+		d := p.g.Type(e.Out).DType
+		return d == poot.F32 || d == poot.Bool
+	}
+	return p.fusable(e)
+}
+
+// usedOutside reports whether value id (or a reshape of it) is read by an
+// equation outside members, or escapes the step.
+func (p *planner) usedOutside(id poot.ValueID, members map[int]bool, users [][]int) bool {
+	if p.escapes[id] {
+		return true
+	}
+	for _, u := range users[id] {
+		if !members[u] {
+			return true
+		}
+		if p.eqns[u].Op == poot.Reshape && p.usedOutside(p.eqns[u].Out, members, users) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *planner) users() [][]int {
+	users := make([][]int, p.g.NumValues())
+	for i, e := range p.eqns {
+		for _, in := range e.Inputs {
+			users[in] = append(users[in], i)
+		}
+	}
+	return users
+}
+
+// elementwise fuses runs of elementwise kernels into programs. A run grows
+// while the next scheduled kernel is elementwise over the same number of
+// elements; aliases between members join it, and every other kernel ends
+// it. Broadcasts of values from outside the run become strided loads.
+func (p *planner) elementwise() error {
+	users := p.users()
+	var out []*Kernel
+	var gr *group
+	var pendingAliases []*Kernel // aliases seen while a run is open
+	closeGroup := func() {
+		if gr == nil {
+			return
+		}
+		p.finishGroup(gr, users)
+		out = append(out, gr.kernel)
+		out = append(out, pendingAliases...)
+		gr, pendingAliases = nil, nil
+	}
+	for _, k := range p.kernels {
+		if k.Kind != Generic && k.Kind != Alias {
+			closeGroup()
+			out = append(out, k)
+			continue
+		}
+		i := k.Eqns[0]
+		if gr != nil && p.join(gr, i) {
+			continue
+		}
+		if k.Kind == Alias {
+			if gr != nil {
+				pendingAliases = append(pendingAliases, k)
+			} else {
+				out = append(out, k)
+			}
+			continue
+		}
+		closeGroup()
+		if p.startable(i) {
+			gr = &group{size: int(p.g.Type(p.eqns[i].Out).Shape.Size()), members: map[int]bool{},
+				reg: map[poot.ValueID]int{}, prog: &Program{}, kernel: &Kernel{Kind: Elementwise}}
+			gr.prog.Size = gr.size
+			if p.join(gr, i) {
+				continue
+			}
+			gr = nil
+		}
+		out = append(out, k)
+	}
+	closeGroup()
+	p.kernels = out
+	return nil
+}
+
+// finishGroup decides the group's stores and its kernel's inputs and
+// outputs.
+func (p *planner) finishGroup(gr *group, users [][]int) {
+	k := gr.kernel
+	k.Program = gr.prog
+	k.Inputs = gr.inputs
+	for _, i := range k.Eqns {
+		e := p.eqns[i]
+		if e.Op == poot.Reshape {
+			continue
+		}
+		if p.usedOutside(e.Out, gr.members, users) {
+			gr.prog.Stores = append(gr.prog.Stores, Store{Value: e.Out, DType: p.g.Type(e.Out).DType, Reg: gr.reg[e.Out]})
+			k.Outputs = append(k.Outputs, e.Out)
+		}
+	}
+	// Reshapes inside the run that are read outside it alias a stored
+	// value, which usedOutside has kept.
+}
+
+// reduceFusion gives a last-axis ReduceSum or ReduceMax over F32 the
+// program just before it as a prologue when the program's only store is
+// the reduction's operand and nothing else reads it.
+func (p *planner) reduceFusion() error {
+	users := p.users()
+	var out []*Kernel
+	for _, k := range p.kernels {
+		if k.Kind == Generic && (k.Op == poot.ReduceSum || k.Op == poot.ReduceMax) && len(out) > 0 {
+			prev := out[len(out)-1]
+			e := p.eqns[k.Eqns[0]]
+			x := e.Inputs[0]
+			xs := p.g.Type(x).Shape
+			if prev.Kind == Elementwise && p.g.Type(x).DType == poot.F32 && e.Params.Axis == len(xs)-1 &&
+				len(prev.Outputs) == 1 && prev.Outputs[0] == x && !p.escapes[x] && len(users[x]) == 1 {
+				prev.Kind, prev.Op = Reduce, e.Op
+				prev.Eqns = append(prev.Eqns, k.Eqns[0])
+				prev.Outputs = []poot.ValueID{e.Out}
+				continue
+			}
+		}
+		out = append(out, k)
+	}
+	p.kernels = out
+	return nil
+}
+
+var negInf = float32(math.Inf(-1))
