@@ -132,7 +132,7 @@ func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) 
 
 func quantizeQ8(q []int8, d, s []float32, x []float32) {
 	for b := range d {
-		db, sum := quantizeBlock(q[b*32:b*32+32], x[b*32:b*32+32])
+		db, sum := quantizeBlockVec(q[b*32:b*32+32], x[b*32:b*32+32])
 		d[b] = db
 		s[b] = db * float32(sum)
 	}
@@ -141,7 +141,7 @@ func quantizeQ8(q []int8, d, s []float32, x []float32) {
 func quantizeQ8K(q []int8, d []float32, bs []int16, x []float32) {
 	for b := range d {
 		qb := q[b*256 : b*256+256]
-		d[b], _ = quantizeBlock(qb, x[b*256:b*256+256])
+		d[b], _ = quantizeBlockVec(qb, x[b*256:b*256+256])
 		for g := range 16 {
 			var s int16
 			for _, v := range qb[g*16 : g*16+16] {

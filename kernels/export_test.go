@@ -15,3 +15,10 @@ func HasAsm() bool { return hasAVX2 }
 var Expf = expf
 
 var ExpSubSumVec = expSubSumVec
+
+// QuantizeQ8 exposes the activation quantizer: quants and scale of x.
+func QuantizeQ8(x []float32) ([]int8, float32) {
+	q := make([]int8, len(x))
+	d, _ := quantizeBlockVec(q, x)
+	return q, d
+}

@@ -400,3 +400,43 @@ func TestPool(t *testing.T) {
 		p.Run(10, fn) // after Close it runs on the caller
 	}
 }
+
+// TestQuantizeAsmMatchesGo checks that the assembly activation quantizer
+// gives the same bytes as the Go one, ties and zero blocks included.
+func TestQuantizeAsmMatchesGo(t *testing.T) {
+	if !kernels.HasAsm() {
+		t.Skip("no assembly")
+	}
+	defer kernels.SetAsm(kernels.SetAsm(true))
+	r := rand.New(rand.NewPCG(5, 5))
+	for trial := range 200 {
+		n := 32 * (1 + r.IntN(8))
+		x := randActs(r, n)
+		switch trial % 4 {
+		case 1: // exact halves: ties
+			for i := range x {
+				x[i] = float32(r.IntN(255)-127) / 2
+			}
+			x[0] = 63.5
+		case 2:
+			clear(x)
+		case 3:
+			x[r.IntN(n)] = -1e30
+		}
+		kernels.SetAsm(true)
+		qa, da := kernels.QuantizeQ8(x)
+		kernels.SetAsm(false)
+		qg, dg := kernels.QuantizeQ8(x)
+		if da != dg {
+			t.Fatalf("scale %g vs %g", da, dg)
+		}
+		for i := range qa {
+			if qa[i] != qg[i] {
+				t.Fatalf("trial %d: q[%d] = %d (asm) vs %d (go), x = %g", trial, i, qa[i], qg[i], x[i])
+			}
+			if qa[i] == -128 {
+				t.Fatal("-128 produced")
+			}
+		}
+	}
+}

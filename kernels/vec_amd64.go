@@ -82,3 +82,28 @@ func siluMulVec(dst, gate, up []float32) {
 	}
 	siluMulGo(dst[n8:], gate[n8:], up[n8:])
 }
+
+//go:noescape
+func absMaxF32(x *float32, n int) float32
+
+//go:noescape
+func quantRound(q *int8, x *float32, n int, id float32)
+
+// quantizeBlockVec is quantizeBlock through the assembly when it is on and
+// len(x) is a multiple of 32; the results are identical.
+func quantizeBlockVec(q []int8, x []float32) (d float32, sum int32) {
+	if !useAsm || len(x)%32 != 0 || len(x) == 0 {
+		return quantizeBlock(q, x)
+	}
+	q = q[:len(x)]
+	amax := absMaxF32(&x[0], len(x))
+	if amax == 0 {
+		clear(q)
+		return 0, 0
+	}
+	quantRound(&q[0], &x[0], len(x), 127/amax)
+	for _, v := range q {
+		sum += int32(v)
+	}
+	return amax / 127, sum
+}

@@ -144,3 +144,100 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+VEC8(absmask<>, 0x7fffffff)
+VEC8(signmask<>, 0x80000000)
+VEC8(half<>, 0x3f000000)
+
+// func absMaxF32(x *float32, n int) float32
+// max |x[i]| for i < n (a multiple of 8).
+TEXT ·absMaxF32(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VXORPS Y0, Y0, Y0
+	VMOVUPS absmask<>(SB), Y2
+	SHRQ $3, CX
+	JZ done
+loop:
+	VANDPS (SI), Y2, Y1
+	VMAXPS Y1, Y0, Y0
+	ADDQ $32, SI
+	DECQ CX
+	JNZ loop
+done:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0x4e, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xb1, X0, X1
+	VMAXPS X1, X0, X0
+	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func quantRound(q *int8, x *float32, n int, id float32)
+// q[i] = clamp(trunc(x[i]*id ± 0.5), -127, 127) for i < n (a multiple of
+// 32): round half away from zero, as quantizeBlock.
+TEXT ·quantRound(SB), NOSPLIT, $0-28
+	MOVQ q+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS id+24(FP), Y7
+	VMOVUPS signmask<>(SB), Y6
+	VMOVUPS half<>(SB), Y5
+	SHRQ $5, CX
+	JZ done
+loop:
+	VMULPS (SI), Y7, Y0
+	VMULPS 32(SI), Y7, Y1
+	VMULPS 64(SI), Y7, Y2
+	VMULPS 96(SI), Y7, Y3
+	VANDPS Y6, Y0, Y8
+	VORPS Y5, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	VANDPS Y6, Y1, Y8
+	VORPS Y5, Y8, Y8
+	VADDPS Y8, Y1, Y1
+	VANDPS Y6, Y2, Y8
+	VORPS Y5, Y8, Y8
+	VADDPS Y8, Y2, Y2
+	VANDPS Y6, Y3, Y8
+	VORPS Y5, Y8, Y8
+	VADDPS Y8, Y3, Y3
+	VCVTTPS2DQ Y0, Y0
+	VCVTTPS2DQ Y1, Y1
+	VCVTTPS2DQ Y2, Y2
+	VCVTTPS2DQ Y3, Y3
+	// Saturating packs work within 128-bit lanes; VPERMD restores order.
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y3, Y2, Y2
+	VPACKSSWB Y2, Y0, Y0
+	VMOVDQU packperm<>(SB), Y9
+	VPERMD Y0, Y9, Y0
+	// -128 cannot arise from |x*id| <= 127, but the dot kernels rely on
+	// its absence, so clamp anyway.
+	VPMAXSB minus127<>(SB), Y0, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $128, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
+
+DATA packperm<>+0(SB)/4, $0
+DATA packperm<>+4(SB)/4, $4
+DATA packperm<>+8(SB)/4, $1
+DATA packperm<>+12(SB)/4, $5
+DATA packperm<>+16(SB)/4, $2
+DATA packperm<>+20(SB)/4, $6
+DATA packperm<>+24(SB)/4, $3
+DATA packperm<>+28(SB)/4, $7
+GLOBL packperm<>(SB), RODATA|NOPTR, $32
+
+DATA minus127<>+0(SB)/8, $0x8181818181818181
+DATA minus127<>+8(SB)/8, $0x8181818181818181
+DATA minus127<>+16(SB)/8, $0x8181818181818181
+DATA minus127<>+24(SB)/8, $0x8181818181818181
+GLOBL minus127<>(SB), RODATA|NOPTR, $32

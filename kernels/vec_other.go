@@ -17,3 +17,5 @@ func expSubSumVec(x []float32, sub float32) float32 {
 }
 
 func siluMulVec(dst, gate, up []float32) { siluMulGo(dst, gate, up) }
+
+func quantizeBlockVec(q []int8, x []float32) (float32, int32) { return quantizeBlock(q, x) }
