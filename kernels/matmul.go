@@ -10,22 +10,24 @@ import (
 // MatMulRows computes, for every activation row t of a and every weight row n
 // in [n0,n1),
 //
-//	y[t*N+n] = sum_k x[t][k] * W[n][k]
+//	y[t*ldy+n] = sum_k x[t][k] * W[n][k]
 //
-// where W holds N rows of a.K elements of dtype wt, stored back to back as
+// where W holds rows of a.K elements of dtype wt, stored back to back as
 // GGUF stores them (each row a whole number of blocks), and a was prepared
-// for wt. Workers may call it concurrently on disjoint row ranges with the
-// same a, y and w. w must hold at least n1 rows and y at least (a.T-1)*N+n1
-// elements. F32 weights are read in place and should be 4-byte aligned (as
-// GGUF tensor data is). It allocates nothing.
-func MatMulRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) error {
-	if err := checkMatMul(wt, y, w, a, N, n1); err != nil {
+// for wt. ldy is the output row stride: usually N, the number of weight
+// rows, or more when several products write side by side into one buffer
+// (it must be at least n1). Workers may call it concurrently on disjoint row
+// ranges with the same a, y and w. w must hold at least n1 rows and y at
+// least (a.T-1)*ldy+n1 elements. F32 weights are read in place and should be
+// 4-byte aligned (as GGUF tensor data is). It allocates nothing.
+func MatMulRows(wt poot.DType, y []float32, ldy int, w []byte, a *Acts, n0, n1 int) error {
+	if err := checkMatMul(wt, y, w, a, ldy, n1); err != nil {
 		return err
 	}
 	if n0 < 0 || n0 > n1 {
-		return fmt.Errorf("kernels: row range [%d,%d) outside [0,%d)", n0, n1, N)
+		return fmt.Errorf("kernels: row range [%d,%d) is empty or negative", n0, n1)
 	}
-	matmulRows(wt, y, w, a, N, n0, n1)
+	matmulRows(wt, y, w, a, ldy, n0, n1)
 	return nil
 }
 
@@ -35,12 +37,12 @@ func MatVecRows(wt poot.DType, y []float32, w []byte, a *Acts, n0, n1 int) error
 	if a.T != 1 {
 		return fmt.Errorf("kernels: MatVecRows needs one activation row, have %d", a.T)
 	}
-	return MatMulRows(wt, y, w, a, n1, n0, n1)
+	return MatMulRows(wt, y, n1, w, a, n0, n1)
 }
 
-// MatMul computes the whole product of [MatMulRows] (all N weight rows),
-// splitting the rows across p's workers; a nil p runs on the calling
-// goroutine. It allocates nothing, but uses a for its bookkeeping, so one a
+// MatMul computes the whole product of [MatMulRows] for all N weight rows,
+// with y[t*N+n], splitting the rows across p's workers; a nil p runs on the
+// calling goroutine. It allocates nothing, but uses a for its bookkeeping, so one a
 // serves one product at a time.
 func MatMul(p *Pool, wt poot.DType, y []float32, w []byte, a *Acts, N int) error {
 	if err := checkMatMul(wt, y, w, a, N, N); err != nil {
@@ -61,6 +63,7 @@ func MatMul(p *Pool, wt poot.DType, y []float32, w []byte, a *Acts, N int) error
 	return nil
 }
 
+// checkMatMul checks a product of rows [.., n1) into y with row stride N.
 func checkMatMul(wt poot.DType, y []float32, w []byte, a *Acts, N, n1 int) error {
 	if a == nil || a.kind == actNone {
 		return fmt.Errorf("kernels: activations not prepared")
@@ -72,7 +75,7 @@ func checkMatMul(wt poot.DType, y []float32, w []byte, a *Acts, N, n1 int) error
 		return fmt.Errorf("kernels: K=%d is not a multiple of the %v block", a.K, wt)
 	}
 	if N < 0 || n1 < 0 || n1 > N {
-		return fmt.Errorf("kernels: row range end %d outside [0,%d]", n1, N)
+		return fmt.Errorf("kernels: row range end %d outside [0,%d] (the output row stride)", n1, N)
 	}
 	rb := int(wt.RowBytes(int64(a.K)))
 	if len(w)/rb < n1 {

@@ -46,10 +46,10 @@ func checkProduct(t *testing.T, dt poot.DType, T, N, K int, seed uint64) {
 	}
 	// Two row ranges, to exercise n0 > 0.
 	mid := N / 3
-	if err := kernels.MatMulRows(dt, y, w, &a, N, 0, mid); err != nil {
+	if err := kernels.MatMulRows(dt, y, N, w, &a, 0, mid); err != nil {
 		t.Fatal(err)
 	}
-	if err := kernels.MatMulRows(dt, y, w, &a, N, mid, N); err != nil {
+	if err := kernels.MatMulRows(dt, y, N, w, &a, mid, N); err != nil {
 		t.Fatal(err)
 	}
 	want, bound := refProduct(dt, w, x, T, N, K)
@@ -105,7 +105,7 @@ func TestMatMulProperty(t *testing.T) {
 			n0 := 0
 			for n0 < N {
 				n1 := n0 + rapid.IntRange(1, N-n0).Draw(rt, "step")
-				if err := kernels.MatMulRows(dt, y, w, &a, N, n0, n1); err != nil {
+				if err := kernels.MatMulRows(dt, y, N, w, &a, n0, n1); err != nil {
 					rt.Fatal(err)
 				}
 				n0 = n1
@@ -144,11 +144,11 @@ func TestAsmMatchesGo(t *testing.T) {
 			}
 			ya, yg := make([]float32, T*N), make([]float32, T*N)
 			kernels.SetAsm(true)
-			if err := kernels.MatMulRows(dt, ya, w, &a, N, 0, N); err != nil {
+			if err := kernels.MatMulRows(dt, ya, N, w, &a, 0, N); err != nil {
 				t.Fatal(err)
 			}
 			kernels.SetAsm(false)
-			if err := kernels.MatMulRows(dt, yg, w, &a, N, 0, N); err != nil {
+			if err := kernels.MatMulRows(dt, yg, N, w, &a, 0, N); err != nil {
 				t.Fatal(err)
 			}
 			kernels.SetAsm(true)
@@ -208,7 +208,7 @@ func TestMatMulErrors(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"unprepared", kernels.MatMulRows(poot.Q8_0, y, w, &a, 4, 0, 4)},
+		{"unprepared", kernels.MatMulRows(poot.Q8_0, y, 4, w, &a, 0, 4)},
 		{"bad dtype", a.Prepare(poot.I32, x, 1, 64)},
 		{"K not blocks", a.Prepare(poot.Q8_0, x, 1, 48)},
 		{"short x", a.Prepare(poot.Q8_0, x, 2, 64)},
@@ -237,7 +237,7 @@ func TestMatMulErrors(t *testing.T) {
 		{"range end", poot.Q8_0, y, w, 4, 0, 5},
 		{"negative", poot.Q8_0, y, w, 4, -1, 2},
 	} {
-		if err := kernels.MatMulRows(c.dt, c.y, c.w, &a, c.N, c.n0, c.n1); err == nil {
+		if err := kernels.MatMulRows(c.dt, c.y, c.N, c.w, &a, c.n0, c.n1); err == nil {
 			t.Errorf("%s: no error", c.name)
 		}
 	}
@@ -289,13 +289,64 @@ func TestMatMulExact(t *testing.T) {
 					t.Fatal(err)
 				}
 				y := make([]float32, T*N)
-				if err := kernels.MatMulRows(dt, y, w, &a, N, 0, N); err != nil {
+				if err := kernels.MatMulRows(dt, y, N, w, &a, 0, N); err != nil {
 					t.Fatal(err)
 				}
 				want, _, fbound := refProductBounds(dt, w, x, T, N, K)
 				for i := range y {
 					if d := math.Abs(float64(y[i]) - want[i]); !(d <= fbound[i]) {
 						t.Fatalf("%v T=%d N=%d K=%d: y[%d] = %g, want %g ± %g", dt, T, N, K, i, y[i], want[i], fbound[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestMatMulSideBySide writes two products into one buffer with a shared
+// output stride, as a fused Q/K projection would, and checks that neither
+// writes outside its columns.
+func TestMatMulSideBySide(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(21, 22))
+		const T, K, N1, N2 = 5, 256, 7, 6
+		const ldy = N1 + N2 + 3
+		for _, dt := range matDTypes {
+			w1, w2 := randWeights(r, dt, N1, K), randWeights(r, dt, N2, K)
+			x := randActs(r, T*K)
+			var a kernels.Acts
+			if err := a.Prepare(dt, x, T, K); err != nil {
+				t.Fatal(err)
+			}
+			y := make([]float32, T*ldy)
+			for i := range y {
+				y[i] = -7
+			}
+			if err := kernels.MatMulRows(dt, y, ldy, w1, &a, 0, N1); err != nil {
+				t.Fatal(err)
+			}
+			if err := kernels.MatMulRows(dt, y[N1:], ldy, w2, &a, 0, N2); err != nil {
+				t.Fatal(err)
+			}
+			want1, b1 := refProduct(dt, w1, x, T, N1, K)
+			want2, b2 := refProduct(dt, w2, x, T, N2, K)
+			for tt := range T {
+				for c := range ldy {
+					got := float64(y[tt*ldy+c])
+					switch {
+					case c < N1:
+						if math.Abs(got-want1[tt*N1+c]) > b1[tt*N1+c] {
+							t.Fatalf("%v: first product [%d,%d] = %g, want %g", dt, tt, c, got, want1[tt*N1+c])
+						}
+					case c < N1+N2:
+						i := tt*N2 + c - N1
+						if math.Abs(got-want2[i]) > b2[i] {
+							t.Fatalf("%v: second product [%d,%d] = %g, want %g", dt, tt, c-N1, got, want2[i])
+						}
+					default:
+						if got != -7 {
+							t.Fatalf("%v: padding [%d,%d] overwritten", dt, tt, c)
+						}
 					}
 				}
 			}
