@@ -39,9 +39,13 @@ func (p *planner) flashAttention() error {
 		}
 		escape := false
 		for _, j := range m.eqns {
-			if j != i && p.usedOutside(p.eqns[j].Out, members, users) {
-				escape = true
-				break
+			if j == i {
+				continue
+			}
+			out := p.eqns[j].Out
+			escape = escape || p.escapes[out]
+			for _, u := range users[out] {
+				escape = escape || !members[u]
 			}
 		}
 		if escape {

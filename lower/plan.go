@@ -216,7 +216,7 @@ type planner struct {
 	// readers counts, for every value, the equations reading it plus one
 	// for each use as an output, witness or state output.
 	readers []int
-	escapes []bool // output, witness or state output
+	escapes []bool                // output, witness or state output
 	inplace map[poot.ValueID]bool // WriteRows outputs written into their state
 }
 

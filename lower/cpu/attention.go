@@ -10,14 +10,14 @@ import (
 // head, one pass over the cache rows with an online softmax for the Rep
 // query heads that share them, reading K and V rows in place.
 type flash struct {
-	x                     *Exec
-	a                     lower.Attention
-	q, k, v, mask, sinks  *buf
-	out                   *buf
-	acc                   [][]float32 // per part: Rep·Dv accumulators
-	m, l                  [][]float32 // per part: Rep running maxima and sums
-	fn                    func(lo, hi int)
-	invCap                float32
+	x                    *Exec
+	a                    lower.Attention
+	q, k, v, mask, sinks *buf
+	out                  *buf
+	acc                  [][]float32 // per part: Rep·Dv accumulators
+	m, l                 [][]float32 // per part: Rep running maxima and sums
+	fn                   func(lo, hi int)
+	invCap               float32
 }
 
 func compileFlash(c *compiler, k *lower.Kernel) (func() error, error) {

@@ -103,15 +103,15 @@ func (x *buf) set(b []byte) {
 
 // Exec is a compiled plan. It is not safe for concurrent use.
 type Exec struct {
-	plan   *lower.Plan
-	g      *poot.Graph
-	pool   *kernels.Pool
-	arena  []byte
-	bufs   []*buf
-	steps  []step
-	slots  []binding
-	states []binding
-	stage  []*buf // per writeback: the stage buffer, or nil
+	plan    *lower.Plan
+	g       *poot.Graph
+	pool    *kernels.Pool
+	arena   []byte
+	bufs    []*buf
+	steps   []step
+	slots   []binding
+	states  []binding
+	stage   []*buf // per writeback: the stage buffer, or nil
 	ran     bool
 	outputs []poot.ValueID
 	witness []poot.Witness

@@ -429,11 +429,11 @@ func stridesOf(shape []int) []int {
 
 // strided is a compiled strided copy of one block between two buffers.
 type strided struct {
-	unit           int // bytes per storage unit
-	shape          []int
-	dOff, sOff     int
-	dStr, sStr     []int
-	idx            []int
+	unit       int // bytes per storage unit
+	shape      []int
+	dOff, sOff int
+	dStr, sStr []int
+	idx        []int
 }
 
 func newStrided(unit int, shape []int, dOff int, dStr []int, sOff int, sStr []int) *strided {
