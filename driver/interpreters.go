@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/pootlabs/poot/interp"
+	"github.com/pootlabs/poot/lower/cpu"
 )
 
 // InterpreterFactory makes a fresh interpreter. It is called once per session.
@@ -15,6 +16,7 @@ var (
 	interpMu  sync.Mutex
 	interpReg = map[string]InterpreterFactory{
 		"oracle": func() (interp.Interpreter, error) { return interp.Oracle{}, nil },
+		"cpu":    func() (interp.Interpreter, error) { return cpu.Interpreter{}, nil },
 	}
 )
 

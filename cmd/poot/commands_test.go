@@ -37,10 +37,12 @@ func readRef(t *testing.T, path string) refJSON {
 // llama.cpp's full_text without SentencePiece's leading space.
 func TestGenerateReference(t *testing.T) {
 	dir := refDir(t)
-	for _, name := range []string{"stories260K-f32", "stories260K-q8_0"} {
-		t.Run(name, func(t *testing.T) {
+	for _, c := range [][2]string{{"stories260K-f32", "oracle"}, {"stories260K-q8_0", "oracle"}, {"stories260K-q4_0", "oracle"},
+		{"stories260K-f32", "cpu"}, {"stories260K-q8_0", "cpu"}, {"stories260K-q4_0", "cpu"}} {
+		name, in := c[0], c[1]
+		t.Run(name+"/"+in, func(t *testing.T) {
 			ref := readRef(t, filepath.Join(dir, name+".llamacpp.ref.json"))
-			out, errOut, status := runPoot("generate", "-m", filepath.Join(dir, name+".gguf"), "-p", "Once upon a time", "-n", "64")
+			out, errOut, status := runPoot("generate", "-m", filepath.Join(dir, name+".gguf"), "-p", "Once upon a time", "-n", "64", "--interp", in)
 			if status != 0 {
 				t.Fatalf("status %d: %s", status, errOut)
 			}
@@ -102,10 +104,16 @@ type logitsJSON struct {
 }
 
 func TestLogitsReference(t *testing.T) {
+	for _, in := range []string{"oracle", "cpu"} {
+		t.Run(in, func(t *testing.T) { checkLogitsReference(t, in) })
+	}
+}
+
+func checkLogitsReference(t *testing.T, in string) {
 	dir := refDir(t)
 	ref := readRef(t, filepath.Join(dir, "stories260K-f32.llamacpp.ref.json"))
 	toks := append(append([]int32{}, ref.Prompt...), ref.Generated[:len(ref.Generated)-1]...)
-	out, errOut, status := runPoot("logits", "-m", filepath.Join(dir, "stories260K-f32.gguf"), "--tokens", joinTokens(toks), "--all")
+	out, errOut, status := runPoot("logits", "-m", filepath.Join(dir, "stories260K-f32.gguf"), "--tokens", joinTokens(toks), "--all", "--interp", in)
 	if status != 0 {
 		t.Fatalf("status %d: %s", status, errOut)
 	}
@@ -127,7 +135,7 @@ func TestLogitsReference(t *testing.T) {
 		t.Errorf("max |Δlogit| %.3g > 1e-4", worst)
 	}
 	// Without --all: the last row only, equal to the last row with --all.
-	out, _, _ = runPoot("logits", "-m", filepath.Join(dir, "stories260K-f32.gguf"), "--tokens", joinTokens(toks))
+	out, _, _ = runPoot("logits", "-m", filepath.Join(dir, "stories260K-f32.gguf"), "--tokens", joinTokens(toks), "--interp", in)
 	var last logitsJSON
 	if err := json.Unmarshal([]byte(out), &last); err != nil || len(last.Logits) != 1 {
 		t.Fatalf("last only: %v, %d rows", err, len(last.Logits))
@@ -296,5 +304,46 @@ func TestGenerateStops(t *testing.T) {
 	b, _, _ := runPoot("generate", "-m", tinyModel, "-p", "Once", "-n", "8", "--temp", "1", "--seed", "9", "--ignore-eos", "--quiet")
 	if a != b {
 		t.Errorf("same seed, different text: %q vs %q", a, b)
+	}
+}
+
+// The tiny random-weight references of three architectures, F32 and F16,
+// at every position. gemma3's bound is wider: llama.cpp reads GELU from an
+// fp16 table (see the refmodels README).
+func TestLogitsTinyReferences(t *testing.T) {
+	dir := refDir(t)
+	for _, c := range []struct {
+		model string
+		tol   float64
+	}{
+		{"tiny-llama-f32", 1e-4}, {"tiny-qwen3-f32", 1e-4}, {"tiny-gemma3-f32", 1e-3},
+		{"tiny-llama-f16", 2e-3}, {"tiny-qwen3-f16", 2e-3}, {"tiny-gemma3-f16", 2e-3},
+	} {
+		for _, in := range []string{"oracle", "cpu"} {
+			t.Run(c.model+"/"+in, func(t *testing.T) {
+				ref := readRef(t, filepath.Join(dir, c.model+".ref.json"))
+				toks := append(append([]int32{}, ref.Prompt...), ref.Generated[:len(ref.Generated)-1]...)
+				out, errOut, status := runPoot("logits", "-m", filepath.Join(dir, c.model+".gguf"), "--tokens", joinTokens(toks), "--all", "--interp", in)
+				if status != 0 {
+					t.Fatalf("status %d: %s", status, errOut)
+				}
+				var got logitsJSON
+				if err := json.Unmarshal([]byte(out), &got); err != nil {
+					t.Fatal(err)
+				}
+				if len(got.Logits) != len(ref.Logits) {
+					t.Fatalf("%d rows, want %d", len(got.Logits), len(ref.Logits))
+				}
+				worst := 0.0
+				for i := range ref.Logits {
+					for j := range ref.Logits[i] {
+						worst = max(worst, math.Abs(got.Logits[i][j]-ref.Logits[i][j]))
+					}
+				}
+				if worst > c.tol {
+					t.Errorf("max |Δlogit| %.3g > %.3g", worst, c.tol)
+				}
+			})
+		}
 	}
 }
