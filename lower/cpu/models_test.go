@@ -11,6 +11,7 @@ import (
 	"github.com/pootlabs/poot/families/registry"
 	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/load"
+	"github.com/pootlabs/poot/lower"
 	"github.com/pootlabs/poot/lower/cpu"
 	"github.com/pootlabs/poot/tensor"
 )
@@ -106,20 +107,46 @@ var refCases = []struct {
 	file string
 	tol  float64
 }{
-	{"stories260K-f32.gguf", 1e-4},
-	{"stories260K-q8_0.gguf", 2e-2},
-	{"stories260K-q4_0.gguf", 2e-2},
-	{"tiny-llama-f32.gguf", 1e-4},
-	{"tiny-llama-f16.gguf", 1e-3},
-	{"tiny-qwen3-f32.gguf", 1e-4},
-	{"tiny-qwen3-f16.gguf", 1e-3},
-	{"tiny-gemma3-f32.gguf", 1e-4},
-	{"tiny-gemma3-f16.gguf", 1e-3},
+	{"stories260K-f32.gguf", 5e-6},
+	{"stories260K-q8_0.gguf", 4e-2},
+	{"stories260K-q4_0.gguf", 4e-2},
+	{"tiny-llama-f32.gguf", 5e-6},
+	{"tiny-llama-f16.gguf", 5e-6},
+	{"tiny-qwen3-f32.gguf", 5e-6},
+	{"tiny-qwen3-f16.gguf", 5e-6},
+	{"tiny-gemma3-f32.gguf", 5e-6},
+	{"tiny-gemma3-f16.gguf", 5e-6},
 }
 
 func TestReferenceModels(t *testing.T) {
 	for _, rc := range refCases {
-		t.Run(rc.file, func(t *testing.T) {
+		for _, cfg := range passConfigs() {
+			t.Run(rc.file+"/"+cfg.name, func(t *testing.T) { checkReference(t, rc.file, rc.tol, cfg.in) })
+		}
+	}
+}
+
+type passConfig struct {
+	name string
+	in   cpu.Interpreter
+}
+
+// passConfigs are every pass on, then each pass off in turn.
+func passConfigs() []passConfig {
+	out := []passConfig{{"all", cpu.Interpreter{}}}
+	for _, p := range lower.Passes() {
+		out = append(out, passConfig{"no_" + p, cpu.Interpreter{Options: lower.Options{Disabled: []string{p}}}})
+	}
+	return out
+}
+
+func checkReference(t *testing.T, file string, tol float64, in cpu.Interpreter) {
+	rc := struct {
+		file string
+		tol  float64
+	}{file, tol}
+	{
+		{
 			md := openModel(t, rc.file)
 			const capacity = 32
 			prompt := []int32{1, 5, 9, 13, 2, 7, 11, 3}
@@ -133,7 +160,6 @@ func TestReferenceModels(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in := cpu.Interpreter{}
 			pcx, err := in.CompileExec(pg, pc)
 			if err != nil {
 				t.Fatal(err)
@@ -179,6 +205,6 @@ func TestReferenceModels(t *testing.T) {
 				}
 				next = compare("decode", ro, rcpu)
 			}
-		})
+		}
 	}
 }
