@@ -188,7 +188,7 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 		t := 0
 		for ; t+4 <= T; t += 4 {
 			if q4 {
-				dotQ4_0x4(wr, nb, &a.q[t*K], K, &a.d[t*nb], nb*4, &o)
+				dotQ4_0x4(wr, nb, &a.q[t*K], K, &a.d[t*nb], nb*4, &a.s[t*nb], &o)
 			} else {
 				dotQ8_0x4(wr, nb, &a.q[t*K], K, &a.d[t*nb], nb*4, &o)
 			}
@@ -198,7 +198,7 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 		}
 		for ; t < T; t++ {
 			if q4 {
-				y[t*N+n] = dotQ4_0x1(wr, nb, &a.q[t*K], &a.d[t*nb])
+				y[t*N+n] = dotQ4_0x1(wr, nb, &a.q[t*K], &a.d[t*nb], &a.s[t*nb])
 			} else {
 				y[t*N+n] = dotQ8_0x1(wr, nb, &a.q[t*K], &a.d[t*nb])
 			}

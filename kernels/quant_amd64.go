@@ -8,13 +8,13 @@ package kernels
 func dotQ8_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
 
 //go:noescape
-func dotQ4_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
+func dotQ4_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, as *float32, out *[4]float32)
 
 //go:noescape
 func dotQ8_0x1(w *byte, nb int, aq *int8, ad *float32) float32
 
 //go:noescape
-func dotQ4_0x1(w *byte, nb int, aq *int8, ad *float32) float32
+func dotQ4_0x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
 
 // The assembly in kquant_amd64.s: one weight row of nb super-blocks against
 // one activation row (quants aq, scales ad, 16-element sums bs).

@@ -31,15 +31,6 @@
 	VPBROADCASTW (BX), X14 \
 	VCVTPH2PS X14, Y14
 
-#define DEC_Q4_0 \
-	VMOVDQU 2(BX), X12 \
-	VPSRLW $4, X12, X13 \
-	VINSERTI128 $1, X13, Y12, Y12 \
-	VPAND Y9, Y12, Y12 \
-	VPSUBB Y8, Y12, Y12 \
-	VPBROADCASTW (BX), X14 \
-	VCVTPH2PS X14, Y14
-
 // ROW accumulates one activation row's block (quants at aq, scale at ad)
 // into acc, given |w| in Y13 and w's signs in Y12.
 #define ROW(aq, ad, acc) \
@@ -129,17 +120,10 @@ done: \
 TEXT ·dotQ8_0x4(SB), NOSPLIT, $0-56
 	DOT4(DEC_Q8_0, 34)
 
-// func dotQ4_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
-TEXT ·dotQ4_0x4(SB), NOSPLIT, $0-56
-	DOT4(DEC_Q4_0, 18)
-
 // func dotQ8_0x1(w *byte, nb int, aq *int8, ad *float32) float32
 TEXT ·dotQ8_0x1(SB), NOSPLIT, $0-36
 	DOT1(DEC_Q8_0, 34)
 
-// func dotQ4_0x1(w *byte, nb int, aq *int8, ad *float32) float32
-TEXT ·dotQ4_0x1(SB), NOSPLIT, $0-36
-	DOT1(DEC_Q4_0, 18)
 
 // Constants for the 5-bit types: VPSHUFB indices that give byte j of a
 // register byte j/8 of the 32-bit qh field (within each 128-bit lane), the
@@ -256,3 +240,117 @@ TEXT ·dotQ4_1x1(SB), NOSPLIT, $0-44
 // func dotQ5_1x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
 TEXT ·dotQ5_1x1(SB), NOSPLIT, $0-44
 	DOT1U(DEC_Q5_1, 24)
+
+// Q4_0 without the sign trick: the nibbles (0..15) go to VPMADDUBSW as they
+// are, and the offset of 8 is applied once at the end through the
+// activation blocks' scaled sums s_b: sum_b dw*(da*dot(q,a) - 8*s_b).
+// ROWQ4 accumulates one row's block into acc and dw*s_b into lane 0 of corr.
+#define ROWQ4(aq, ad, as, acc, corr) \
+	VPMADDUBSW aq, Y12, Y15 \
+	VPMADDWD Y11, Y15, Y15 \
+	VCVTDQ2PS Y15, Y15 \
+	VBROADCASTSS ad, Y10 \
+	VMULPS Y14, Y10, Y10 \
+	VFMADD231PS Y15, Y10, acc \
+	VFMADD231SS as, X14, corr
+
+// FINISHQ4 leaves hsum(acc) - 8*corr in lane 0 of x; X8 holds 8.0.
+#define FINISHQ4(acc, x, corr) \
+	HSUM(acc, x) \
+	VFNMADD231SS X8, corr, x
+
+#define DEC_Q4_0U \
+	NIBBLES(2) \
+	SCALE_D
+
+// func dotQ4_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, as *float32, out *[4]float32)
+TEXT ·dotQ4_0x4(SB), NOSPLIT, $0-64
+	MOVQ w+0(FP), BX
+	MOVQ nb+8(FP), CX
+	MOVQ aq+16(FP), SI
+	MOVQ lda+24(FP), R8
+	MOVQ ad+32(FP), DI
+	MOVQ ldd+40(FP), R9
+	MOVQ as+48(FP), DX
+	LEAQ (R8)(R8*2), R10
+	LEAQ (R9)(R9*2), R11
+	CONSTS
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ CX, CX
+	JZ q4x4done
+q4x4loop:
+	DEC_Q4_0U
+	ROWQ4((SI), (DI), (DX), Y0, X4)
+	ROWQ4((SI)(R8*1), (DI)(R9*1), (DX)(R9*1), Y1, X5)
+	ROWQ4((SI)(R8*2), (DI)(R9*2), (DX)(R9*2), Y2, X6)
+	ROWQ4((SI)(R10*1), (DI)(R11*1), (DX)(R11*1), Y3, X7)
+	ADDQ $18, BX
+	ADDQ $32, SI
+	ADDQ $4, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ q4x4loop
+q4x4done:
+	MOVL $0x41000000, AX
+	VMOVD AX, X8
+	MOVQ out+56(FP), DX
+	FINISHQ4(Y0, X0, X4)
+	VMOVSS X0, 0(DX)
+	FINISHQ4(Y1, X1, X5)
+	VMOVSS X1, 4(DX)
+	FINISHQ4(Y2, X2, X6)
+	VMOVSS X2, 8(DX)
+	FINISHQ4(Y3, X3, X7)
+	VMOVSS X3, 12(DX)
+	VZEROUPPER
+	RET
+
+// func dotQ4_0x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
+// Two accumulators alternate between even and odd blocks.
+TEXT ·dotQ4_0x1(SB), NOSPLIT, $0-44
+	MOVQ w+0(FP), BX
+	MOVQ nb+8(FP), CX
+	MOVQ aq+16(FP), SI
+	MOVQ ad+24(FP), DI
+	MOVQ as+32(FP), DX
+	CONSTS
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	SHRQ $1, CX
+	JZ q4x1odd
+q4x1loop:
+	DEC_Q4_0U
+	ROWQ4((SI), (DI), (DX), Y0, X4)
+	ADDQ $18, BX
+	DEC_Q4_0U
+	ROWQ4(32(SI), 4(DI), 4(DX), Y1, X5)
+	ADDQ $18, BX
+	ADDQ $64, SI
+	ADDQ $8, DI
+	ADDQ $8, DX
+	DECQ CX
+	JNZ q4x1loop
+q4x1odd:
+	MOVQ nb+8(FP), CX
+	TESTQ $1, CX
+	JZ q4x1done
+	DEC_Q4_0U
+	ROWQ4((SI), (DI), (DX), Y0, X4)
+q4x1done:
+	VADDPS Y1, Y0, Y0
+	VADDSS X5, X4, X4
+	MOVL $0x41000000, AX
+	VMOVD AX, X8
+	FINISHQ4(Y0, X0, X4)
+	VMOVSS X0, ret+40(FP)
+	VZEROUPPER
+	RET
