@@ -16,7 +16,10 @@ import (
 // stopList collects repeated --stop flags.
 type stopList []string
 
-func (l *stopList) String() string     { return strings.Join(*l, ",") }
+// String joins the stop strings.
+func (l *stopList) String() string { return strings.Join(*l, ",") }
+
+// Set adds a stop string.
 func (l *stopList) Set(s string) error { *l = append(*l, s); return nil }
 
 // cmdGenerate prints the prompt followed by the generated text and a

@@ -67,7 +67,10 @@ type fileError struct {
 	err  error
 }
 
+// Error names the file.
 func (e *fileError) Error() string { return e.path + ": " + e.err.Error() }
+
+// Unwrap returns the parse error.
 func (e *fileError) Unwrap() error { return e.err }
 
 // cmdTrace prints the decode step's graph (or a prefill step's with

@@ -257,6 +257,7 @@ func (p tensorPlan) reader(seed uint64, part, parts int, done, total *int64, pro
 	}
 }
 
+// Read fills b with the next stored bytes, making rows as needed.
 func (r *rowReader) Read(b []byte) (int, error) {
 	if r.off == len(r.buf) {
 		if r.next == r.end {
