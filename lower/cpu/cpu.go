@@ -43,6 +43,8 @@ package cpu
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/pootlabs/poot"
@@ -178,7 +180,7 @@ func asLegalize(err error, le **lower.LegalizeError) bool {
 // compilePlan allocates the plan's storage and compiles its kernels.
 func compilePlan(plan *lower.Plan, consts interp.Consts, threads int) (*Exec, error) {
 	g := plan.Graph
-	x := &Exec{plan: plan, g: g, pool: kernels.NewPool(threads), bufs: make([]*buf, g.NumValues())}
+	x := &Exec{plan: plan, g: g, pool: sharedPool(threads), bufs: make([]*buf, g.NumValues())}
 	x.arena = alignedBytes(max(plan.ArenaBytes, 64))
 	x.outputs, x.witness = g.Outputs(), g.Witnesses()
 	roots := map[poot.ValueID]*buf{}
@@ -305,8 +307,31 @@ func fill(g *poot.Graph, e poot.Eqn, b *buf) {
 // Plan returns the plan the executable runs.
 func (x *Exec) Plan() *lower.Plan { return x.plan }
 
-// Close stops the executable's worker pool.
-func (x *Exec) Close() { x.pool.Close() }
+// Close releases the executable. Its worker pool is shared with every
+// executable of the same thread count and stays up.
+func (x *Exec) Close() {}
+
+var (
+	poolsMu sync.Mutex
+	pools   = map[int]*kernels.Pool{}
+)
+
+// sharedPool returns the process's pool of n workers (n < 1: GOMAXPROCS).
+// Executables share pools: a pool serialises its loops, and a driver keeps
+// several compiled steps (prefill, decode) that never run at once.
+func sharedPool(n int) *kernels.Pool {
+	if n < 1 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	poolsMu.Lock()
+	defer poolsMu.Unlock()
+	p := pools[n]
+	if p == nil {
+		p = kernels.NewPool(n)
+		pools[n] = p
+	}
+	return p
+}
 
 // Run executes one step (see interp.Executable). It allocates only the
 // output tensors it returns; RunInto allocates nothing.
