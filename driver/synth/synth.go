@@ -20,7 +20,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/families"
@@ -235,11 +237,14 @@ func (p tensorPlan) bytes(parts int) int64 {
 }
 
 // rowReader streams a tensor's rows (part of parts), generated and
-// converted to the stored type one at a time.
+// converted to the stored type a batch at a time, the rows of a batch in
+// parallel. Each row has its own random stream, seeded by the seed, the
+// tensor and the row, so the bytes do not depend on the number of workers.
 type rowReader struct {
 	p           tensorPlan
-	rng         *rand.Rand
-	row         []float32
+	seed        uint64
+	n           int // row length
+	rowBytes    int
 	buf         []byte
 	off         int
 	next, end   int
@@ -247,14 +252,44 @@ type rowReader struct {
 	progress    func(done, total int64)
 }
 
+// batchRows is the number of rows made at a time.
+const batchRows = 64
+
 func (p tensorPlan) reader(seed uint64, part, parts int, done, total *int64, progress func(int64, int64)) *rowReader {
 	n := p.spec.Shape[len(p.spec.Shape)-1]
 	rows := int(p.spec.Shape.Size()) / n / parts
 	return &rowReader{
-		p: p, rng: rand.New(rand.NewPCG(seed, p.seed+uint64(part))),
-		row: make([]float32, n), buf: make([]byte, 0, p.dtype.RowBytes(int64(n))),
+		p: p, seed: seed, n: n, rowBytes: int(p.dtype.RowBytes(int64(n))),
 		next: part * rows, end: (part + 1) * rows, done: done, total: total, progress: progress,
 	}
+}
+
+// fill makes the next batch of rows.
+func (r *rowReader) fill() error {
+	k := min(batchRows, r.end-r.next)
+	r.buf = slices.Grow(r.buf[:0], k*r.rowBytes)[:k*r.rowBytes]
+	r.off = 0
+	workers := min(runtime.GOMAXPROCS(0), k)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			row := make([]float32, r.n)
+			for i := w; i < k; i += workers {
+				rr := r.next + i
+				rng := rand.New(rand.NewPCG(r.seed, r.p.seed^uint64(rr)*0x9e3779b97f4a7c15))
+				r.p.fill(rng, row, rr)
+				if err := encodeRow(r.p.dtype, r.buf[i*r.rowBytes:(i+1)*r.rowBytes], row); err != nil && errs[w] == nil {
+					errs[w] = err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	r.next += k
+	return errors.Join(errs...)
 }
 
 // Read fills b with the next stored bytes, making rows as needed.
@@ -263,18 +298,14 @@ func (r *rowReader) Read(b []byte) (int, error) {
 		if r.next == r.end {
 			return 0, io.EOF
 		}
-		r.p.fill(r.rng, r.row, r.next)
-		r.next++
-		r.buf = r.buf[:cap(r.buf)]
-		if err := encodeRow(r.p.dtype, r.buf, r.row); err != nil {
+		if err := r.fill(); err != nil {
 			return 0, err
 		}
-		r.off = 0
 	}
 	n := copy(b, r.buf[r.off:])
 	r.off += n
 	*r.done += int64(n)
-	if r.progress != nil && (r.off == len(r.buf)) {
+	if r.progress != nil && r.off == len(r.buf) {
 		r.progress(*r.done, *r.total)
 	}
 	return n, nil

@@ -1,8 +1,11 @@
 package synth_test
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -131,5 +134,37 @@ func TestErrors(t *testing.T) {
 	}
 	if _, err := synth.Model("nope", p.Config); err == nil {
 		t.Error("unknown family configured")
+	}
+}
+
+// The bytes depend on the seed only, not on the number of workers.
+func TestDeterministic(t *testing.T) {
+	p, err := synth.FindPreset("llama", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := synth.Model("llama", p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, procs int, seed uint64) []byte {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		path := filepath.Join(dir, name)
+		if err := synth.Write(m, path, synth.Options{Type: poot.Q8_0, Seed: seed}); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	a, b, c := write("a.gguf", 1, 5), write("b.gguf", 4, 5), write("c.gguf", 4, 6)
+	if !bytes.Equal(a, b) {
+		t.Error("one worker and four wrote different files")
+	}
+	if bytes.Equal(a, c) {
+		t.Error("seeds 5 and 6 wrote the same file")
 	}
 }
