@@ -44,6 +44,40 @@ func BenchmarkMatVec(b *testing.B) {
 	}
 }
 
+// BenchmarkMatVecCold is BenchmarkMatVec cycling through enough matrices
+// (at least 192 MB) that the weights come from DRAM, not from L3, as they
+// do in a real model.
+func BenchmarkMatVecCold(b *testing.B) {
+	const N, K = 4096, 4096
+	x := randActs(rand.New(rand.NewPCG(3, 4)), K)
+	y := make([]float32, N)
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.Q8_0, poot.Q4_0, poot.Q4_K, poot.Q6_K} {
+		one := benchWeights(dt, N, K)
+		ws := [][]byte{one}
+		for len(ws)*len(one) < 192<<20 {
+			ws = append(ws, append([]byte(nil), one...))
+		}
+		var a kernels.Acts
+		if err := a.Prepare(dt, x, 1, K); err != nil {
+			b.Fatal(err)
+		}
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%v/%dt", dt, threads), func(b *testing.B) {
+				p := kernels.NewPool(threads)
+				defer p.Close()
+				b.SetBytes(int64(len(one)))
+				i := 0
+				for b.Loop() {
+					if err := kernels.MatMul(p, dt, y, ws[i%len(ws)], &a, N); err != nil {
+						b.Fatal(err)
+					}
+					i++
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkMatMul measures a 64-row by 2048x2048 product (prompt
 // processing), reporting GFLOP/s (2·T·N·K per product), single-threaded.
 func BenchmarkMatMul(b *testing.B) {

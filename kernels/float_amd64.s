@@ -81,6 +81,10 @@ done: \
 	SHRQ $4, CX \
 	JZ   done \
 loop: \
+	PREFETCHT0 1024(DI) \
+	PREFETCHT0 1024(DI)(R9*1) \
+	PREFETCHT0 1024(DI)(R9*2) \
+	PREFETCHT0 1024(DI)(R10*1) \
 	VMOVUPS (SI), Y8 \
 	VMOVUPS 32(SI), Y9 \
 	LDW((DI), Y10); LDW(8*ws(DI), Y11) \

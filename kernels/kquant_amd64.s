@@ -47,6 +47,12 @@ TEXT ·dotQ4_Kx1(SB), NOSPLIT, $16-44
 	JZ done
 
 loop:
+	// Weight rows are one long sequential stream; prefetching a kilobyte
+	// ahead took a DRAM-bound 4096x4096 product from 1.45 to 0.8 ms in one
+	// measurement (the shared test VM is too noisy to say more).
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
 	// Unpack the twelve scale bytes into 8 six-bit scales and 8 mins.
 	MOVL 4(BX), AX
 	MOVL 8(BX), DX
@@ -156,6 +162,9 @@ TEXT ·dotQ5_Kx1(SB), NOSPLIT, $16-44
 	JZ done
 
 loop:
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
 	// Unpack the twelve scale bytes into 8 six-bit scales and 8 mins.
 	MOVL 4(BX), AX
 	MOVL 8(BX), DX
@@ -281,6 +290,10 @@ TEXT ·dotQ6_Kx1(SB), NOSPLIT, $32-44
 	JZ done
 
 loop:
+	PREFETCHT0 1024(BX)
+	PREFETCHT0 1088(BX)
+	PREFETCHT0 1152(BX)
+	PREFETCHT0 1216(BX)
 	VPMOVSXBW 192(BX), Y12
 	VMOVDQU Y12, 0(SP)
 	// The -32 offset: 32 * sum_g scale_g * (sum of group g's activations).

@@ -90,6 +90,7 @@ done: \
 	SHRQ $1, CX \
 	JZ odd \
 loop: \
+	PREFETCHT0 1024(BX) \
 	DEC \
 	VPABSB Y12, Y13 \
 	ROW((SI), (DI), Y0) \
@@ -205,6 +206,7 @@ GLOBL q5xf0<>(SB), RODATA|NOPTR, $32
 	TESTQ CX, CX \
 	JZ done \
 loop: \
+	PREFETCHT0 1024(BX) \
 	DEC \
 	VPMADDUBSW (SI), Y12, Y15 \
 	VPMADDWD Y11, Y15, Y15 \
@@ -328,6 +330,7 @@ TEXT ·dotQ4_0x1(SB), NOSPLIT, $0-44
 	SHRQ $1, CX
 	JZ q4x1odd
 q4x1loop:
+	PREFETCHT0 1024(BX)
 	DEC_Q4_0U
 	ROWQ4((SI), (DI), (DX), Y0, X4)
 	ADDQ $18, BX
