@@ -12,10 +12,13 @@ import (
 // The cache rows are position-major: position s of key head g starts at
 // K[s*KVStride + g*HeadDim] (likewise V), so a cache laid out [S][KVHeads]
 // [HeadDim] has KVStride = KVHeads*HeadDim, and a larger stride skips unused
-// capacity or other layers' heads.
+// capacity or other layers' heads. The caches are either f32 (K and V) or
+// binary16 (K16 and V16, when K is nil), which halves the bytes a decode step
+// reads.
 type Attention struct {
 	Q        []float32 // Heads*HeadDim query values
 	K, V     []float32 // the caches, see above
+	K16, V16 []uint16  // binary16 caches, used instead of K and V when K is nil
 	Out      []float32 // Heads*HeadDim results
 	Mask     []float32 // nil, or S values added to the scores (-inf excludes a position)
 	S        int       // cached positions to attend to
@@ -40,7 +43,11 @@ func (at *Attention) Check() error {
 	}
 	if at.S > 0 {
 		kn := (at.S-1)*at.KVStride + at.KVHeads*at.HeadDim
-		if len(at.K) < kn || len(at.V) < kn {
+		if at.K == nil {
+			if len(at.K16) < kn || len(at.V16) < kn {
+				return errShort("attention K16 or V16 cache", min(len(at.K16), len(at.V16)), kn)
+			}
+		} else if len(at.K) < kn || len(at.V) < kn {
 			return errShort("attention K or V cache", min(len(at.K), len(at.V)), kn)
 		}
 	}
@@ -82,6 +89,7 @@ func attendHeads(at *Attention, h0, h1 int) {
 	d := at.HeadDim
 	rep := at.Heads / at.KVHeads
 	negInf := float32(math.Inf(-1))
+	half := at.K == nil
 	var (
 		m, l   [maxRep]float32
 		scores [attnBlock]float32
@@ -113,7 +121,13 @@ func attendHeads(at *Attention, h0, h1 int) {
 						}
 					}
 					off := s*at.KVStride + g*d
-					v := dotVec(q, at.K[off:off+d])*at.Scale + bias
+					var v float32
+					if half {
+						v = dotVecF16(q, at.K16[off:off+d])
+					} else {
+						v = dotVec(q, at.K[off:off+d])
+					}
+					v = v*at.Scale + bias
 					sc[j] = v
 					bm = max(bm, v)
 				}
@@ -133,7 +147,11 @@ func attendHeads(at *Attention, h0, h1 int) {
 				for j, p := range sc {
 					if p != 0 {
 						off := (s0+j)*at.KVStride + g*d
-						axpyVec(out, at.V[off:off+d], p)
+						if half {
+							axpyVecF16(out, at.V16[off:off+d], p)
+						} else {
+							axpyVec(out, at.V[off:off+d], p)
+						}
 					}
 				}
 			}

@@ -313,12 +313,28 @@ func testAttention(t *testing.T) {
 				}
 			}
 		}
+		if rapid.Bool().Draw(rt, "f16") {
+			// Round the caches to binary16 and hand them over as such; the
+			// reference below reads the rounded values.
+			at.K16, at.V16 = make([]uint16, len(at.K)), make([]uint16, len(at.V))
+			kernels.F32RowToF16(at.K16, at.K)
+			kernels.F32RowToF16(at.V16, at.V)
+			kernels.F16RowToF32(at.K, at.K16)
+			kernels.F16RowToF32(at.V, at.V16)
+			at.K, at.V = nil, nil
+		}
 		split := rapid.IntRange(0, H).Draw(rt, "split")
 		if err := kernels.AttendHeads(&at, 0, split); err != nil {
 			rt.Fatal(err)
 		}
 		if err := kernels.AttendHeads(&at, split, H); err != nil {
 			rt.Fatal(err)
+		}
+		K, V := at.K, at.V
+		if K == nil {
+			K, V = make([]float32, len(at.K16)), make([]float32, len(at.V16))
+			kernels.F16RowToF32(K, at.K16)
+			kernels.F16RowToF32(V, at.V16)
 		}
 		for h := range H {
 			g := h / rep
@@ -327,7 +343,7 @@ func testAttention(t *testing.T) {
 			for s := range S {
 				var dot float64
 				for i := range d {
-					dot += float64(at.Q[h*d+i]) * float64(at.K[s*stride+g*d+i])
+					dot += float64(at.Q[h*d+i]) * float64(K[s*stride+g*d+i])
 				}
 				scores[s] = dot * float64(at.Scale)
 				if at.Mask != nil {
@@ -342,8 +358,8 @@ func testAttention(t *testing.T) {
 						continue
 					}
 					p := math.Exp(scores[s] - m)
-					num += p * float64(at.V[s*stride+g*d+i])
-					mag += p * math.Abs(float64(at.V[s*stride+g*d+i]))
+					num += p * float64(V[s*stride+g*d+i])
+					mag += p * math.Abs(float64(V[s*stride+g*d+i]))
 					den += p
 				}
 				want := 0.0

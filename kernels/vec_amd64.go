@@ -1,5 +1,7 @@
 package kernels
 
+import "unsafe"
+
 //go:noescape
 func axpyF32(y *float32, x *float32, a float32, n int)
 
@@ -106,4 +108,39 @@ func quantizeBlockVec(q []int8, x []float32) (d float32, sum int32) {
 		sum += int32(v)
 	}
 	return amax / 127, sum
+}
+
+//go:noescape
+func axpyF16(y *float32, x *uint16, a float32, n int)
+
+// dotVecF16 returns sum a[i]*float32(h[i]) over len(a) elements.
+func dotVecF16(a []float32, h []uint16) float32 {
+	h = h[:len(a)]
+	n16 := len(a) &^ 15
+	var s float32
+	if useAsm && n16 > 0 {
+		s = dotF16x1x1(&a[0], unsafe.Pointer(&h[0]), n16)
+	} else {
+		n16 = 0
+	}
+	t := f16Table
+	for i := n16; i < len(a); i++ {
+		s += a[i] * t[h[i]]
+	}
+	return s
+}
+
+// axpyVecF16 adds c*float32(h[i]) to y[i].
+func axpyVecF16(y []float32, h []uint16, c float32) {
+	h = h[:len(y)]
+	n16 := len(y) &^ 15
+	if useAsm && n16 > 0 {
+		axpyF16(&y[0], &h[0], c, n16)
+	} else {
+		n16 = 0
+	}
+	t := f16Table
+	for i := n16; i < len(y); i++ {
+		y[i] += c * t[h[i]]
+	}
 }

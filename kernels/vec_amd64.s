@@ -241,3 +241,29 @@ DATA minus127<>+8(SB)/8, $0x8181818181818181
 DATA minus127<>+16(SB)/8, $0x8181818181818181
 DATA minus127<>+24(SB)/8, $0x8181818181818181
 GLOBL minus127<>(SB), RODATA|NOPTR, $32
+
+// func axpyF16(y *float32, x *uint16, a float32, n int)
+// y[i] += a*float32(x[i]) for i < n (a multiple of 16), x binary16.
+TEXT ·axpyF16(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	VBROADCASTSS a+16(FP), Y0
+	MOVQ n+24(FP), CX
+	SHRQ $4, CX
+	JZ done
+loop:
+	VCVTPH2PS (SI), Y3
+	VCVTPH2PS 16(SI), Y4
+	VMOVUPS (DI), Y1
+	VMOVUPS 32(DI), Y2
+	VFMADD231PS Y3, Y0, Y1
+	VFMADD231PS Y4, Y0, Y2
+	VMOVUPS Y1, (DI)
+	VMOVUPS Y2, 32(DI)
+	ADDQ $64, DI
+	ADDQ $32, SI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET

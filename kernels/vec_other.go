@@ -19,3 +19,21 @@ func expSubSumVec(x []float32, sub float32) float32 {
 func siluMulVec(dst, gate, up []float32) { siluMulGo(dst, gate, up) }
 
 func quantizeBlockVec(q []int8, x []float32) (float32, int32) { return quantizeBlock(q, x) }
+
+func dotVecF16(a []float32, h []uint16) float32 {
+	h = h[:len(a)]
+	t := f16Table
+	var s float32
+	for i, v := range a {
+		s += v * t[h[i]]
+	}
+	return s
+}
+
+func axpyVecF16(y []float32, h []uint16, c float32) {
+	h = h[:len(y)]
+	t := f16Table
+	for i := range y {
+		y[i] += c * t[h[i]]
+	}
+}
