@@ -7,15 +7,17 @@ import (
 )
 
 // flash is the fused attention kernel: for every query row and key/value
-// head, one pass over the cache rows with an online softmax for the Rep
-// query heads that share them, reading K and V rows in place.
+// head, the scores of the Rep query heads that share the head's cache
+// rows, then their softmax-weighted sum of V rows, reading K and V in
+// place.
 type flash struct {
 	x                    *Exec
 	a                    lower.Attention
 	q, k, v, mask, sinks *buf
 	out                  *buf
 	acc                  [][]float32 // per part: Rep·Dv accumulators
-	m, l                 [][]float32 // per part: Rep running maxima and sums
+	m, l                 [][]float32 // per part: Rep maxima and sums
+	sc                   [][]float32 // per part: Rep·S scores
 	fn                   func(lo, hi int)
 	invCap               float32
 }
@@ -33,6 +35,7 @@ func compileFlash(c *compiler, k *lower.Kernel) (func() error, error) {
 		f.acc = append(f.acc, make([]float32, a.Rep*a.Dv))
 		f.m = append(f.m, make([]float32, a.Rep))
 		f.l = append(f.l, make([]float32, a.Rep))
+		f.sc = append(f.sc, make([]float32, a.Rep*a.S))
 	}
 	f.fn = f.do
 	return f.run, nil
@@ -42,7 +45,7 @@ func (f *flash) units() int { return f.a.R * f.a.T * f.a.KVHeads }
 
 func (f *flash) run() error {
 	parts := len(f.acc)
-	if parts == 1 || f.units() < 2 {
+	if parts == 1 || f.units() < 2 || f.units()*f.a.Rep*f.a.S*(f.a.D+f.a.Dv) < 1<<14 {
 		f.part(0, 0, f.units())
 		return nil
 	}
@@ -58,55 +61,57 @@ func (f *flash) do(lo, hi int) {
 }
 
 // part computes units [u0, u1), a unit being one query row and one
-// key/value head.
+// key/value head: a first pass over the visible cache rows computes the
+// scores of the unit's Rep query heads and their maxima, a second
+// accumulates exp(score - max)·V, each K and V row read once for all Rep
+// heads.
 func (f *flash) part(p, u0, u1 int) {
 	a := &f.a
-	D, Dv, rep := a.D, a.Dv, a.Rep
-	acc, m, l := f.acc[p], f.m[p], f.l[p]
+	D, Dv, rep, S := a.D, a.Dv, a.Rep, a.S
+	acc, m, l, sc := f.acc[p], f.m[p], f.l[p], f.sc[p]
 	qw, kw, vw := a.Heads*D, a.KVHeads*D, a.KVHeads*Dv
+	negInf := float32(math.Inf(-1))
 	for u := u0; u < u1; u++ {
 		g := u % a.KVHeads
 		row := u / a.KVHeads // r·T + t
 		r := row / a.T
 		clear(acc)
 		for i := range rep {
+			m[i], l[i] = negInf, 0
 			if f.sinks != nil {
-				m[i], l[i] = f.sinks.f[g*rep+i], 1
-			} else {
-				m[i], l[i] = float32(math.Inf(-1)), 0
+				m[i] = f.sinks.f[g*rep+i]
 			}
 		}
-		mask := f.mask.b[row*a.S : (row+1)*a.S]
-		for s := 0; s < a.S; s++ {
-			if mask[s] == 0 {
+		mask := f.mask.b[row*S : (row+1)*S]
+		for s, vis := range mask {
+			if vis == 0 {
 				continue
 			}
-			kr := f.k.f[(r*a.S+s)*kw+g*D : (r*a.S+s)*kw+(g+1)*D]
-			vr := f.v.f[(r*a.S+s)*vw+g*Dv : (r*a.S+s)*vw+(g+1)*Dv]
+			kr := f.k.f[(r*S+s)*kw+g*D : (r*S+s)*kw+(g+1)*D]
 			for i := range rep {
 				h := g*rep + i
-				q := f.q.f[row*qw+h*D : row*qw+(h+1)*D]
-				sc := float32(dot64(q, kr)) * a.Scale
+				x := dot32(f.q.f[row*qw+h*D:row*qw+(h+1)*D], kr) * a.Scale
 				if a.SoftCap != 0 {
-					sc = float32(math.Tanh(float64(sc*f.invCap))) * a.SoftCap
+					x = float32(math.Tanh(float64(x*f.invCap))) * a.SoftCap
 				}
-				o := acc[i*Dv : (i+1)*Dv]
-				if sc > m[i] {
-					c := float32(math.Exp(float64(m[i] - sc)))
-					if l[i] != 0 {
-						for j := range o {
-							o[j] *= c
-						}
-					}
-					l[i] *= c
-					m[i] = sc
-				}
-				e := float32(math.Exp(float64(sc - m[i])))
+				sc[i*S+s] = x
+				m[i] = max(m[i], x)
+			}
+		}
+		if f.sinks != nil {
+			for i := range rep {
+				l[i] = float32(math.Exp(float64(f.sinks.f[g*rep+i] - m[i])))
+			}
+		}
+		for s, vis := range mask {
+			if vis == 0 {
+				continue
+			}
+			vr := f.v.f[(r*S+s)*vw+g*Dv : (r*S+s)*vw+(g+1)*Dv]
+			for i := range rep {
+				e := float32(math.Exp(float64(sc[i*S+s] - m[i])))
 				l[i] += e
-				vr := vr[:len(o)]
-				for j := range o {
-					o[j] += e * vr[j]
-				}
+				axpy(acc[i*Dv:(i+1)*Dv], vr, e)
 			}
 		}
 		for i := range rep {
@@ -120,5 +125,39 @@ func (f *flash) part(p, u0, u1 int) {
 				dst[j] = v * inv
 			}
 		}
+	}
+}
+
+// dot32 is a float32 dot product with four independent sums.
+func dot32(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		aa, bb := (*[4]float32)(a[i:i+4]), (*[4]float32)(b[i:i+4])
+		s0 += aa[0] * bb[0]
+		s1 += aa[1] * bb[1]
+		s2 += aa[2] * bb[2]
+		s3 += aa[3] * bb[3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// axpy adds a·x to y.
+func axpy(y, x []float32, a float32) {
+	x = x[:len(y)]
+	i := 0
+	for ; i+4 <= len(y); i += 4 {
+		yy, xx := (*[4]float32)(y[i:i+4]), (*[4]float32)(x[i:i+4])
+		yy[0] += a * xx[0]
+		yy[1] += a * xx[1]
+		yy[2] += a * xx[2]
+		yy[3] += a * xx[3]
+	}
+	for ; i < len(y); i++ {
+		y[i] += a * x[i]
 	}
 }

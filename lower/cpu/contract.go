@@ -185,7 +185,11 @@ func (ct *contract) run() error {
 	if err := ct.acts.Prepare(ct.wt, ct.a.f[:ct.t*ct.k], ct.t, ct.k); err != nil {
 		return err
 	}
-	return kernels.MatMul(ct.x.pool, ct.wt, ct.o.f, ct.w.b, &ct.acts, ct.n)
+	pool := ct.x.pool
+	if ct.t*ct.n*ct.k < 1<<16 {
+		pool = nil // waking the workers costs more than the product
+	}
+	return kernels.MatMul(pool, ct.wt, ct.o.f, ct.w.b, &ct.acts, ct.n)
 }
 
 func compileContract(c *compiler, e *poot.Eqn) (func() error, error) {
