@@ -17,6 +17,10 @@ type Program struct {
 	Loads  []Load
 	Code   []Instr
 	Stores []Store
+	// Reduced is, in a Reduce kernel, the index of the store whose register
+	// the reduction consumes; that store writes nothing. It is -1
+	// elsewhere.
+	Reduced int
 }
 
 // Load fills a register from a value or an immediate.
@@ -258,7 +262,7 @@ func (p *planner) elementwise() error {
 		closeGroup()
 		if p.startable(i) {
 			gr = &group{size: int(p.g.Type(p.eqns[i].Out).Shape.Size()), members: map[int]bool{},
-				reg: map[poot.ValueID]int{}, prog: &Program{}, kernel: &Kernel{Kind: Elementwise}}
+				reg: map[poot.ValueID]int{}, prog: &Program{Reduced: -1}, kernel: &Kernel{Kind: Elementwise}}
 			gr.prog.Size = gr.size
 			if p.join(gr, i) {
 				continue
@@ -293,8 +297,9 @@ func (p *planner) finishGroup(gr *group, users [][]int) {
 }
 
 // reduceFusion gives a last-axis ReduceSum or ReduceMax over F32 the
-// program just before it as a prologue when the program's only store is
-// the reduction's operand and nothing else reads it.
+// program just before it as a prologue when the program stores the
+// reduction's operand and nothing else reads that operand: the operand
+// then lives only in registers, and the program's other stores stay.
 func (p *planner) reduceFusion() error {
 	users := p.users()
 	var out []*Kernel
@@ -304,11 +309,25 @@ func (p *planner) reduceFusion() error {
 			e := p.eqns[k.Eqns[0]]
 			x := e.Inputs[0]
 			xs := p.g.Type(x).Shape
-			if prev.Kind == Elementwise && p.g.Type(x).DType == poot.F32 && e.Params.Axis == len(xs)-1 &&
-				len(prev.Outputs) == 1 && prev.Outputs[0] == x && !p.escapes[x] && len(users[x]) == 1 {
+			at := -1
+			if prev.Kind == Elementwise {
+				for i, st := range prev.Program.Stores {
+					if st.Value == x {
+						at = i
+					}
+				}
+			}
+			if at >= 0 && p.g.Type(x).DType == poot.F32 && e.Params.Axis == len(xs)-1 && !p.escapes[x] && len(users[x]) == 1 {
 				prev.Kind, prev.Op = Reduce, e.Op
 				prev.Eqns = append(prev.Eqns, k.Eqns[0])
-				prev.Outputs = []poot.ValueID{e.Out}
+				prev.Program.Reduced = at
+				outs := []poot.ValueID{}
+				for _, v := range prev.Outputs {
+					if v != x {
+						outs = append(outs, v)
+					}
+				}
+				prev.Outputs = append(outs, e.Out)
 				continue
 			}
 		}

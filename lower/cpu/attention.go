@@ -109,7 +109,7 @@ func (f *flash) part(p, u0, u1 int) {
 			}
 			vr := f.v.f[(r*S+s)*vw+g*Dv : (r*S+s)*vw+(g+1)*Dv]
 			for i := range rep {
-				e := float32(math.Exp(float64(sc[i*S+s] - m[i])))
+				e := expf(sc[i*S+s] - m[i])
 				l[i] += e
 				axpy(acc[i*Dv:(i+1)*Dv], vr, e)
 			}

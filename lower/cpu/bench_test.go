@@ -112,3 +112,35 @@ func BenchmarkSmallLlama(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStories260K reports decode tokens/s of the stories260K reference
+// models at position 64 of a 256-token cache.
+func BenchmarkStories260K(b *testing.B) {
+	for _, file := range []string{"stories260K-f32.gguf", "stories260K-q8_0.gguf", "stories260K-q4_0.gguf"} {
+		b.Run(file, func(b *testing.B) {
+			md := openModel(b, file)
+			g, consts := md.step(b, 1, 256)
+			x, err := cpu.Interpreter{}.CompileExec(g, consts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			state, err := interp.NewState(g)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := slots(b, []int32{7}, 64)
+			outs, err := x.Run(s, state)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			t0 := time.Now()
+			for range b.N {
+				if err := x.RunInto(s, state, outs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "tokens/s")
+		})
+	}
+}

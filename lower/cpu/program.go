@@ -56,12 +56,16 @@ func compileProgram(c *compiler, k *lower.Kernel) (func() error, error) {
 		pk.rowLen = s[len(s)-1]
 		pk.out = c.bufs[e.Out]
 		pk.fn = pk.doRows
-		return pk.run, nil
+	} else {
+		pk.fn = pk.doRange
 	}
-	for _, s := range pr.Stores {
-		pk.stores = append(pk.stores, c.bufs[s.Value])
+	for i, s := range pr.Stores {
+		if i == pr.Reduced {
+			pk.stores = append(pk.stores, nil)
+		} else {
+			pk.stores = append(pk.stores, c.bufs[s.Value])
+		}
 	}
-	pk.fn = pk.doRange
 	return pk.run, nil
 }
 
@@ -112,7 +116,7 @@ func (pk *progKernel) work(p, a, b int) {
 		}
 		return
 	}
-	reg := pk.prog.Stores[0].Reg
+	reg := pk.prog.Stores[pk.prog.Reduced].Reg
 	L := pk.rowLen
 	for r := a; r < b; r++ {
 		var sum float64
@@ -120,6 +124,11 @@ func (pk *progKernel) work(p, a, b int) {
 		for c0 := r * L; c0 < (r+1)*L; c0 += chunk {
 			c1 := min(c0+chunk, (r+1)*L)
 			pk.eval(p, c0, c1)
+			for s, st := range pk.prog.Stores {
+				if s != pk.prog.Reduced {
+					pk.store(st, pk.stores[s], pk.reg(p, st.Reg, c1-c0), c0)
+				}
+			}
 			v := pk.reg(p, reg, c1-c0)
 			if pk.reduce == poot.ReduceSum {
 				for _, x := range v {
@@ -243,7 +252,7 @@ func unaryChunk(op poot.Op, dst, x []float32) {
 		}
 	case poot.Exp:
 		for i, v := range x {
-			dst[i] = float32(math.Exp(float64(v)))
+			dst[i] = expf(v)
 		}
 	default:
 		for i, v := range x {
