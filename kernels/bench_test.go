@@ -133,34 +133,36 @@ func BenchmarkPoolRun(b *testing.B) {
 }
 
 // BenchmarkAttention measures one decode step of 32 query heads over 8
-// key/value heads of 128 at 2048 cached positions, in cache bytes read.
+// key/value heads of 128 at 2048 cached positions, in cache bytes read, for
+// head-major and position-major f32 caches and a head-major f16 cache.
 func BenchmarkAttention(b *testing.B) {
 	const S, H, KVH, D = 2048, 32, 8, 128
 	r := rand.New(rand.NewPCG(1, 1))
+	k, v := randActs(r, S*KVH*D), randActs(r, S*KVH*D)
 	at := kernels.Attention{
-		Q: randActs(r, H*D), K: randActs(r, S*KVH*D), V: randActs(r, S*KVH*D),
-		Out: make([]float32, H*D), S: S, Heads: H, KVHeads: KVH, HeadDim: D, KVStride: KVH * D, Scale: 0.088,
+		Q: randActs(r, H*D), K: k, V: v,
+		Out: make([]float32, H*D), S: S, Heads: H, KVHeads: KVH, HeadDim: D, Scale: 0.088,
 	}
-	b.Run("f32", func(b *testing.B) {
-		b.SetBytes(int64(2 * 4 * S * KVH * D))
-		for b.Loop() {
-			if err := kernels.AttendHeads(&at, 0, H); err != nil {
-				b.Fatal(err)
+	run := func(name string, bytes int) {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(bytes))
+			for b.Loop() {
+				if err := kernels.AttendHeads(&at, 0, H); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	at.K16, at.V16 = make([]uint16, len(at.K)), make([]uint16, len(at.V))
-	kernels.F32RowToF16(at.K16, at.K)
-	kernels.F32RowToF16(at.V16, at.V)
+		})
+	}
+	at.KVStride, at.HeadStride = D, S*D
+	run("f32/headmajor", 2*4*S*KVH*D)
+	at.KVStride, at.HeadStride = KVH*D, D
+	run("f32/posmajor", 2*4*S*KVH*D)
+	at.K16, at.V16 = make([]uint16, len(k)), make([]uint16, len(v))
+	kernels.F32RowToF16(at.K16, k)
+	kernels.F32RowToF16(at.V16, v)
 	at.K, at.V = nil, nil
-	b.Run("f16", func(b *testing.B) {
-		b.SetBytes(int64(2 * 2 * S * KVH * D))
-		for b.Loop() {
-			if err := kernels.AttendHeads(&at, 0, H); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	at.KVStride, at.HeadStride = D, S*D
+	run("f16/headmajor", 2*2*S*KVH*D)
 }
 
 func BenchmarkRowOps(b *testing.B) {

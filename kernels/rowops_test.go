@@ -294,12 +294,17 @@ func testAttention(t *testing.T) {
 		rep := rapid.IntRange(1, 20).Draw(rt, "rep")
 		d := rapid.IntRange(1, 40).Draw(rt, "headdim")
 		S := rapid.IntRange(0, 150).Draw(rt, "S")
-		stride := kvh*d + rapid.IntRange(0, 5).Draw(rt, "pad")
+		pad := rapid.IntRange(0, 5).Draw(rt, "pad")
+		stride, hstride, size := kvh*d+pad, d, S*(kvh*d+pad)
+		if rapid.Bool().Draw(rt, "headMajor") {
+			stride, hstride, size = d, (S+pad)*d, kvh*(S+pad)*d
+		}
+		off := func(s, g int) int { return s*stride + g*hstride }
 		r := rand.New(rand.NewPCG(uint64(S*1000+d), uint64(rep)))
 		H := kvh * rep
 		at := kernels.Attention{
-			Q: randActs(r, H*d), K: randActs(r, S*stride), V: randActs(r, S*stride),
-			Out: make([]float32, H*d), S: S, Heads: H, KVHeads: kvh, HeadDim: d, KVStride: stride,
+			Q: randActs(r, H*d), K: randActs(r, size), V: randActs(r, size),
+			Out: make([]float32, H*d), S: S, Heads: H, KVHeads: kvh, HeadDim: d, KVStride: stride, HeadStride: hstride,
 			Scale: float32(1 / math.Sqrt(float64(d))),
 		}
 		if rapid.Bool().Draw(rt, "mask") && S > 0 {
@@ -343,7 +348,7 @@ func testAttention(t *testing.T) {
 			for s := range S {
 				var dot float64
 				for i := range d {
-					dot += float64(at.Q[h*d+i]) * float64(K[s*stride+g*d+i])
+					dot += float64(at.Q[h*d+i]) * float64(K[off(s, g)+i])
 				}
 				scores[s] = dot * float64(at.Scale)
 				if at.Mask != nil {
@@ -358,8 +363,8 @@ func testAttention(t *testing.T) {
 						continue
 					}
 					p := math.Exp(scores[s] - m)
-					num += p * float64(V[s*stride+g*d+i])
-					mag += p * math.Abs(float64(V[s*stride+g*d+i]))
+					num += p * float64(V[off(s, g)+i])
+					mag += p * math.Abs(float64(V[off(s, g)+i]))
 					den += p
 				}
 				want := 0.0

@@ -144,3 +144,42 @@ func axpyVecF16(y []float32, h []uint16, c float32) {
 		y[i] += c * t[h[i]]
 	}
 }
+
+//go:noescape
+func axpy4F32(y *float32, ldy int, x *float32, p *[4]float32, n int)
+
+// dot4Heads returns the dots of k (d elements) with the four rows q[0:d],
+// q[d:2d], q[2d:3d], q[3d:4d].
+func dot4Heads(k, q []float32, d int, o *[4]float32) {
+	k, q = k[:d], q[:4*d]
+	n16 := d &^ 15
+	if useAsm && n16 > 0 {
+		dotF32x1x4(&k[0], unsafe.Pointer(&q[0]), 4*d, n16, o)
+	} else {
+		n16 = 0
+		*o = [4]float32{}
+	}
+	if n16 < d {
+		s0, s1, s2, s3 := dot4F32(k[n16:], q[n16:d], q[d+n16:2*d], q[2*d+n16:3*d], q[3*d+n16:4*d])
+		o[0] += s0
+		o[1] += s1
+		o[2] += s2
+		o[3] += s3
+	}
+}
+
+// axpy4Heads adds p[r]*v to the four rows out[r*d:(r+1)*d].
+func axpy4Heads(out, v []float32, d int, p *[4]float32) {
+	out, v = out[:4*d], v[:d]
+	n8 := d &^ 7
+	if useAsm && n8 > 0 {
+		axpy4F32(&out[0], 4*d, &v[0], p, n8)
+	} else {
+		n8 = 0
+	}
+	if n8 < d {
+		for r := range 4 {
+			axpy(out[r*d+n8:(r+1)*d], v[n8:], p[r])
+		}
+	}
+}

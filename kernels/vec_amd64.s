@@ -267,3 +267,41 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func axpy4F32(y *float32, ldy int, x *float32, p *[4]float32, n int)
+// y[r*ldy/4 + i] += p[r]*x[i] for r < 4, i < n (a multiple of 8); ldy in
+// bytes. One load of x serves four output rows.
+TEXT ·axpy4F32(SB), NOSPLIT, $0-40
+	MOVQ y+0(FP), DI
+	MOVQ ldy+8(FP), R8
+	MOVQ x+16(FP), SI
+	MOVQ p+24(FP), DX
+	MOVQ n+32(FP), CX
+	LEAQ (R8)(R8*2), R9
+	VBROADCASTSS 0(DX), Y0
+	VBROADCASTSS 4(DX), Y1
+	VBROADCASTSS 8(DX), Y2
+	VBROADCASTSS 12(DX), Y3
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMOVUPS (SI), Y4
+	VMOVUPS (DI), Y5
+	VFMADD231PS Y4, Y0, Y5
+	VMOVUPS Y5, (DI)
+	VMOVUPS (DI)(R8*1), Y6
+	VFMADD231PS Y4, Y1, Y6
+	VMOVUPS Y6, (DI)(R8*1)
+	VMOVUPS (DI)(R8*2), Y7
+	VFMADD231PS Y4, Y2, Y7
+	VMOVUPS Y7, (DI)(R8*2)
+	VMOVUPS (DI)(R9*1), Y8
+	VFMADD231PS Y4, Y3, Y8
+	VMOVUPS Y8, (DI)(R9*1)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET

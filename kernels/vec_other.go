@@ -37,3 +37,14 @@ func axpyVecF16(y []float32, h []uint16, c float32) {
 		y[i] += c * t[h[i]]
 	}
 }
+
+func dot4Heads(k, q []float32, d int, o *[4]float32) {
+	k, q = k[:d], q[:4*d]
+	o[0], o[1], o[2], o[3] = dot4F32(k, q[:d], q[d:2*d], q[2*d:3*d], q[3*d:4*d])
+}
+
+func axpy4Heads(out, v []float32, d int, p *[4]float32) {
+	for r := range 4 {
+		axpy(out[r*d:(r+1)*d], v[:d], p[r])
+	}
+}
