@@ -107,6 +107,7 @@ func attendHeads(at *Attention, h0, h1 int) {
 		m, l   [maxRep]float32
 		scores [maxRep][attnBlock]float32
 		o      [4]float32
+		row    [512]float32 // a binary16 cache row widened
 	)
 	for h := h0; h < h1; {
 		g := h / rep
@@ -114,9 +115,11 @@ func attendHeads(at *Attention, h0, h1 int) {
 		// so each cache row is read once for all of them, while it is in L1.
 		hEnd := min(h1, (g+1)*rep, h+maxRep)
 		nh := hEnd - h
-		n4 := 0 // heads done four at a time (f32 caches only)
-		if !half {
-			n4 = nh &^ 3
+		// Heads [0,n4) go four at a time; binary16 rows are widened into
+		// row first, when they fit.
+		n4 := nh &^ 3
+		if half && d > len(row) {
+			n4 = 0
 		}
 		q := at.Q[h*d : hEnd*d]
 		out := at.Out[h*d : hEnd*d]
@@ -139,8 +142,15 @@ func attendHeads(at *Attention, h0, h1 int) {
 					}
 				}
 				off := s*at.KVStride + g*hs
+				var kr []float32
+				if half && n4 > 0 {
+					kr = row[:d]
+					F16RowToF32(kr, at.K16[off:off+d])
+				} else if !half {
+					kr = at.K[off : off+d]
+				}
 				for i := 0; i < n4; i += 4 {
-					dot4Heads(at.K[off:off+d], q[i*d:], d, &o)
+					dot4Heads(kr, q[i*d:], d, &o)
 					for r := range 4 {
 						scores[i+r][j] = o[r]*at.Scale + bias
 					}
@@ -178,10 +188,17 @@ func attendHeads(at *Attention, h0, h1 int) {
 			}
 			for j := range nb {
 				off := (s0+j)*at.KVStride + g*hs
+				var vr []float32
+				if half && n4 > 0 {
+					vr = row[:d]
+					F16RowToF32(vr, at.V16[off:off+d])
+				} else if !half {
+					vr = at.V[off : off+d]
+				}
 				for i := 0; i < n4; i += 4 {
 					o = [4]float32{scores[i][j], scores[i+1][j], scores[i+2][j], scores[i+3][j]}
 					if o != [4]float32{} {
-						axpy4Heads(out[i*d:], at.V[off:off+d], d, &o)
+						axpy4Heads(out[i*d:], vr, d, &o)
 					}
 				}
 				for i := n4; i < nh; i++ {
