@@ -32,11 +32,13 @@ type Load struct {
 	// Imm marks a literal, every element Const.
 	Imm   bool
 	Const float32
-	// Shape and Strides, when Strides is not nil, read element i of the
-	// iteration as Value[Σ_a idx_a·Strides[a]] with idx the multi-index of
-	// i in Shape (a broadcast: stride 0 on repeated axes).
+	// Shape, Strides and Offset, when Strides is not nil, read element i
+	// of the iteration as Value[Offset + Σ_a idx_a·Strides[a]] with idx the
+	// multi-index of i in Shape: a view of Value as a Broadcast (stride 0
+	// on repeated axes), Slice or Transpose makes it.
 	Shape   poot.Shape
 	Strides []int
+	Offset  int
 }
 
 // Instr applies Op (an elementwise primitive) to registers Args[:arity].
@@ -140,7 +142,7 @@ func (p *planner) join(gr *group, i int) bool {
 			return false
 		}
 		gr.reg[e.Out] = r
-	case e.Op == poot.Broadcast:
+	case e.Op == poot.Broadcast || e.Op == poot.Slice || e.Op == poot.Transpose:
 		x := e.Inputs[0]
 		d := p.g.Type(x).DType
 		if _, inside := gr.reg[x]; inside || d != poot.F32 && d != poot.Bool {
@@ -150,16 +152,7 @@ func (p *planner) join(gr *group, i int) bool {
 		if c, ok := p.literal(x); ok {
 			l.Imm, l.Const = true, c
 		} else {
-			xs, os := p.g.Type(x).Shape, e.Params.Shape
-			l.Shape = os.Clone()
-			l.Strides = make([]int, len(os))
-			st := 1
-			for a := len(xs) - 1; a >= 0; a-- {
-				if xs[a] != 1 {
-					l.Strides[a] = st
-				}
-				st *= xs[a]
-			}
+			l.Shape, l.Strides, l.Offset = p.view(e)
 			gr.inputs = append(gr.inputs, x)
 		}
 		p.addLoad(gr, e.Out, l)
@@ -186,10 +179,43 @@ func (p *planner) join(gr *group, i int) bool {
 	return true
 }
 
+// view returns the shape, strides and offset that read the result of a
+// Broadcast, Slice or Transpose from its operand.
+func (p *planner) view(e poot.Eqn) (poot.Shape, []int, int) {
+	xs := p.g.Type(e.Inputs[0]).Shape
+	os := p.g.Type(e.Out).Shape
+	st := make([]int, len(xs)) // the operand's own strides
+	n := 1
+	for a := len(xs) - 1; a >= 0; a-- {
+		st[a] = n
+		n *= xs[a]
+	}
+	strides := make([]int, len(os))
+	off := 0
+	switch e.Op {
+	case poot.Broadcast:
+		for a := range os {
+			if xs[a] != 1 {
+				strides[a] = st[a]
+			}
+		}
+	case poot.Slice:
+		for a := range os {
+			strides[a] = st[a]
+			off += e.Params.Start[a] * st[a]
+		}
+	case poot.Transpose:
+		for a, q := range e.Params.Perm {
+			strides[a] = st[q]
+		}
+	}
+	return os.Clone(), strides, off
+}
+
 // startable reports whether equation i can begin a program.
 func (p *planner) startable(i int) bool {
 	e := p.eqns[i]
-	if e.Op == poot.Broadcast {
+	if e.Op == poot.Broadcast || e.Op == poot.Slice || e.Op == poot.Transpose {
 		d := p.g.Type(e.Out).DType
 		return d == poot.F32 || d == poot.Bool
 	}

@@ -210,7 +210,7 @@ func (pk *progKernel) eval(p, c0, c1 int) {
 func (pk *progKernel) strided(p int, l lower.Load, src *buf, r []float32, c0 int) {
 	idx := pk.idx[p][:len(l.Shape)]
 	rest := c0
-	off := 0
+	off := l.Offset
 	for a := len(l.Shape) - 1; a >= 0; a-- {
 		idx[a] = rest % l.Shape[a]
 		rest /= l.Shape[a]
