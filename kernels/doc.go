@@ -7,29 +7,45 @@
 // It is not a tensor library: every kernel works on plain slices with explicit
 // lengths, allocates nothing, and knows nothing about graphs or shapes beyond
 // the integers it is given. The planner decides what to call and how to split
-// the work; this package only makes each call fast.
+// the work; this package only makes each call fast. Checked entry points
+// return errors for inconsistent lengths; nothing panics on input.
 //
 // # Matrix products
 //
 // Weights are stored as GGUF stores them: N rows of K elements, each row a run
-// of whole blocks of its dtype. A product computes
+// of whole blocks of its dtype (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q4_K, Q5_K, Q6_K). A product computes
 //
-//	y[t*N+n] = sum_k x[t*K+k] * W[n][k]
+//	y[t*ldy+n] = sum_k x[t*K+k] * W[n][k]
 //
 // for activation rows t in [0,T) and weight rows n in [n0,n1), so workers can
-// split N. Activations are first prepared once per product with
-// [Acts.Prepare]: for F32/F16/BF16 weights they are used as f32; for the
-// 32-element quantized types they are quantized to 8-bit blocks of 32 with an
-// f32 scale (as llama.cpp's Q8_0), and for the K-quants to 8-bit blocks of
-// 256 with 16-element sums (as Q8_K), so the inner loops are integer dot
-// products with one float multiply per block. Several activation rows are
-// processed against each weight block while it is in registers, which is what
-// turns prompt processing from memory-bound into compute-bound.
+// split N ([MatMulRows]); [MatMul] does the split over a [Pool]. Activations
+// are prepared once per product with [Acts.Prepare], and one preparation
+// serves every product that reads the same x with weights of the same family
+// (say the Q, K and V projections). For F32/F16/BF16 weights x is used as is;
+// for the 32-element quantized types it is quantized to 8-bit blocks of 32
+// with an f32 scale (as llama.cpp's Q8_0, plus each block's scaled sum), and
+// for the K-quants to 8-bit blocks of 256 with sums of each 16 (as Q8_K). The
+// inner loops are then integer dot products with one float multiply a block.
+// The error this adds is at most half a quantization step of each activation
+// block times the weights it meets: sum over blocks of amax/254 * sum|w|.
+//
+// For prompt processing (T >= 4) each weight block is decoded once and
+// multiplied with four activation rows while it is in registers (float
+// weights: four activation rows by three weight rows, blocked along K so the
+// activations stay in L2), which makes the product compute-bound rather
+// than memory-bound.
 //
 // # Instruction sets
 //
-// On amd64 with AVX2, FMA and F16C the products use hand-written assembly
-// (VPMADDUBSW/VPMADDWD for the integer dots, VFMADD231PS for floats, VCVTPH2PS
-// for f16); every other case, and any machine without those features, runs
-// the portable Go code, which computes the same integer sums.
+// On amd64 with AVX2, FMA and F16C (detected with CPUID at start-up) the
+// products and the exp, axpy, quantization and f16 loops use hand-written
+// assembly: VPMADDUBSW/VPMADDWD for the integer dots, VFMADD231PS for floats,
+// VCVTPH2PS for f16. Every other machine runs the portable Go code, which
+// computes the same integer block sums; [Features] says which is in use.
+// Every assembly routine ends with VZEROUPPER and uses only VEX-encoded
+// instructions: mixing legacy-SSE instructions with dirty upper YMM state
+// made one kernel 40 times slower on the test machine. There is no AVX-512
+// path yet: the machines this was written on lack it, and untested assembly
+// is not shipped.
 package kernels

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"math"
 
 	"github.com/pootlabs/poot"
 )
@@ -311,5 +310,3 @@ func kfamRowsGo(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 		}
 	}
 }
-
-var _ = math.Abs

@@ -58,9 +58,11 @@ func (p *Pool) Close() {
 // Run calls fn(lo, hi) on disjoint ranges that together cover [0,n), in
 // parallel on the pool's workers and the calling goroutine, and returns when
 // all calls have returned. Ranges are claimed dynamically, so a slow worker
-// takes fewer of them. Run allocates nothing; fn itself escapes, so callers
-// on hot paths should pass a func value they keep (a method value stored in
-// a field) rather than a fresh closure.
+// (a vCPU shared with a noisy neighbour) takes fewer of them. Run allocates
+// nothing; fn itself escapes, so callers on hot paths should pass a func
+// value they keep (a method value stored in a field) rather than a fresh
+// closure. fn must not call Run on the same pool (that deadlocks) and must
+// not panic (a panic on a worker goroutine ends the program).
 func (p *Pool) Run(n int, fn func(lo, hi int)) { p.RunGrain(n, 1, fn) }
 
 // RunGrain is [Pool.Run] with every range boundary except n a multiple of
