@@ -141,13 +141,16 @@ func passConfigs() []passConfig {
 }
 
 func checkReference(t *testing.T, file string, tol float64, in cpu.Interpreter) {
-	rc := struct {
-		file string
-		tol  float64
-	}{file, tol}
+	checkModel(t, openModel(t, file), tol, in)
+}
+
+// checkModel runs a prefill of eight tokens and four greedy decode steps
+// under the oracle and under in, and fails when the logits differ by more
+// than tol of their range.
+func checkModel(t *testing.T, md *model, tol float64, in cpu.Interpreter) {
+	rc := struct{ tol float64 }{tol}
 	{
 		{
-			md := openModel(t, rc.file)
 			const capacity = 32
 			prompt := []int32{1, 5, 9, 13, 2, 7, 11, 3}
 			pg, pc := md.step(t, len(prompt), capacity)

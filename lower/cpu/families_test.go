@@ -1,0 +1,50 @@
+package cpu_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/driver/synth"
+	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/load"
+)
+
+// TestSynthesizedFamilies holds the CPU backend to the oracle on a
+// random-weight checkpoint of every family with a tiny preset (llama,
+// gemma3 with sliding windows, the mixture-of-experts families), F32 and
+// Q8_0 matrices, every pass on and each off.
+func TestSynthesizedFamilies(t *testing.T) {
+	for _, p := range synth.Presets() {
+		if p.Name != "tiny" {
+			continue
+		}
+		for _, dt := range []poot.DType{poot.F32, poot.Q8_0} {
+			m, err := synth.Model(p.Family, p.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), p.Family+"-"+dt.String()+".gguf")
+			if err := synth.Write(m, path, synth.Options{Type: dt, Seed: 3}); err != nil {
+				t.Fatal(err)
+			}
+			c, err := load.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			mm, err := registry.FromGGUF(c.GGUF())
+			if err != nil {
+				t.Fatal(err)
+			}
+			md := &model{m: mm, c: c}
+			tol := 5e-6
+			if dt.Packed() {
+				tol = 4e-2
+			}
+			for _, cfg := range passConfigs() {
+				t.Run(p.Family+"/"+dt.String()+"/"+cfg.name, func(t *testing.T) { checkModel(t, md, tol, cfg.in) })
+			}
+		}
+	}
+}
