@@ -50,7 +50,8 @@ const (
 	Init
 	// Alias is a Reshape: its value shares its operand's storage.
 	Alias
-	// Contract is a MatMul with a rank-2 weight read as stored.
+	// Contract is a MatMul with a rank-2 weight, or an IndexedMatMul, that
+	// reads its weight as stored with the target's product kernels.
 	Contract
 	// Elementwise runs a Program.
 	Elementwise
@@ -289,8 +290,9 @@ func (p *planner) legalize() error {
 			k.Kind = Alias
 		case poot.MatMul, poot.IndexedMatMul:
 			wt := p.g.Type(e.Inputs[1]).DType
-			fast := e.Op == poot.MatMul && !p.target.Exact && len(p.g.Type(e.Inputs[1]).Shape) == 2 &&
-				slices.Contains(p.target.MatMulWeights, wt)
+			rank := len(p.g.Type(e.Inputs[1]).Shape)
+			fast := !p.target.Exact && slices.Contains(p.target.MatMulWeights, wt) &&
+				(e.Op == poot.MatMul && rank == 2 || e.Op == poot.IndexedMatMul)
 			if fast {
 				k.Kind = Contract
 			} else if wt != poot.F32 && !slices.Contains(p.target.Fallback, wt) {

@@ -199,3 +199,47 @@ func compileContract(c *compiler, e *poot.Eqn) (func() error, error) {
 		t: int(as.Size()) / k, k: k, n: bs[0]}
 	return ct.run, nil
 }
+
+// indexed is the fast IndexedMatMul: each row's product with its own
+// expert's matrix through package kernels, the expert's rows split across
+// the pool.
+type indexed struct {
+	x          *Exec
+	a, w, idx  *buf
+	o          *buf
+	wt         poot.DType
+	r, k, n, e int
+	expert     int // bytes of one expert's matrix
+	acts       kernels.Acts
+}
+
+func (ix *indexed) run() error {
+	for i := 0; i < ix.r; i++ {
+		if ex := int(ix.idx.i[i]); ex < 0 || ex >= ix.e {
+			return fmt.Errorf("%w: row %d selects expert %d of %d", interp.ErrIndexRange, i, ex, ix.e)
+		}
+	}
+	pool := ix.x.pool
+	if ix.n*ix.k < 1<<16 {
+		pool = nil
+	}
+	for i := 0; i < ix.r; i++ {
+		ex := int(ix.idx.i[i])
+		if err := ix.acts.Prepare(ix.wt, ix.a.f[i*ix.k:(i+1)*ix.k], 1, ix.k); err != nil {
+			return err
+		}
+		w := ix.w.b[ex*ix.expert : (ex+1)*ix.expert]
+		if err := kernels.MatMul(pool, ix.wt, ix.o.f[i*ix.n:(i+1)*ix.n], w, &ix.acts, ix.n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func compileIndexed(c *compiler, e *poot.Eqn) (func() error, error) {
+	xs, ws := c.shape(e.Inputs[0]), c.shape(e.Inputs[1])
+	wt := c.dtype(e.Inputs[1])
+	ix := &indexed{x: c.x, a: c.in(e, 0), w: c.in(e, 1), idx: c.in(e, 2), o: c.out(e), wt: wt,
+		r: xs[0], k: xs[1], e: ws[0], n: ws[1], expert: ws[1] * int(wt.RowBytes(int64(ws[2])))}
+	return ix.run, nil
+}

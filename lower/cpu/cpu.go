@@ -254,6 +254,9 @@ func compileKernel(c *compiler, k *lower.Kernel) (func() error, error) {
 	switch k.Kind {
 	case lower.Contract:
 		e := c.g.Eqn(k.Eqns[0])
+		if e.Op == poot.IndexedMatMul {
+			return compileIndexed(c, &e)
+		}
 		return compileContract(c, &e)
 	case lower.Elementwise, lower.Reduce:
 		return compileProgram(c, k)
