@@ -8,8 +8,9 @@
 // blocks for the packed formats, as llama.cpp does, so the inner loops are
 // integer dot products; assembly chosen at run time by CPU features, with
 // portable Go fallbacks); fused elementwise and reduction programs run
-// over 256-element chunks split across the pool; flash attention runs one
-// pass over the cache per query row and key/value head; every other
+// over 256-element chunks split across the pool; flash attention reads
+// each K and V row once per query row and key/value head for all the
+// query heads that share it; every other
 // equation runs by a generic rule of its primitive (rules.go), which
 // follows the oracle's arithmetic.
 //
@@ -29,9 +30,10 @@
 //
 // # Agreement with the oracle
 //
-// Generic rules and programs compute what the oracle computes, with sums
-// in float64 and transcendentals in float64 rounded once; fused attention
-// uses an online softmax in float32. With Exact set, every contraction is
+// Generic rules compute what the oracle computes, with sums in float64
+// and transcendentals in float64 rounded once; programs do the same except
+// Exp, which is float32 within 2 ulps; fused attention computes scores and
+// the softmax in float32. With Exact set, every contraction is
 // generic (float64 sums, no activation quantization) and a plan agrees
 // with the oracle within pootest.Default. Without it, contractions over
 // F32/F16/BF16 weights sum in float32 (relative error about K·2^-24 of
