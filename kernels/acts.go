@@ -114,7 +114,7 @@ func quantizeBlock(q []int8, x []float32) (d float32, sum int32) {
 	d = amax / 127
 	id := 127 / amax
 	for i, v := range x {
-		r := v * id
+		r := float32(v * id) // the conversion forbids fusing with the rounding add below
 		var qi int32
 		if r >= 0 {
 			qi = int32(r + 0.5)
