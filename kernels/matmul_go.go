@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/pootlabs/poot"
 )
@@ -193,10 +194,18 @@ func q8famRowsGo(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 in
 			nt := min(4, T-t0)
 			var acc [4]float32
 			for b := range nb {
-				dw, mw := decode32(wt, row[b*bb:b*bb+bb], &qw)
+				blk := row[b*bb : b*bb+bb]
+				var dw, mw float32
+				qp := &qw
+				if wt == poot.Q8_0 {
+					// The quants are already int8: read them in place.
+					dw, qp = f16le(blk), (*[32]int8)(unsafe.Pointer(&blk[2]))
+				} else {
+					dw, mw = decode32(wt, blk, &qw)
+				}
 				for i := range nt {
 					ab := (t0+i)*nb + b
-					isum := dot32i8(&qw, (*[32]int8)(a.q[ab*32:ab*32+32]))
+					isum := dot32i8(qp, (*[32]int8)(a.q[ab*32:ab*32+32]))
 					acc[i] += dw*a.d[ab]*float32(isum) + mw*a.s[ab]
 				}
 			}
