@@ -346,6 +346,11 @@ func (p *planner) cost(k *Kernel) {
 		bytes += max(p.g.Type(id).Bytes(), 0)
 	}
 	k.Bytes = bytes
+	if k.Kind == Generic && k.Op == poot.Gather {
+		// A gather reads only the rows it copies.
+		e := p.eqns[k.Eqns[0]]
+		k.Bytes = 2*max(p.g.Type(e.Out).Bytes(), 0) + max(p.g.Type(e.Inputs[1]).Bytes(), 0)
+	}
 	switch k.Kind {
 	case Contract, Generic:
 		e := p.eqns[k.Eqns[0]]

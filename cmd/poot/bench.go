@@ -148,15 +148,22 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	genTime := time.Since(t1)
-	// A decode step reads every constant once and, on average, half the
-	// KV cache's filled rows.
+	// The bytes a decode step moves: the planner's count when the
+	// interpreter has a plan, otherwise every constant once and the
+	// filled half of the KV cache.
 	var bytes int64
-	for _, id := range dg.Inputs(poot.Const) {
-		bytes += dg.Type(id).Bytes()
-	}
-	for _, id := range dg.Inputs(poot.State) {
-		t := dg.Type(id)
-		bytes += t.Bytes() / int64(capacity) * int64(*promptN+*genN/2)
+	if x, ok := decode.(*cpu.Exec); ok {
+		for _, k := range x.Plan().Kernels {
+			bytes += k.Bytes
+		}
+	} else {
+		for _, id := range dg.Inputs(poot.Const) {
+			bytes += dg.Type(id).Bytes()
+		}
+		for _, id := range dg.Inputs(poot.State) {
+			t := dg.Type(id)
+			bytes += t.Bytes() / int64(capacity) * int64(*promptN+*genN/2)
+		}
 	}
 	r := benchResult{Model: model, Interp: interpName, Threads: nThreads, PromptTokens: *promptN, GenTokens: *genN,
 		PromptTokensPerS: float64(*promptN) / prefillTime.Seconds(), GenTokensPerS: float64(*genN) / genTime.Seconds(),
@@ -177,16 +184,25 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// readBandwidth measures how fast threads goroutines read 256 MiB of
-// written memory, in GB/s (best of three).
+// readBandwidth measures how fast goroutines read 256 MiB of written
+// memory, in GB/s: the best of five passes, each with one goroutine and
+// with threads goroutines.
 func readBandwidth(threads int) float64 {
+	best := 0.0
+	for _, n := range []int{1, threads} {
+		best = max(best, readPass(n))
+	}
+	return best
+}
+
+func readPass(threads int) float64 {
 	buf := make([]uint64, 32<<20)
 	for i := range buf {
 		buf[i] = uint64(i)
 	}
 	best := 0.0
 	sums := make([]uint64, threads)
-	for range 3 {
+	for range 5 {
 		t0 := time.Now()
 		var wg sync.WaitGroup
 		for w := range threads {
