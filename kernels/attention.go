@@ -167,10 +167,7 @@ func attendHeads(at *Attention, h0, h1 int) {
 			}
 			for i := range nh {
 				sc := scores[i][:nb]
-				bm := negInf
-				for _, v := range sc {
-					bm = max(bm, v)
-				}
+				bm := maxVec(sc)
 				if math.IsInf(float64(bm), -1) {
 					clear(sc) // the whole block is masked for this head
 					continue
@@ -179,7 +176,7 @@ func attendHeads(at *Attention, h0, h1 int) {
 					// A new maximum: rescale what was accumulated so far.
 					if l[i] > 0 {
 						c := expf(m[i] - bm)
-						scaleTo(out[i*d:(i+1)*d], out[i*d:(i+1)*d], c)
+						scaleVec(out[i*d:(i+1)*d], out[i*d:(i+1)*d], c)
 						l[i] *= c
 					}
 					m[i] = bm
@@ -216,7 +213,7 @@ func attendHeads(at *Attention, h0, h1 int) {
 		}
 		for i := range nh {
 			if l[i] > 0 {
-				scaleTo(out[i*d:(i+1)*d], out[i*d:(i+1)*d], 1/l[i])
+				scaleVec(out[i*d:(i+1)*d], out[i*d:(i+1)*d], 1/l[i])
 			}
 		}
 		h = hEnd

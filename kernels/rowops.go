@@ -27,7 +27,7 @@ func RMSNorm(dst, x, weight []float32, eps float32) error {
 	inv := float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
 	dst = dst[:n]
 	if weight == nil {
-		scaleTo(dst, x, inv)
+		scaleVec(dst, x, inv)
 		return nil
 	}
 	weight = weight[:n]
@@ -75,16 +75,13 @@ func Softmax(x []float32) {
 	if len(x) == 0 {
 		return
 	}
-	m := float32(math.Inf(-1))
-	for _, v := range x {
-		m = max(m, v)
-	}
+	m := maxVec(x)
 	if math.IsInf(float64(m), -1) {
 		clear(x)
 		return
 	}
 	sum := expSubSumVec(x, m)
-	scaleTo(x, x, 1/sum)
+	scaleVec(x, x, 1/sum)
 }
 
 // SiLUMul writes dst[i] = silu(gate[i]) * up[i] (SwiGLU's gating) for the

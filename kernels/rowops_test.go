@@ -58,7 +58,9 @@ func TestExpVec(t *testing.T) {
 	})
 }
 
-func TestRMSNorm(t *testing.T) {
+func TestRMSNorm(t *testing.T) { modes(t, testRMSNorm) }
+
+func testRMSNorm(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		n := rapid.IntRange(1, 300).Draw(rt, "n")
 		r := rand.New(rand.NewPCG(uint64(n), 1))
@@ -78,8 +80,15 @@ func TestRMSNorm(t *testing.T) {
 				rt.Fatalf("y[%d] = %g, want %g", i, y[i], want)
 			}
 		}
+		orig := append([]float32(nil), x...)
 		if err := kernels.RMSNorm(x, x, nil, 1e-5); err != nil { // in place, no weight
 			rt.Fatal(err)
+		}
+		for i := range x {
+			want := float64(orig[i]) * inv
+			if !close32(x[i], want, 1e-5*math.Abs(want)+1e-30) {
+				rt.Fatalf("unweighted y[%d] = %g, want %g", i, x[i], want)
+			}
 		}
 	})
 	if kernels.RMSNorm(make([]float32, 2), make([]float32, 3), nil, 0) == nil {

@@ -1,6 +1,9 @@
 package kernels
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 //go:noescape
 func axpyF32(y *float32, x *float32, a float32, n int)
@@ -182,4 +185,40 @@ func axpy4Heads(out, v []float32, d int, p *[4]float32) {
 			axpy(out[r*d+n8:(r+1)*d], v[n8:], p[r])
 		}
 	}
+}
+
+//go:noescape
+func maxF32(x *float32, n int) float32
+
+//go:noescape
+func scaleF32(dst, x *float32, s float32, n int)
+
+// maxVec returns the largest element of x (-inf for an empty x); with a NaN
+// in x the result is unspecified.
+func maxVec(x []float32) float32 {
+	n8 := len(x) &^ 7
+	m := float32(math.Inf(-1))
+	if useAsm && n8 > 0 {
+		m = maxF32(&x[0], n8)
+	} else {
+		n8 = 0
+	}
+	for _, v := range x[n8:] {
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+// scaleVec sets dst[i] = x[i]*s for the len(dst) elements of dst.
+func scaleVec(dst, x []float32, s float32) {
+	x = x[:len(dst)]
+	n8 := len(dst) &^ 7
+	if useAsm && n8 > 0 {
+		scaleF32(&dst[0], &x[0], s, n8)
+	} else {
+		n8 = 0
+	}
+	scaleTo(dst[n8:], x[n8:], s)
 }

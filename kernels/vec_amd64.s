@@ -305,3 +305,46 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func maxF32(x *float32, n int) float32
+// max x[i] for i < n (a multiple of 8, at least 8); NaNs are not expected.
+TEXT ·maxF32(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VMOVUPS (SI), Y0
+	VMOVAPS Y0, Y1
+	SHRQ $3, CX
+loop:
+	VMAXPS (SI), Y0, Y0
+	ADDQ $32, SI
+	DECQ CX
+	JNZ loop
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0x4e, X0, X1
+	VMAXPS X1, X0, X0
+	VPERMILPS $0xb1, X0, X1
+	VMAXPS X1, X0, X0
+	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func scaleF32(dst, x *float32, s float32, n int)
+// dst[i] = x[i]*s for i < n (a multiple of 8).
+TEXT ·scaleF32(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	VBROADCASTSS s+16(FP), Y0
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMULPS (SI), Y0, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET

@@ -2,6 +2,8 @@
 
 package kernels
 
+import "math"
+
 func dotVec(a, b []float32) float32              { return dotF32(a, b) }
 func axpyVec(y, x []float32, a float32)          { axpy(y, x, a) }
 func f16RowVec(dst []float32, src []uint16) bool { return false }
@@ -48,3 +50,15 @@ func axpy4Heads(out, v []float32, d int, p *[4]float32) {
 		axpy(out[r*d:(r+1)*d], v[:d], p[r])
 	}
 }
+
+func maxVec(x []float32) float32 {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		if v > m {
+			m = v
+		}
+	}
+	return m
+}
+
+func scaleVec(dst, x []float32, s float32) { scaleTo(dst, x, s) }
