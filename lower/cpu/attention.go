@@ -45,7 +45,7 @@ func (f *flash) units() int { return f.a.R * f.a.T * f.a.KVHeads }
 
 func (f *flash) run() error {
 	parts := len(f.acc)
-	if parts == 1 || f.units() < 2 || f.units()*f.a.Rep*f.a.S*(f.a.D+f.a.Dv) < 1<<14 {
+	if parts == 1 || f.units() < 2 || f.units()*f.a.Rep*f.a.S*(f.a.D+f.a.Dv) < 1<<17 {
 		f.part(0, 0, f.units())
 		return nil
 	}
