@@ -128,8 +128,9 @@ type Attention struct {
 type Loc struct {
 	// Space is where the storage lives.
 	Space Space
-	// Input is the constant, slot or state value whose storage this is
-	// (for those spaces), or the value that owns the arena region.
+	// Root is the constant, slot or state value whose storage this is
+	// (for those spaces), or the value that owns the arena region (a
+	// reshape shares its operand's root, an in-place write its state's).
 	Root poot.ValueID
 	// Offset and Bytes place an arena value.
 	Offset, Bytes int64

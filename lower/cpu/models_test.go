@@ -148,7 +148,6 @@ func checkReference(t *testing.T, file string, tol float64, in cpu.Interpreter) 
 // under the oracle and under in, and fails when the logits differ by more
 // than tol of their range.
 func checkModel(t *testing.T, md *model, tol float64, in cpu.Interpreter) {
-	rc := struct{ tol float64 }{tol}
 	{
 		{
 			const capacity = 32
@@ -182,8 +181,8 @@ func checkModel(t *testing.T, md *model, tol float64, in cpu.Interpreter) {
 				la, lb := a[0].F32(), b[0].F32()
 				d := maxRelDiff(lb, la)
 				t.Logf("%s: max relative logit difference %.3g", what, d)
-				if d > rc.tol {
-					t.Errorf("%s: logits differ by %.3g of their range, above %.3g", what, d, rc.tol)
+				if d > tol {
+					t.Errorf("%s: logits differ by %.3g of their range, above %.3g", what, d, tol)
 				}
 				return argmax(la)
 			}
