@@ -1,0 +1,49 @@
+// Package nb is poot for notebooks: a non-generic façade over the IR, the
+// composites of package ops and the oracle, for interactive use from
+// gophernotes and gomacro.
+//
+// Those interpreters cannot import generic declarations or instantiate
+// compiled generics, so nothing exported here has a type parameter: one
+// hidden brand, a plain *Graph that records, and a plain Value handle.
+// Every primitive and every common composite is a method of Graph; weights
+// and inputs are declared by name and bound by name when the graph runs:
+//
+//	g := nb.New()
+//	x := g.Input("x", 2, 4)
+//	y := g.RMSNorm(x, g.Weight("w", 4), 1e-6)
+//	out, err := g.Run(y, map[string][]float64{"x": xs, "w": ws})
+//
+// Errors are values, as in the builder: no method panics; the first error
+// is kept, later calls return placeholders, and Err, String, Run and RunAll
+// report it.
+//
+// # Models and shapes
+//
+// A model is any type with a Forward method (see Model); Trace records it
+// with its input named "x". Graphs have static shapes, so a shape left out
+// must come from somewhere: Trace takes the input's dims as arguments, or
+// from the model's InputDims method. Where they are left out, and for an
+// Input or Weight declared without dims inside Forward, the shape comes from
+// the data: the graph is traced again at each Run, with each such value a
+// vector as long as its data (like jax.jit, which traces once per shape).
+// Until then Dump says which values wait for data. Values recorded outside
+// Forward do not survive a retrace; the Value that Trace returns does.
+//
+// # Running
+//
+// Run and RunAll evaluate with the oracle (package interp): exact and slow,
+// the reference every backend is compared with. Data are float64 slices in
+// row-major order, one per input or weight name; integer inputs (tokens,
+// positions) must hold integers, and weights declared with WeightAs are
+// quantized to their dtype first. Only what the requested outputs read must
+// be bound; a name the graph does not declare is an error.
+//
+// # Checkpoints
+//
+// Open loads a checkpoint through package driver and gives a plain LLM:
+// Generate, Tokenize, Detokenize and Logits, with ints and strings only.
+//
+// What nb is not for: model families (write them with package ops over a
+// branded poot.Builder) and speed (use package driver with a fast
+// interpreter).
+package nb
