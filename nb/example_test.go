@@ -1,0 +1,90 @@
+package nb_test
+
+import (
+	"fmt"
+
+	"github.com/pootlabs/poot/nb"
+)
+
+// The code of this file sticks to Go 1.18 syntax and library, as a
+// gomacro cell must; TestExamplesAreGo118 checks it.
+
+type myModel struct{ eps float64 }
+
+func (m myModel) Forward(g *nb.Graph, x nb.Value) (nb.Value, error) {
+	return g.RMSNorm(x, g.Input("w"), m.eps), nil
+}
+
+// The example of the notebook notes, as written there: no shapes are
+// given, so the graph is traced at Run from the lengths of the data.
+func ExampleTrace() {
+	g, y, err := nb.Trace(myModel{eps: 1e-6})
+	if err != nil {
+		fmt.Println(err)
+	}
+	g.Dump()
+	out, err := g.Run(y, map[string][]float64{"x": {3, 4}, "w": {1, 2}})
+	fmt.Printf("%.4f %v\n", out, err)
+	g.Dump()
+	// Output:
+	// graph: traced at each Run; the shapes of "x", "w" come from its data
+	// [0.8485 2.2627] <nil>
+	// graph: 0 constants, 2 slots, 0 states, 10 equations (10 dispatches)
+	//   %0 = slot "x" f32[2]
+	//   %1 = slot "w" f32[2]
+	// rms_norm:
+	//   %2 : f32[2] = mul %0 %0
+	//   %3 : f32[1] = reduce_sum[axis=0] %2
+	//   %4 : f32[1] = literal[shape=[1] dtype=f32 value=0.5]
+	//   %5 : f32[1] = mul %3 %4
+	//   %6 : f32[1] = literal[shape=[1] dtype=f32 value=1e-06]
+	//   %7 : f32[1] = add %5 %6
+	//   %8 : f32[1] = rsqrt %7
+	//   %9 : f32[2] = broadcast[shape=[2]] %8
+	//   %10 : f32[2] = mul %0 %9
+	//   %11 : f32[2] = mul %10 %1
+	// outputs: %11
+}
+
+type shapedModel struct{}
+
+func (shapedModel) InputDims() []int { return []int{2, 4} }
+
+func (shapedModel) Forward(g *nb.Graph, x nb.Value) (nb.Value, error) {
+	h := g.Linear(x, g.Weight("w", 3, 4), g.Weight("b", 3))
+	return g.Softmax(g.SiLU(h), -1), nil
+}
+
+// A model that declares its shapes is traced once, by Trace itself.
+func ExampleTrace_shaped() {
+	g, y, err := nb.Trace(shapedModel{})
+	fmt.Println(y, err)
+	data := map[string][]float64{
+		"x": {1, 0, 0, 0, 0, 1, 0, 0},
+		"w": {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0},
+		"b": {0, 0, 0},
+	}
+	out, err := g.Run(y, data)
+	fmt.Printf("%.3f %v\n", out, err)
+	// Output:
+	// f32[2,3] <nil>
+	// [0.509 0.245 0.245 0.245 0.509 0.245] <nil>
+}
+
+// A graph built cell by cell, without a model.
+func ExampleNew() {
+	g := nb.New()
+	x := g.Input("x", 2, 2)
+	y := g.Add(g.MatMul(x, x), g.Scalar(1))
+	fmt.Println(y)
+	out, err := g.Run(y, map[string][]float64{"x": {1, 2, 3, 4}})
+	fmt.Println(out, err)
+
+	// Errors are kept, never panicked: the first one is reported.
+	z := g.Add(x, g.Input("v", 3))
+	fmt.Println(z.Shape(), g.Err() != nil)
+	// Output:
+	// f32[2,2]
+	// [6 12 12 26] <nil>
+	// [] true
+}
