@@ -23,26 +23,23 @@ func RMSNorm(dst, x, weight []float32, eps float32) error {
 	if n == 0 {
 		return nil
 	}
-	ss := sumSquares(x)
+	ss := sumSquaresVec(x)
 	inv := float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
 	dst = dst[:n]
 	if weight == nil {
 		scaleVec(dst, x, inv)
 		return nil
 	}
-	weight = weight[:n]
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		d, s, w := (*[4]float32)(dst[i:i+4]), (*[4]float32)(x[i:i+4]), (*[4]float32)(weight[i:i+4])
-		d[0] = s[0] * inv * w[0]
-		d[1] = s[1] * inv * w[1]
-		d[2] = s[2] * inv * w[2]
-		d[3] = s[3] * inv * w[3]
-	}
-	for ; i < n; i++ {
-		dst[i] = x[i] * inv * weight[i]
-	}
+	mulScaleVec(dst, x, weight, inv)
 	return nil
+}
+
+// mulScaleGo sets dst[i] = x[i]*s*w[i], rounding the first product.
+func mulScaleGo(dst, x, w []float32, s float32) {
+	x, w = x[:len(dst)], w[:len(dst)]
+	for i := range dst {
+		dst[i] = float32(x[i]*s) * w[i]
+	}
 }
 
 // sumSquares accumulates in float64 so long rows lose nothing.
@@ -51,6 +48,7 @@ func sumSquares(x []float32) float64 {
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
 		v := (*[4]float32)(x[i : i+4])
+		// Each square is rounded to float32, as the assembly computes it.
 		s0 += float64(v[0] * v[0])
 		s1 += float64(v[1] * v[1])
 		s2 += float64(v[2] * v[2])
@@ -110,19 +108,15 @@ func Add(dst, a, b []float32) error {
 	if len(a) < n || len(b) < n {
 		return errShort("Add input", min(len(a), len(b)), n)
 	}
-	a, b = a[:n], b[:n]
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		d, x, y := (*[4]float32)(dst[i:i+4]), (*[4]float32)(a[i:i+4]), (*[4]float32)(b[i:i+4])
-		d[0] = x[0] + y[0]
-		d[1] = x[1] + y[1]
-		d[2] = x[2] + y[2]
-		d[3] = x[3] + y[3]
-	}
-	for ; i < n; i++ {
+	addVec(dst, a[:n], b[:n])
+	return nil
+}
+
+func addGo(dst, a, b []float32) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	for i := range dst {
 		dst[i] = a[i] + b[i]
 	}
-	return nil
 }
 
 // expf is a float32 exp with a relative error below 1e-6 over the finite

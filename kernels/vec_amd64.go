@@ -222,3 +222,45 @@ func scaleVec(dst, x []float32, s float32) {
 	}
 	scaleTo(dst[n8:], x[n8:], s)
 }
+
+//go:noescape
+func sumSquaresF32(x *float32, n int) float64
+
+//go:noescape
+func mulScaleF32(dst, x, w *float32, s float32, n int)
+
+//go:noescape
+func addF32(dst, a, b *float32, n int)
+
+// sumSquaresVec is sumSquares through the assembly when it is on.
+func sumSquaresVec(x []float32) float64 {
+	n8 := len(x) &^ 7
+	if !useAsm || n8 == 0 {
+		return sumSquares(x)
+	}
+	return sumSquaresF32(&x[0], n8) + sumSquares(x[n8:])
+}
+
+// mulScaleVec sets dst[i] = x[i]*s*w[i]; x and w are at least len(dst) long.
+func mulScaleVec(dst, x, w []float32, s float32) {
+	n8 := len(dst) &^ 7
+	if useAsm && n8 > 0 {
+		x, w = x[:len(dst)], w[:len(dst)]
+		mulScaleF32(&dst[0], &x[0], &w[0], s, n8)
+	} else {
+		n8 = 0
+	}
+	mulScaleGo(dst[n8:], x[n8:], w[n8:], s)
+}
+
+// addVec sets dst[i] = a[i]+b[i]; a and b are at least len(dst) long.
+func addVec(dst, a, b []float32) {
+	n8 := len(dst) &^ 7
+	if useAsm && n8 > 0 {
+		a, b = a[:len(dst)], b[:len(dst)]
+		addF32(&dst[0], &a[0], &b[0], n8)
+	} else {
+		n8 = 0
+	}
+	addGo(dst[n8:], a[n8:], b[n8:])
+}

@@ -348,3 +348,78 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func sumSquaresF32(x *float32, n int) float64
+// sum of float64(x[i]*x[i]) for i < n (a multiple of 8): the squares are
+// rounded to float32 as in sumSquares, then accumulated in float64.
+TEXT ·sumSquaresF32(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMOVUPS (SI), Y2
+	VMULPS Y2, Y2, Y2
+	VCVTPS2PD X2, Y3
+	VEXTRACTF128 $1, Y2, X2
+	VCVTPS2PD X2, Y4
+	VADDPD Y3, Y0, Y0
+	VADDPD Y4, Y1, Y1
+	ADDQ $32, SI
+	DECQ CX
+	JNZ loop
+done:
+	VADDPD Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD X1, X0, X0
+	VHADDPD X0, X0, X0
+	VMOVSD X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func mulScaleF32(dst, x, w *float32, s float32, n int)
+// dst[i] = x[i]*s*w[i] (rounded in that order) for i < n (a multiple of 8).
+TEXT ·mulScaleF32(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ w+16(FP), DX
+	VBROADCASTSS s+24(FP), Y0
+	MOVQ n+32(FP), CX
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMULPS (SI), Y0, Y1
+	VMULPS (DX), Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
+
+// func addF32(dst, a, b *float32, n int)
+// dst[i] = a[i] + b[i] for i < n (a multiple of 8).
+TEXT ·addF32(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMOVUPS (SI), Y0
+	VADDPS (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
