@@ -206,31 +206,60 @@ func (pk *progKernel) eval(p, c0, c1 int) {
 	}
 }
 
-// strided fills r with a broadcast load starting at flat element c0.
+// strided fills r with a view load starting at flat element c0, a run
+// along the last axis at a time: a copy when the view is contiguous there,
+// a fill when it repeats one element (a broadcast).
 func (pk *progKernel) strided(p int, l lower.Load, src *buf, r []float32, c0 int) {
-	idx := pk.idx[p][:len(l.Shape)]
+	rank := len(l.Shape)
+	idx := pk.idx[p][:rank]
 	rest := c0
 	off := l.Offset
-	for a := len(l.Shape) - 1; a >= 0; a-- {
+	for a := rank - 1; a >= 0; a-- {
 		idx[a] = rest % l.Shape[a]
 		rest /= l.Shape[a]
 		off += idx[a] * l.Strides[a]
 	}
-	last := len(l.Shape) - 1
-	for i := range r {
-		if l.DType == poot.F32 {
-			r[i] = src.f[off]
-		} else {
-			r[i] = float32(b2u(src.b[off] != 0))
+	last := rank - 1
+	ls, ln := 1, 1
+	if rank > 0 {
+		ls, ln = l.Strides[last], l.Shape[last]
+	}
+	isF32 := l.DType == poot.F32
+	for i := 0; i < len(r); {
+		run := len(r) - i
+		if rank > 0 {
+			run = min(run, ln-idx[last])
 		}
-		for a := last; a >= 0; a-- {
-			idx[a]++
-			off += l.Strides[a]
-			if idx[a] < l.Shape[a] {
-				break
+		dst := r[i : i+run]
+		switch {
+		case isF32 && ls == 1:
+			copy(dst, src.f[off:off+run])
+		case isF32 && ls == 0:
+			v := src.f[off]
+			for j := range dst {
+				dst[j] = v
 			}
+		case isF32:
+			for j := range dst {
+				dst[j] = src.f[off+j*ls]
+			}
+		default:
+			for j := range dst {
+				dst[j] = float32(b2u(src.b[off+j*ls] != 0))
+			}
+		}
+		i += run
+		if rank == 0 {
+			break
+		}
+		// Advance the multi-index past the run.
+		off += run * ls
+		idx[last] += run
+		for a := last; a > 0 && idx[a] == l.Shape[a]; a-- {
 			off -= l.Strides[a] * l.Shape[a]
 			idx[a] = 0
+			idx[a-1]++
+			off += l.Strides[a-1]
 		}
 	}
 }
