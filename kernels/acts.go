@@ -57,16 +57,16 @@ type Acts struct {
 func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	kind := actKindFor(wt)
 	if kind == actNone {
-		return fmt.Errorf("kernels: no matrix product for weight dtype %v", wt)
+		return &Error{Op: "Prepare", Err: ErrUnsupported, Detail: fmt.Sprintf("no matrix product for %v weights", wt)}
 	}
 	if T <= 0 || K <= 0 {
-		return fmt.Errorf("kernels: activation shape %dx%d is empty", T, K)
+		return sizeError("Prepare", "activation shape %dx%d is empty", T, K)
 	}
 	if be := wt.BlockElems(); K%be != 0 {
-		return fmt.Errorf("kernels: K=%d is not a multiple of the %v block (%d)", K, wt, be)
+		return sizeError("Prepare", "K=%d is not a multiple of the %v block (%d)", K, wt, be)
 	}
 	if T > math.MaxInt/K || len(x) < T*K {
-		return fmt.Errorf("kernels: activations have %d elements, want %dx%d", len(x), T, K)
+		return sizeError("Prepare", "activations have %d elements, want %dx%d", len(x), T, K)
 	}
 	a.T, a.K, a.kind = T, K, kind
 	switch kind {

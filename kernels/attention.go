@@ -1,9 +1,6 @@
 package kernels
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // Attention describes one decode step of multi-head attention for a single
 // query position over S cached positions, with grouped-query sharing: query
@@ -36,28 +33,28 @@ type Attention struct {
 // Check reports whether the fields are consistent and the slices long enough.
 func (at *Attention) Check() error {
 	if at.Heads <= 0 || at.KVHeads <= 0 || at.HeadDim <= 0 || at.S < 0 || at.Heads%at.KVHeads != 0 {
-		return fmt.Errorf("kernels: attention with %d heads, %d kv heads, head dim %d, %d positions", at.Heads, at.KVHeads, at.HeadDim, at.S)
+		return sizeError("AttendHeads", "%d heads, %d kv heads, head dim %d, %d positions", at.Heads, at.KVHeads, at.HeadDim, at.S)
 	}
 	hs := at.headStride()
 	if at.KVStride < 0 || hs < 0 {
-		return fmt.Errorf("kernels: attention strides %d and %d are negative", at.KVStride, hs)
+		return sizeError("AttendHeads", "strides %d and %d are negative", at.KVStride, hs)
 	}
 	qn := at.Heads * at.HeadDim
 	if len(at.Q) < qn || len(at.Out) < qn {
-		return errShort("attention Q or Out", min(len(at.Q), len(at.Out)), qn)
+		return errShort("AttendHeads", "Q or Out", min(len(at.Q), len(at.Out)), qn)
 	}
 	if at.S > 0 {
 		kn := (at.S-1)*at.KVStride + (at.KVHeads-1)*hs + at.HeadDim
 		if at.K == nil {
 			if len(at.K16) < kn || len(at.V16) < kn {
-				return errShort("attention K16 or V16 cache", min(len(at.K16), len(at.V16)), kn)
+				return errShort("AttendHeads", "K16 or V16 cache", min(len(at.K16), len(at.V16)), kn)
 			}
 		} else if len(at.K) < kn || len(at.V) < kn {
-			return errShort("attention K or V cache", min(len(at.K), len(at.V)), kn)
+			return errShort("AttendHeads", "K or V cache", min(len(at.K), len(at.V)), kn)
 		}
 	}
 	if at.Mask != nil && len(at.Mask) < at.S {
-		return errShort("attention mask", len(at.Mask), at.S)
+		return errShort("AttendHeads", "mask", len(at.Mask), at.S)
 	}
 	return nil
 }
@@ -83,7 +80,7 @@ func AttendHeads(at *Attention, h0, h1 int) error {
 		return err
 	}
 	if h0 < 0 || h1 > at.Heads || h0 > h1 {
-		return fmt.Errorf("kernels: head range [%d,%d) outside [0,%d)", h0, h1, at.Heads)
+		return sizeError("AttendHeads", "head range [%d,%d) outside [0,%d)", h0, h1, at.Heads)
 	}
 	attendHeads(at, h0, h1)
 	return nil

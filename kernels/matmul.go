@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"fmt"
 	"unsafe"
 
 	"github.com/pootlabs/poot"
@@ -25,7 +24,7 @@ func MatMulRows(wt poot.DType, y []float32, ldy int, w []byte, a *Acts, n0, n1 i
 		return err
 	}
 	if n0 < 0 || n0 > n1 {
-		return fmt.Errorf("kernels: row range [%d,%d) is empty or negative", n0, n1)
+		return sizeError("MatMulRows", "row range [%d,%d) is reversed or negative", n0, n1)
 	}
 	matmulRows(wt, y, w, a, ldy, n0, n1)
 	return nil
@@ -35,7 +34,7 @@ func MatMulRows(wt poot.DType, y []float32, ldy int, w []byte, a *Acts, n0, n1 i
 // for n in [n0,n1). a must have been prepared with T = 1.
 func MatVecRows(wt poot.DType, y []float32, w []byte, a *Acts, n0, n1 int) error {
 	if a.T != 1 {
-		return fmt.Errorf("kernels: MatVecRows needs one activation row, have %d", a.T)
+		return sizeError("MatVecRows", "needs one activation row, have %d", a.T)
 	}
 	return MatMulRows(wt, y, n1, w, a, n0, n1)
 }
@@ -66,23 +65,23 @@ func MatMul(p *Pool, wt poot.DType, y []float32, w []byte, a *Acts, N int) error
 // checkMatMul checks a product of rows [.., n1) into y with row stride N.
 func checkMatMul(wt poot.DType, y []float32, w []byte, a *Acts, N, n1 int) error {
 	if a == nil || a.kind == actNone {
-		return fmt.Errorf("kernels: activations not prepared")
+		return sizeError("MatMulRows", "activations not prepared")
 	}
 	if a.kind != actKindFor(wt) {
-		return fmt.Errorf("kernels: activations were not prepared for %v weights", wt)
+		return sizeError("MatMulRows", "activations were not prepared for %v weights", wt)
 	}
 	if a.K%wt.BlockElems() != 0 {
-		return fmt.Errorf("kernels: K=%d is not a multiple of the %v block", a.K, wt)
+		return sizeError("MatMulRows", "K=%d is not a multiple of the %v block", a.K, wt)
 	}
 	if N < 0 || n1 < 0 || n1 > N {
-		return fmt.Errorf("kernels: row range end %d outside [0,%d] (the output row stride)", n1, N)
+		return sizeError("MatMulRows", "row range end %d outside [0,%d] (the output row stride)", n1, N)
 	}
 	rb := int(wt.RowBytes(int64(a.K)))
 	if len(w)/rb < n1 {
-		return fmt.Errorf("kernels: %v weights hold %d bytes, want %d rows of %d", wt, len(w), n1, rb)
+		return sizeError("MatMulRows", "%v weights hold %d bytes, want %d rows of %d", wt, len(w), n1, rb)
 	}
 	if n1 > 0 && len(y) < (a.T-1)*N+n1 {
-		return fmt.Errorf("kernels: output holds %d elements, want %d", len(y), (a.T-1)*N+n1)
+		return sizeError("MatMulRows", "output holds %d elements, want %d", len(y), (a.T-1)*N+n1)
 	}
 	return nil
 }

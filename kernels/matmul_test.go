@@ -1,6 +1,7 @@
 package kernels_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -352,4 +353,20 @@ func TestMatMulSideBySide(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestErrorKinds(t *testing.T) {
+	var a kernels.Acts
+	err := a.Prepare(poot.I32, make([]float32, 4), 1, 4)
+	if !errors.Is(err, kernels.ErrUnsupported) {
+		t.Errorf("Prepare(I32) = %v, want ErrUnsupported", err)
+	}
+	err = a.Prepare(poot.Q8_0, make([]float32, 4), 1, 4)
+	var ke *kernels.Error
+	if !errors.Is(err, kernels.ErrSize) || !errors.As(err, &ke) || ke.Op != "Prepare" {
+		t.Errorf("Prepare(Q8_0, K=4) = %v, want a Prepare ErrSize", err)
+	}
+	if err := kernels.Add(make([]float32, 2), nil, nil); !errors.Is(err, kernels.ErrSize) {
+		t.Errorf("Add = %v, want ErrSize", err)
+	}
 }

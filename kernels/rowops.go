@@ -1,24 +1,16 @@
 package kernels
 
-import (
-	"fmt"
-	"math"
-)
-
-// errShort reports a slice shorter than a kernel needs.
-func errShort(what string, have, want int) error {
-	return fmt.Errorf("kernels: %s has %d elements, want at least %d", what, have, want)
-}
+import "math"
 
 // RMSNorm writes dst[i] = x[i] / sqrt(mean(x²) + eps) * weight[i] for the
 // len(x) elements of x; a nil weight means all ones. dst may be x.
 func RMSNorm(dst, x, weight []float32, eps float32) error {
 	n := len(x)
 	if len(dst) < n {
-		return errShort("RMSNorm dst", len(dst), n)
+		return errShort("RMSNorm", "dst", len(dst), n)
 	}
 	if weight != nil && len(weight) < n {
-		return errShort("RMSNorm weight", len(weight), n)
+		return errShort("RMSNorm", "weight", len(weight), n)
 	}
 	if n == 0 {
 		return nil
@@ -87,7 +79,7 @@ func Softmax(x []float32) {
 func SiLUMul(dst, gate, up []float32) error {
 	n := len(dst)
 	if len(gate) < n || len(up) < n {
-		return errShort("SiLUMul input", min(len(gate), len(up)), n)
+		return errShort("SiLUMul", "input", min(len(gate), len(up)), n)
 	}
 	siluMulVec(dst, gate[:n], up[:n])
 	return nil
@@ -106,7 +98,7 @@ func siluMulGo(dst, gate, up []float32) {
 func Add(dst, a, b []float32) error {
 	n := len(dst)
 	if len(a) < n || len(b) < n {
-		return errShort("Add input", min(len(a), len(b)), n)
+		return errShort("Add", "input", min(len(a), len(b)), n)
 	}
 	addVec(dst, a[:n], b[:n])
 	return nil
@@ -162,10 +154,10 @@ func expf(x float32) float32 {
 // of rotated dimensions (2*len(cos) for the usual full rotation).
 func RoPETable(cos, sin []float32, pos int, base float64, dims int) error {
 	if len(sin) < len(cos) {
-		return errShort("RoPETable sin", len(sin), len(cos))
+		return errShort("RoPETable", "sin", len(sin), len(cos))
 	}
 	if dims <= 0 {
-		return fmt.Errorf("kernels: RoPE over %d dimensions", dims)
+		return sizeError("RoPETable", "rotation over %d dimensions", dims)
 	}
 	for i := range cos {
 		theta := float64(pos) * math.Pow(base, -2*float64(i)/float64(dims))
@@ -183,10 +175,10 @@ func RoPETable(cos, sin []float32, pos int, base float64, dims int) error {
 func RoPE(x []float32, headDim int, cos, sin []float32, neox bool) error {
 	half := len(cos)
 	if len(sin) < half {
-		return errShort("RoPE sin", len(sin), half)
+		return errShort("RoPE", "sin", len(sin), half)
 	}
 	if headDim <= 0 || 2*half > headDim || len(x)%headDim != 0 {
-		return fmt.Errorf("kernels: RoPE of %d rotated dims over heads of %d in %d elements", 2*half, headDim, len(x))
+		return sizeError("RoPE", "%d rotated dims over heads of %d in %d elements", 2*half, headDim, len(x))
 	}
 	sin = sin[:half]
 	for h := 0; h < len(x); h += headDim {
