@@ -96,9 +96,9 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 
 	// 4. Generating: prefill, then decode steps carrying the KV cache.
 	s.Reset()
-	p("4. generating (temperature 0.8, seed 1; the weights are random, so is the text):\n   %s", prompt)
+	p("4. generating (greedy, repetition penalty 1.5; the weights are random, so is the text):\n   %s", prompt)
 	st, err := s.Generate(context.Background(), prompt, driver.GenerateOptions{
-		SamplerOptions: driver.SamplerOptions{Temperature: 0.8, Seed: 1}, MaxTokens: 24, IgnoreEOS: true,
+		SamplerOptions: driver.SamplerOptions{RepeatPenalty: 1.5}, MaxTokens: 24, IgnoreEOS: true,
 	}, func(piece string) { p("%s", piece) })
 	if err != nil {
 		return err

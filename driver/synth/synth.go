@@ -189,6 +189,32 @@ type tensorPlan struct {
 	seed  uint64
 }
 
+// headName is the tensor whose rows give the logits: output.weight, or the
+// token embedding when the head is tied to it.
+func headName(specs []families.TensorSpec) string {
+	for _, s := range specs {
+		if s.Name == "output.weight" {
+			return s.Name
+		}
+	}
+	return "token_embd.weight"
+}
+
+// silence zeroes the head rows of the byte and control tokens, so that a
+// random model's logits for them are exactly 0 while real pieces spread
+// around it: greedy decoding of a random model then spells with pieces, not
+// stray bytes (the weights' statistics are otherwise unchanged).
+func silence(p tensorPlan, v *Vocabulary) tensorPlan {
+	fill := p.fill
+	p.fill = func(rng *rand.Rand, row []float32, r int) {
+		fill(rng, row, r)
+		if r < len(v.Types) && (v.Types[r] == typeByte || v.Types[r] == typeControl) {
+			clear(row)
+		}
+	}
+	return p
+}
+
 func plan(spec families.TensorSpec, o Options, normOffset bool, fixed []float32) tensorPlan {
 	p := tensorPlan{spec: spec, dtype: poot.F32}
 	h := fnv.New64a()
@@ -402,11 +428,15 @@ func writeGGUF(m families.Model, path string, o Options, v *Vocabulary) error {
 	kvs = append(kvs, tokenizerKVs(v)...)
 	var done, total int64
 	var ts []gguf.WriterTensor
+	head := headName(gm.Tensors())
 	for _, spec := range gm.Tensors() {
 		if spec.Optional && spec.Role != "bias" && fixed[spec.Name] == nil {
 			continue // a tied head, say: leave it out
 		}
 		p := plan(spec, o, false, fixed[spec.Name])
+		if spec.Name == head {
+			p = silence(p, v)
+		}
 		total += p.bytes(1)
 		ts = append(ts, gguf.WriterTensor{Name: spec.Name, DType: p.dtype, Shape: spec.Shape.Clone(),
 			Reader: p.reader(o.Seed, 0, 1, &done, &total, o.Progress)})
@@ -435,11 +465,15 @@ func writeHF(m families.Model, dir string, o Options, v *Vocabulary) error {
 	w := m.Weights().In(families.Safetensors)
 	var done, total int64
 	var ts []safetensors.WriterTensor
+	head := headName(m.Tensors())
 	for _, spec := range m.Tensors() {
 		if spec.Optional && spec.Role != "bias" {
 			continue
 		}
 		p := plan(spec, o, normOffset, nil)
+		if spec.Name == head {
+			p = silence(p, v)
+		}
 		st, _ := safetensors.DTypeOf(p.dtype)
 		if parts := w.Parts(spec.Name); parts != nil {
 			total += p.bytes(1)

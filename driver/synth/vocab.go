@@ -135,7 +135,7 @@ func BuildVocabulary(size int) (*Vocabulary, error) {
 				best, bestN = p, n
 			}
 		}
-		if bestN < 2 {
+		if bestN < 1 {
 			break
 		}
 		merged := best[0] + best[1]
