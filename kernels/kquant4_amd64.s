@@ -1,4 +1,4 @@
-// Four-activation-row versions of the Q4_K and Q6_K kernels for prompt
+// Four-activation-row versions of the Q4_K, Q5_K and Q6_K kernels for prompt
 // processing: each weight super-block is unpacked once and multiplied with
 // four activation rows. Registers: Y0..Y3 the rows' int32 sums for the
 // current super-block, Y4..Y7 their float accumulators, Y8..Y13 scratch,
@@ -33,6 +33,49 @@
 	VPSRLW $4, Y8, Y9 \
 	VPAND Y14, Y8, Y8 \
 	VPAND Y14, Y9, Y9 \
+	VPBROADCASTW (SC+4*c)(SP), Y10 \
+	VPBROADCASTW (SC+4*c+2)(SP), Y11 \
+	VPMADDUBSW (64*c)(SI), Y8, Y12 \
+	VPMADDUBSW (64*c+32)(SI), Y9, Y13 \
+	VPMADDWD Y10, Y12, Y12 \
+	VPMADDWD Y11, Y13, Y13 \
+	VPADDD Y12, Y0, Y0 \
+	VPADDD Y13, Y0, Y0 \
+	VPMADDUBSW (64*c)(SI)(R8*1), Y8, Y12 \
+	VPMADDUBSW (64*c+32)(SI)(R8*1), Y9, Y13 \
+	VPMADDWD Y10, Y12, Y12 \
+	VPMADDWD Y11, Y13, Y13 \
+	VPADDD Y12, Y1, Y1 \
+	VPADDD Y13, Y1, Y1 \
+	VPMADDUBSW (64*c)(SI)(R8*2), Y8, Y12 \
+	VPMADDUBSW (64*c+32)(SI)(R8*2), Y9, Y13 \
+	VPMADDWD Y10, Y12, Y12 \
+	VPMADDWD Y11, Y13, Y13 \
+	VPADDD Y12, Y2, Y2 \
+	VPADDD Y13, Y2, Y2 \
+	VPMADDUBSW (64*c)(SI)(R10*1), Y8, Y12 \
+	VPMADDUBSW (64*c+32)(SI)(R10*1), Y9, Y13 \
+	VPMADDWD Y10, Y12, Y12 \
+	VPMADDWD Y11, Y13, Y13 \
+	VPADDD Y12, Y3, Y3 \
+	VPADDD Y13, Y3, Y3
+
+// Q5K4_CHUNK is Q4K4_CHUNK for Q5_K: quants at 48+32c, and bits 2c and
+// 2c+1 of the 32 qh bytes at 16 add 16 to the low and high nibbles.
+#define Q5K4_CHUNK(c) \
+	VMOVDQU (48+32*c)(BX), Y8 \
+	VPSRLW $4, Y8, Y9 \
+	VPAND Y14, Y8, Y8 \
+	VPAND Y14, Y9, Y9 \
+	VMOVDQU 16(BX), Y12 \
+	VPSRLW $(2*c), Y12, Y13 \
+	VPAND q5k01<>(SB), Y13, Y13 \
+	VPSLLW $4, Y13, Y13 \
+	VPOR Y13, Y8, Y8 \
+	VPSRLW $(2*c+1), Y12, Y13 \
+	VPAND q5k01<>(SB), Y13, Y13 \
+	VPSLLW $4, Y13, Y13 \
+	VPOR Y13, Y9, Y9 \
 	VPBROADCASTW (SC+4*c)(SP), Y10 \
 	VPBROADCASTW (SC+4*c+2)(SP), Y11 \
 	VPMADDUBSW (64*c)(SI), Y8, Y12 \
@@ -164,6 +207,113 @@ loop:
 	ADDQ $4, ADP(SP)
 	ADDQ $32, BSP(SP)
 	ADDQ $144, BX
+	ADDQ $256, SI
+	DECQ CX
+	JNZ loop
+
+done:
+	MOVQ out+64(FP), DX
+	HSUM(Y4, X4)
+	VMOVSS X4, 0(DX)
+	HSUM(Y5, X5)
+	VMOVSS X5, 4(DX)
+	HSUM(Y6, X6)
+	VMOVSS X6, 8(DX)
+	HSUM(Y7, X7)
+	VMOVSS X7, 12(DX)
+	VZEROUPPER
+	RET
+
+// func dotQ5_Kx4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, out *[4]float32)
+TEXT ·dotQ5_Kx4(SB), NOSPLIT, $96-72
+	MOVQ w+0(FP), BX
+	MOVQ nb+8(FP), CX
+	MOVQ aq+16(FP), SI
+	MOVQ lda+24(FP), R8
+	LEAQ (R8)(R8*2), R10
+	MOVQ ad+32(FP), AX
+	MOVQ AX, ADP(SP)
+	MOVQ ldd+40(FP), AX
+	MOVQ AX, LDD(SP)
+	MOVQ bs+48(FP), AX
+	MOVQ AX, BSP(SP)
+	MOVQ ldb+56(FP), AX
+	MOVQ AX, LDB(SP)
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW $15, Y15, Y15
+	MOVL $0x0f0f0f0f, AX
+	VMOVQ AX, X14
+	VPBROADCASTD X14, Y14
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ CX, CX
+	JZ done
+
+loop:
+	// Scales and mins, as in dotQ4_Kx1.
+	MOVL 4(BX), AX
+	MOVL 8(BX), DX
+	MOVL 12(BX), R9
+	MOVL AX, R11
+	ANDL $0x3f3f3f3f, R11
+	MOVL DX, R12
+	ANDL $0x3f3f3f3f, R12
+	MOVL R9, R13
+	ANDL $0x0f0f0f0f, R13
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL AX, R13
+	SHRL $4, R9
+	ANDL $0x0f0f0f0f, R9
+	SHRL $6, DX
+	ANDL $0x03030303, DX
+	SHLL $4, DX
+	ORL DX, R9
+	SHLQ $32, R13
+	ORQ R11, R13
+	SHLQ $32, R9
+	ORQ R12, R9
+	VMOVQ R13, X12
+	VPMOVZXBW X12, X12
+	VMOVDQU X12, SC(SP)
+	VMOVQ R9, X13
+	VPMOVZXBD X13, Y13
+	VMOVDQU Y13, MN(SP)
+
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	Q5K4_CHUNK(0)
+	Q5K4_CHUNK(1)
+	Q5K4_CHUNK(2)
+	Q5K4_CHUNK(3)
+
+	VPBROADCASTW (BX), X8
+	VCVTPH2PS X8, Y8
+	VPBROADCASTW 2(BX), X9
+	VCVTPH2PS X9, Y9
+	MOVQ ADP(SP), AX
+	MOVQ BSP(SP), DX
+	MOVQ LDD(SP), R11
+	MOVQ LDB(SP), R12
+	Q4K4_FINISH(Y0, Y4)
+	ADDQ R11, AX
+	ADDQ R12, DX
+	Q4K4_FINISH(Y1, Y5)
+	ADDQ R11, AX
+	ADDQ R12, DX
+	Q4K4_FINISH(Y2, Y6)
+	ADDQ R11, AX
+	ADDQ R12, DX
+	Q4K4_FINISH(Y3, Y7)
+
+	ADDQ $4, ADP(SP)
+	ADDQ $32, BSP(SP)
+	ADDQ $176, BX
 	ADDQ $256, SI
 	DECQ CX
 	JNZ loop
@@ -320,3 +470,9 @@ done:
 	VMOVSS X7, 12(DX)
 	VZEROUPPER
 	RET
+
+DATA q5k01<>+0(SB)/8, $0x0101010101010101
+DATA q5k01<>+8(SB)/8, $0x0101010101010101
+DATA q5k01<>+16(SB)/8, $0x0101010101010101
+DATA q5k01<>+24(SB)/8, $0x0101010101010101
+GLOBL q5k01<>(SB), RODATA|NOPTR, $32

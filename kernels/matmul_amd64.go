@@ -206,9 +206,9 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 	}
 }
 
-// kfamRowsAsm handles Q4_K, Q5_K and Q6_K weights: Q4_K and Q6_K take four
-// activation rows a call while there are four left, the rest one (the weight
-// row stays in L1 between calls).
+// kfamRowsAsm handles Q4_K, Q5_K and Q6_K weights, four activation rows a
+// call while there are four left, then one (the weight row stays in L1
+// between calls).
 func kfamRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	T, K := a.T, a.K
 	nb := K / 256
@@ -217,17 +217,18 @@ func kfamRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 in
 	for n := n0; n < n1; n++ {
 		wr := &w[n*rb]
 		t := 0
-		if wt != poot.Q5_K {
-			for ; t+4 <= T; t += 4 {
-				aq, ad, bs := &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16]
-				if wt == poot.Q4_K {
-					dotQ4_Kx4(wr, nb, aq, K, ad, nb*4, bs, nb*32, &o)
-				} else {
-					dotQ6_Kx4(wr, nb, aq, K, ad, nb*4, bs, nb*32, &o)
-				}
-				for i := range 4 {
-					y[(t+i)*N+n] = o[i]
-				}
+		for ; t+4 <= T; t += 4 {
+			aq, ad, bs := &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16]
+			switch wt {
+			case poot.Q4_K:
+				dotQ4_Kx4(wr, nb, aq, K, ad, nb*4, bs, nb*32, &o)
+			case poot.Q5_K:
+				dotQ5_Kx4(wr, nb, aq, K, ad, nb*4, bs, nb*32, &o)
+			default:
+				dotQ6_Kx4(wr, nb, aq, K, ad, nb*4, bs, nb*32, &o)
+			}
+			for i := range 4 {
+				y[(t+i)*N+n] = o[i]
 			}
 		}
 		for ; t < T; t++ {

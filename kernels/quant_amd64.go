@@ -47,3 +47,6 @@ func dotQ4_Kx4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int
 
 //go:noescape
 func dotQ6_Kx4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, out *[4]float32)
+
+//go:noescape
+func dotQ5_Kx4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, out *[4]float32)
