@@ -12,6 +12,7 @@ import (
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver"
 	"github.com/pootlabs/poot/driver/synth"
+	"github.com/pootlabs/poot/load"
 )
 
 func TestVocabulary(t *testing.T) {
@@ -166,5 +167,76 @@ func TestDeterministic(t *testing.T) {
 	}
 	if bytes.Equal(a, c) {
 		t.Error("seeds 5 and 6 wrote the same file")
+	}
+}
+
+// The head's rows of byte and control tokens are zero, the others not.
+func TestSilentHeadRows(t *testing.T) {
+	p, _ := synth.FindPreset("llama", "tiny")
+	m, err := synth.Model("llama", p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := synth.Write(m, path, synth.Options{Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := load.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	head, err := c.Tensor("output.weight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := head.F32()
+	dim := head.Type.Shape[1]
+	zero := func(r int) bool {
+		for _, x := range w[r*dim : (r+1)*dim] {
+			if x != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	for r := range head.Type.Shape[0] {
+		silent := r >= 1 && r <= 258 // <s>, </s> and the byte tokens
+		if zero(r) != silent {
+			t.Errorf("row %d: zero %v, want %v", r, zero(r), silent)
+		}
+	}
+}
+
+// Writing streams: a checkpoint of about 100 MB allocates well under its
+// size in all (a batch of rows a tensor, the vocabulary), where holding the
+// model would allocate all of it.
+func TestWriteStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 100 MB")
+	}
+	cfg := map[string]any{
+		"architectures": []any{"LlamaForCausalLM"}, "hidden_size": 512, "num_hidden_layers": 4,
+		"num_attention_heads": 8, "intermediate_size": 2048, "vocab_size": 8000,
+	}
+	m, err := synth.Model("llama", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := synth.Write(m, path, synth.Options{Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("wrote %d MB, allocated %d MB", fi.Size()>>20, alloc>>20)
+	if fi.Size() < 90<<20 || alloc > uint64(fi.Size())/2 {
+		t.Errorf("wrote %d bytes allocating %d: not streamed", fi.Size(), alloc)
 	}
 }
