@@ -238,12 +238,14 @@ func (g *Graph) RoPE(x, pos Value, heads int, cfg RoPEConfig) Value {
 
 // AttentionConfig describes the heads of Attention.
 type AttentionConfig struct {
-	Heads   int     // query heads H
-	KVHeads int     // key and value heads, dividing H; 0 means H
-	HeadDim int     // width of a query and key head; 0 means q's width / H
-	Scale   float64 // multiplies q·k; 0 means 1/sqrt(HeadDim)
-	SoftCap float64 // attention logit soft cap; 0 means none
-	Window  int     // sliding window of the built causal mask; 0 means none
+	Heads   int // query heads H
+	KVHeads int // key and value heads, dividing H; 0 means H
+	HeadDim int // width of a query and key head; 0 means q's width / H
+	// ValueDim is the width of a value head; 0 means v's width / KVHeads.
+	ValueDim int
+	Scale    float64 // multiplies q·k; 0 means 1/sqrt(HeadDim)
+	SoftCap  float64 // attention logit soft cap; 0 means none
+	Window   int     // sliding window of the built causal mask; 0 means none
 }
 
 // Attention returns softmax(scale·q·kᵀ, masked)·v for every head: q
@@ -253,13 +255,19 @@ type AttentionConfig struct {
 func (g *Graph) Attention(q, k, v, mask Value, cfg AttentionConfig) Value {
 	return g.apply("attention", 1<<3, func(b *builder, in []handle) handle {
 		q, k, v, m := in[0], in[1], in[2], in[3]
-		c := ops.AttentionConfig[brand]{Heads: cfg.Heads, KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, Scale: cfg.Scale, SoftCap: cfg.SoftCap}
-		if c.Heads < 1 {
-			b.Failf(poot.ErrType, "attention", "%d heads", c.Heads)
+		c := ops.AttentionConfig[brand]{Heads: cfg.Heads, KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, ValueDim: cfg.ValueDim, Scale: cfg.Scale, SoftCap: cfg.SoftCap}
+		if c.KVHeads == 0 {
+			c.KVHeads = c.Heads
+		}
+		if c.Heads < 1 || c.KVHeads < 1 {
+			b.Failf(poot.ErrType, "attention", "%d heads, %d key/value heads", c.Heads, c.KVHeads)
 			return b.Scalar(0)
 		}
 		if c.HeadDim == 0 {
 			c.HeadDim = b.Dim(q, -1) / c.Heads
+		}
+		if c.ValueDim == 0 {
+			c.ValueDim = b.Dim(v, -1) / c.KVHeads
 		}
 		if c.Scale == 0 && c.HeadDim > 0 {
 			c.Scale = 1 / math.Sqrt(float64(c.HeadDim))
