@@ -157,51 +157,50 @@ func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byt
 	}
 }
 
-// q8famRowsAsm handles the 32-element dtypes. For Q8_0 and Q4_0 each weight
-// row meets four activation rows a call while there are four left; the
-// others take one activation row a call.
+// q8famRowsAsm handles the 32-element dtypes: each weight row meets four
+// activation rows a call while there are four left, then one.
 func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	T, K := a.T, a.K
 	nb := K / 32
 	rb := nb * wt.BlockBytes()
-	if wt != poot.Q8_0 && wt != poot.Q4_0 {
-		for n := n0; n < n1; n++ {
-			wr := &w[n*rb]
-			for t := range T {
-				aq, ad, as := &a.q[t*K], &a.d[t*nb], &a.s[t*nb]
-				switch wt {
-				case poot.Q4_1:
-					y[t*N+n] = dotQ4_1x1(wr, nb, aq, ad, as)
-				case poot.Q5_0:
-					y[t*N+n] = dotQ5_0x1(wr, nb, aq, ad)
-				default:
-					y[t*N+n] = dotQ5_1x1(wr, nb, aq, ad, as)
-				}
-			}
-		}
-		return
-	}
-	q4 := wt == poot.Q4_0
 	var o [4]float32
 	for n := n0; n < n1; n++ {
 		wr := &w[n*rb]
 		t := 0
 		for ; t+4 <= T; t += 4 {
-			if q4 {
-				dotQ4_0x4(wr, nb, &a.q[t*K], K, &a.d[t*nb], nb*4, &a.s[t*nb], &o)
-			} else {
-				dotQ8_0x4(wr, nb, &a.q[t*K], K, &a.d[t*nb], nb*4, &o)
+			aq, ad, as := &a.q[t*K], &a.d[t*nb], &a.s[t*nb]
+			switch wt {
+			case poot.Q8_0:
+				dotQ8_0x4(wr, nb, aq, K, ad, nb*4, &o)
+			case poot.Q4_0:
+				dotQ4_0x4(wr, nb, aq, K, ad, nb*4, as, &o)
+			case poot.Q4_1:
+				dotQ4_1x4(wr, nb, aq, K, ad, nb*4, as, &o)
+			case poot.Q5_0:
+				dotQ5_0x4(wr, nb, aq, K, ad, nb*4, &o)
+			default:
+				dotQ5_1x4(wr, nb, aq, K, ad, nb*4, as, &o)
 			}
 			for i := range 4 {
 				y[(t+i)*N+n] = o[i]
 			}
 		}
 		for ; t < T; t++ {
-			if q4 {
-				y[t*N+n] = dotQ4_0x1(wr, nb, &a.q[t*K], &a.d[t*nb], &a.s[t*nb])
-			} else {
-				y[t*N+n] = dotQ8_0x1(wr, nb, &a.q[t*K], &a.d[t*nb])
+			aq, ad, as := &a.q[t*K], &a.d[t*nb], &a.s[t*nb]
+			var v float32
+			switch wt {
+			case poot.Q8_0:
+				v = dotQ8_0x1(wr, nb, aq, ad)
+			case poot.Q4_0:
+				v = dotQ4_0x1(wr, nb, aq, ad, as)
+			case poot.Q4_1:
+				v = dotQ4_1x1(wr, nb, aq, ad, as)
+			case poot.Q5_0:
+				v = dotQ5_0x1(wr, nb, aq, ad)
+			default:
+				v = dotQ5_1x1(wr, nb, aq, ad, as)
 			}
+			y[t*N+n] = v
 		}
 	}
 }

@@ -50,3 +50,12 @@ func dotQ6_Kx4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int
 
 //go:noescape
 func dotQ5_Kx4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, out *[4]float32)
+
+//go:noescape
+func dotQ5_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
+
+//go:noescape
+func dotQ4_1x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, as *float32, out *[4]float32)
+
+//go:noescape
+func dotQ5_1x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, as *float32, out *[4]float32)
