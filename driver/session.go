@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/pootlabs/poot"
@@ -44,6 +45,11 @@ type Progress struct {
 	Done, Total int
 }
 
+// MaxPrefillSteps is how many compiled prefill steps (one per distinct
+// chunk length and logits mode) a session keeps; the least recently used
+// is dropped beyond it, bounding the interpreters' buffers.
+const MaxPrefillSteps = 4
+
 // Defaults of Options.
 const (
 	DefaultCapacity     = 4096
@@ -81,13 +87,16 @@ type Session struct {
 	limits   poot.Limits
 
 	steps   map[families.StepShape]*step
+	recent  []families.StepShape // prefill shapes, least recently used first
 	state   *interp.State
 	history []int32 // the tokens in the cache, in position order
 }
 
 // Open opens the checkpoint at path, configures its model through the family
 // registry, loads its tokenizer, and traces, binds and compiles the decode
-// step. Prefill steps are made on first use, one per chunk length.
+// step. Prefill steps are made on first use, one per chunk length; the
+// session keeps the decode step and the MaxPrefillSteps most recently used
+// prefill steps compiled.
 func Open(path string, opts Options) (*Session, error) {
 	progress := func(stage string, done int) {
 		if opts.Progress != nil {
@@ -248,6 +257,7 @@ func (s *Session) Step(n int, logits families.LogitsMode) (StepInfo, *poot.Graph
 func (s *Session) step(n int, logits families.LogitsMode, stage func(string)) (*step, error) {
 	shape := families.StepShape{Rows: 1, New: n, Capacity: s.capacity, Logits: logits}
 	if st, ok := s.steps[shape]; ok {
+		s.touch(shape)
 		return st, nil
 	}
 	program := families.Prefill
@@ -290,7 +300,24 @@ func (s *Session) step(n int, logits families.LogitsMode, stage func(string)) (*
 	st.info.Dispatches = poot.DispatchCount(bg)
 	st.info.TraceTime, st.info.BindTime, st.info.CompileTime = t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)
 	s.steps[shape] = st
+	s.touch(shape)
 	return st, nil
+}
+
+// touch marks a prefill shape as just used and drops the least recently used
+// prefill steps beyond MaxPrefillSteps.
+func (s *Session) touch(shape families.StepShape) {
+	if shape.New == 1 && shape.Logits == families.LastToken {
+		return // the decode step stays
+	}
+	if i := slices.Index(s.recent, shape); i >= 0 {
+		s.recent = slices.Delete(s.recent, i, i+1)
+	}
+	s.recent = append(s.recent, shape)
+	for len(s.recent) > MaxPrefillSteps {
+		delete(s.steps, s.recent[0])
+		s.recent = s.recent[1:]
+	}
 }
 
 // CheckTokens validates token ids against the vocabulary.

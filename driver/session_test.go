@@ -252,6 +252,20 @@ func TestInterpreterRegistry(t *testing.T) {
 			t.Fatalf("Reset did not give the same logits at position %d", i)
 		}
 	}
+	// Prefill steps beyond MaxPrefillSteps are dropped and made again.
+	s = open(t, driver.Options{Interp: "counting", Capacity: 32})
+	for n := 2; n <= 2+driver.MaxPrefillSteps; n++ {
+		if _, err := s.Logits(someTokens[:n], false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := compiles
+	if _, err := s.Logits(someTokens[:2], false); err != nil || compiles != before+1 {
+		t.Errorf("the least recently used prefill step was kept: %v, %d compiles after %d", err, compiles, before)
+	}
+	if _, err := s.Logits(someTokens[:2+driver.MaxPrefillSteps], false); err != nil || compiles != before+1 {
+		t.Errorf("a recent prefill step was recompiled: %v, %d compiles", err, compiles)
+	}
 	_, err = driver.Open(tinyPath, driver.Options{Interp: "warp"})
 	var ie *driver.InterpreterError
 	if !errors.As(err, &ie) || !errors.Is(err, driver.ErrUnknownInterpreter) || !strings.Contains(err.Error(), "oracle") {
