@@ -117,15 +117,6 @@ done: \
 	VZEROUPPER \
 	RET
 
-// func dotQ8_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
-TEXT ·dotQ8_0x4(SB), NOSPLIT, $0-56
-	DOT4(DEC_Q8_0, 34)
-
-// func dotQ8_0x1(w *byte, nb int, aq *int8, ad *float32) float32
-TEXT ·dotQ8_0x1(SB), NOSPLIT, $0-36
-	DOT1(DEC_Q8_0, 34)
-
-
 // Constants for the 5-bit types: VPSHUFB indices that give byte j of a
 // register byte j/8 of the 32-bit qh field (within each 128-bit lane), the
 // bit each byte then tests, and the nibble values.
@@ -231,18 +222,6 @@ done: \
 	VZEROUPPER \
 	RET
 
-// func dotQ5_0x1(w *byte, nb int, aq *int8, ad *float32) float32
-TEXT ·dotQ5_0x1(SB), NOSPLIT, $0-36
-	DOT1(DEC_Q5_0, 22)
-
-// func dotQ4_1x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
-TEXT ·dotQ4_1x1(SB), NOSPLIT, $0-44
-	DOT1U(DEC_Q4_1, 20)
-
-// func dotQ5_1x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
-TEXT ·dotQ5_1x1(SB), NOSPLIT, $0-44
-	DOT1U(DEC_Q5_1, 24)
-
 // Q4_0 without the sign trick: the nibbles (0..15) go to VPMADDUBSW as they
 // are, and the offset of 8 is applied once at the end through the
 // activation blocks' scaled sums s_b: sum_b dw*(da*dot(q,a) - 8*s_b).
@@ -264,6 +243,79 @@ TEXT ·dotQ5_1x1(SB), NOSPLIT, $0-44
 #define DEC_Q4_0U \
 	NIBBLES(2) \
 	SCALE_D
+
+// ROWU accumulates one row's block for the min-offset types: acc gets
+// dw*da*dot(q, a), lane 0 of corr gets m*s_b (the min is in X13).
+#define ROWU(aq, ad, as, acc, corr) \
+	VPMADDUBSW aq, Y12, Y15 \
+	VPMADDWD Y11, Y15, Y15 \
+	VCVTDQ2PS Y15, Y15 \
+	VBROADCASTSS ad, Y10 \
+	VMULPS Y14, Y10, Y10 \
+	VFMADD231PS Y15, Y10, acc \
+	VFMADD231SS as, X13, corr
+
+// DOT4U(DEC, bb): a weight row of an unsigned min-offset type against four
+// activation rows (strides as DOT4; the scaled sums share the scales' stride).
+// The min terms collect in X4, X5, X8 and X7: the decoders use Y6.
+#define DOT4U(DEC, bb) \
+	MOVQ w+0(FP), BX \
+	MOVQ nb+8(FP), CX \
+	MOVQ aq+16(FP), SI \
+	MOVQ lda+24(FP), R8 \
+	MOVQ ad+32(FP), DI \
+	MOVQ ldd+40(FP), R9 \
+	MOVQ as+48(FP), DX \
+	LEAQ (R8)(R8*2), R10 \
+	LEAQ (R9)(R9*2), R11 \
+	CONSTS \
+	VXORPS Y0, Y0, Y0; VXORPS Y1, Y1, Y1; VXORPS Y2, Y2, Y2; VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4; VXORPS Y5, Y5, Y5; VXORPS Y8, Y8, Y8; VXORPS Y7, Y7, Y7 \
+	TESTQ CX, CX \
+	JZ done \
+loop: \
+	PREFETCHT0 1024(BX) \
+	DEC \
+	VPBROADCASTW 2(BX), X13 \
+	VCVTPH2PS X13, X13 \
+	ROWU((SI), (DI), (DX), Y0, X4) \
+	ROWU((SI)(R8*1), (DI)(R9*1), (DX)(R9*1), Y1, X5) \
+	ROWU((SI)(R8*2), (DI)(R9*2), (DX)(R9*2), Y2, X8) \
+	ROWU((SI)(R10*1), (DI)(R11*1), (DX)(R11*1), Y3, X7) \
+	ADDQ $bb, BX \
+	ADDQ $32, SI \
+	ADDQ $4, DI \
+	ADDQ $4, DX \
+	DECQ CX \
+	JNZ loop \
+done: \
+	MOVQ out+56(FP), DX \
+	HSUM(Y0, X0); VADDSS X4, X0, X0; VMOVSS X0, 0(DX) \
+	HSUM(Y1, X1); VADDSS X5, X1, X1; VMOVSS X1, 4(DX) \
+	HSUM(Y2, X2); VADDSS X8, X2, X2; VMOVSS X2, 8(DX) \
+	HSUM(Y3, X3); VADDSS X7, X3, X3; VMOVSS X3, 12(DX) \
+	VZEROUPPER \
+	RET
+
+// func dotQ8_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
+TEXT ·dotQ8_0x4(SB), NOSPLIT, $0-56
+	DOT4(DEC_Q8_0, 34)
+
+// func dotQ8_0x1(w *byte, nb int, aq *int8, ad *float32) float32
+TEXT ·dotQ8_0x1(SB), NOSPLIT, $0-36
+	DOT1(DEC_Q8_0, 34)
+
+// func dotQ5_0x1(w *byte, nb int, aq *int8, ad *float32) float32
+TEXT ·dotQ5_0x1(SB), NOSPLIT, $0-36
+	DOT1(DEC_Q5_0, 22)
+
+// func dotQ4_1x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
+TEXT ·dotQ4_1x1(SB), NOSPLIT, $0-44
+	DOT1U(DEC_Q4_1, 20)
+
+// func dotQ5_1x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
+TEXT ·dotQ5_1x1(SB), NOSPLIT, $0-44
+	DOT1U(DEC_Q5_1, 24)
 
 // func dotQ4_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, as *float32, out *[4]float32)
 TEXT ·dotQ4_0x4(SB), NOSPLIT, $0-64
@@ -356,58 +408,6 @@ q4x1done:
 	FINISHQ4(Y0, X0, X4)
 	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
-	RET
-
-// ROWU accumulates one row's block for the min-offset types: acc gets
-// dw*da*dot(q, a), lane 0 of corr gets m*s_b (the min is in X13).
-#define ROWU(aq, ad, as, acc, corr) \
-	VPMADDUBSW aq, Y12, Y15 \
-	VPMADDWD Y11, Y15, Y15 \
-	VCVTDQ2PS Y15, Y15 \
-	VBROADCASTSS ad, Y10 \
-	VMULPS Y14, Y10, Y10 \
-	VFMADD231PS Y15, Y10, acc \
-	VFMADD231SS as, X13, corr
-
-// DOT4U(DEC, bb): a weight row of an unsigned min-offset type against four
-// activation rows (strides as DOT4; the scaled sums share the scales' stride).
-#define DOT4U(DEC, bb) \
-	MOVQ w+0(FP), BX \
-	MOVQ nb+8(FP), CX \
-	MOVQ aq+16(FP), SI \
-	MOVQ lda+24(FP), R8 \
-	MOVQ ad+32(FP), DI \
-	MOVQ ldd+40(FP), R9 \
-	MOVQ as+48(FP), DX \
-	LEAQ (R8)(R8*2), R10 \
-	LEAQ (R9)(R9*2), R11 \
-	CONSTS \
-	VXORPS Y0, Y0, Y0; VXORPS Y1, Y1, Y1; VXORPS Y2, Y2, Y2; VXORPS Y3, Y3, Y3 \
-	VXORPS Y4, Y4, Y4; VXORPS Y5, Y5, Y5; VXORPS Y6, Y6, Y6; VXORPS Y7, Y7, Y7 \
-	TESTQ CX, CX \
-	JZ done \
-loop: \
-	PREFETCHT0 1024(BX) \
-	DEC \
-	VPBROADCASTW 2(BX), X13 \
-	VCVTPH2PS X13, X13 \
-	ROWU((SI), (DI), (DX), Y0, X4) \
-	ROWU((SI)(R8*1), (DI)(R9*1), (DX)(R9*1), Y1, X5) \
-	ROWU((SI)(R8*2), (DI)(R9*2), (DX)(R9*2), Y2, X6) \
-	ROWU((SI)(R10*1), (DI)(R11*1), (DX)(R11*1), Y3, X7) \
-	ADDQ $bb, BX \
-	ADDQ $32, SI \
-	ADDQ $4, DI \
-	ADDQ $4, DX \
-	DECQ CX \
-	JNZ loop \
-done: \
-	MOVQ out+56(FP), DX \
-	HSUM(Y0, X0); VADDSS X4, X0, X0; VMOVSS X0, 0(DX) \
-	HSUM(Y1, X1); VADDSS X5, X1, X1; VMOVSS X1, 4(DX) \
-	HSUM(Y2, X2); VADDSS X6, X2, X2; VMOVSS X2, 8(DX) \
-	HSUM(Y3, X3); VADDSS X7, X3, X3; VMOVSS X3, 12(DX) \
-	VZEROUPPER \
 	RET
 
 // func dotQ4_1x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, as *float32, out *[4]float32)
