@@ -22,7 +22,11 @@
 //  4. reduce_fusion: a sum or max over the last axis whose operand is the
 //     only store of the program just before it takes that program as its
 //     prologue, so x*x feeds a sum of squares without a buffer.
-//  5. inplace: a WriteRows into a state input that nothing else reads
+//  5. row_fusion: such a reduction, a program over its results and a
+//     program that reads them broadcast along the rows run row by row as
+//     one kernel, so RMSNorm (with the residual add before it) reads each
+//     row once.
+//  6. inplace: a WriteRows into a state input that nothing else reads
 //     writes the state buffer in place, so a KV-cache append never copies
 //     the cache.
 //

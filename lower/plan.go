@@ -36,7 +36,7 @@ func (o Options) on(pass string) bool { return !slices.Contains(o.Disabled, pass
 
 // Passes lists the optional passes in the order they run.
 func Passes() []string {
-	return []string{"flash_attention", "elementwise", "reduce_fusion", "inplace"}
+	return []string{"flash_attention", "elementwise", "reduce_fusion", "row_fusion", "inplace"}
 }
 
 // Kind is what a kernel does.
@@ -60,10 +60,14 @@ const (
 	Reduce
 	// FlashAttention is a fused attention core (see Attention).
 	FlashAttention
+	// Rows runs its Parts (a Reduce, a program over the reduced rows and a
+	// program over the full rows, such as the three of an RMSNorm) one
+	// row at a time, so each row is read from memory once.
+	Rows
 )
 
 var kindNames = [...]string{Generic: "generic", Init: "init", Alias: "alias", Contract: "contract",
-	Elementwise: "elementwise", Reduce: "reduce", FlashAttention: "flash_attention"}
+	Elementwise: "elementwise", Reduce: "reduce", FlashAttention: "flash_attention", Rows: "rows"}
 
 // String names the kind.
 func (k Kind) String() string {
@@ -88,6 +92,10 @@ type Kernel struct {
 	Program *Program
 	// Attention describes a FlashAttention kernel.
 	Attention *Attention
+	// Parts are the kernels a Rows kernel runs row by row, and RowLen the
+	// length of a row.
+	Parts  []*Kernel
+	RowLen int
 	// Bytes is the memory the kernel reads and writes; Flops its
 	// arithmetic, both per step.
 	Bytes, Flops int64
@@ -272,6 +280,7 @@ var passes = []struct {
 	{"flash_attention", (*planner).flashAttention},
 	{"elementwise", (*planner).elementwise},
 	{"reduce_fusion", (*planner).reduceFusion},
+	{"row_fusion", (*planner).rowFusion},
 	{"inplace", (*planner).inPlace},
 }
 
@@ -367,5 +376,10 @@ func (p *planner) cost(k *Kernel) {
 	case FlashAttention:
 		a := k.Attention
 		k.Flops = 2 * int64(a.R*a.T*a.Heads*a.S) * int64(a.D+a.Dv)
+	case Rows:
+		for _, q := range k.Parts {
+			p.cost(q)
+			k.Flops += q.Flops
+		}
 	}
 }

@@ -25,6 +25,9 @@ func (p *Plan) String() string {
 		if k.Program != nil {
 			fmt.Fprintf(&sb, "  [%d eqns, %d loads, %d ops, %d stores over %d]", len(k.Eqns), len(k.Program.Loads), len(k.Program.Code), len(k.Program.Stores), k.Program.Size)
 		}
+		if k.Kind == Rows {
+			fmt.Fprintf(&sb, "  [%d eqns in %d parts, rows of %d]", len(k.Eqns), len(k.Parts), k.RowLen)
+		}
 		if a := k.Attention; a != nil {
 			fmt.Fprintf(&sb, "  [R=%d T=%d S=%d H=%d Hkv=%d n_rep=%d D=%d Dv=%d scale=%g cap=%g sinks=%v]", a.R, a.T, a.S, a.Heads, a.KVHeads, a.Rep, a.D, a.Dv, a.Scale, a.SoftCap, a.Sinks >= 0)
 		}

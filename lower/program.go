@@ -2,6 +2,7 @@ package lower
 
 import (
 	"math"
+	"slices"
 
 	"github.com/pootlabs/poot"
 )
@@ -364,3 +365,110 @@ func (p *planner) reduceFusion() error {
 }
 
 var negInf = float32(math.Inf(-1))
+
+// rowFusion joins a Reduce kernel, a program over its reduced rows and a
+// program over the full rows into one Rows kernel when the last program
+// reads the first two kernels' results only row by row: the reduced values
+// through a broadcast along the row, the full-size stores element for
+// element. RMSNorm (sum of squares; mean, add eps, rsqrt; scale and
+// weight) becomes one kernel that reads each row once.
+func (p *planner) rowFusion() error {
+	var out []*Kernel
+	ks := p.kernels
+	for i := 0; i < len(ks); i++ {
+		if i+2 < len(ks) && p.rowTriple(ks[i], ks[i+1], ks[i+2]) {
+			parts := []*Kernel{ks[i], ks[i+1], ks[i+2]}
+			k := &Kernel{Kind: Rows, Parts: parts, RowLen: ks[i+2].Program.Size / ks[i+1].Program.Size}
+			made := map[poot.ValueID]bool{}
+			for _, q := range parts {
+				k.Eqns = append(k.Eqns, q.Eqns...)
+				for _, v := range q.Inputs {
+					if !made[v] && !slices.Contains(k.Inputs, v) {
+						k.Inputs = append(k.Inputs, v)
+					}
+				}
+				for _, v := range q.Outputs {
+					made[v] = true
+					k.Outputs = append(k.Outputs, v)
+				}
+			}
+			out = append(out, k)
+			i += 2
+			continue
+		}
+		out = append(out, ks[i])
+	}
+	p.kernels = out
+	return nil
+}
+
+// rowTriple reports whether a, b, c can run row by row.
+func (p *planner) rowTriple(a, b, c *Kernel) bool {
+	if a.Kind != Reduce || b.Kind != Elementwise || c.Kind != Elementwise {
+		return false
+	}
+	rows := b.Program.Size
+	red := a.Outputs[len(a.Outputs)-1] // the reduction's result
+	if int(p.g.Type(red).Shape.Size()) != rows || rows == 0 || c.Program.Size%rows != 0 ||
+		a.Program.Size != c.Program.Size {
+		return false
+	}
+	L := c.Program.Size / rows
+	fromA := map[poot.ValueID]bool{}
+	for _, v := range a.Outputs {
+		fromA[v] = true
+	}
+	fromB := map[poot.ValueID]bool{}
+	for _, v := range b.Outputs {
+		fromB[v] = true
+	}
+	// b reads the reduction (or values from before a) element for element.
+	for _, l := range b.Program.Loads {
+		if !l.Imm && l.Strides != nil && (fromA[l.Value] || p.producedIn(l.Value, b)) {
+			return false
+		}
+		if !l.Imm && fromA[l.Value] && l.Value != red {
+			return false
+		}
+	}
+	// c reads a's and b's row values through a broadcast along the row, and
+	// a's full-size stores element for element.
+	for _, l := range c.Program.Loads {
+		if l.Imm || !fromA[l.Value] && !fromB[l.Value] {
+			continue
+		}
+		size := int(p.g.Type(l.Value).Shape.Size())
+		switch {
+		case size == rows && l.Strides != nil:
+			if len(l.Shape) == 0 || l.Shape[len(l.Shape)-1] != L || l.Strides[len(l.Strides)-1] != 0 || !rowMajorRows(l, rows, L) {
+				return false
+			}
+		case size == rows*L && l.Strides == nil && fromA[l.Value]:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func (p *planner) producedIn(v poot.ValueID, k *Kernel) bool {
+	return slices.Contains(k.Outputs, v)
+}
+
+// rowMajorRows reports whether a broadcast load reads element r of its
+// value for every element of row r of an iteration of rows·L elements.
+func rowMajorRows(l Load, rows, L int) bool {
+	// The axes before the last must address the value's elements in order:
+	// strides equal to the row-major strides of those axes (or 0 on an axis
+	// of extent 1).
+	st := 1
+	n := 1
+	for a := len(l.Shape) - 2; a >= 0; a-- {
+		if l.Shape[a] != 1 && l.Strides[a] != st {
+			return false
+		}
+		st *= l.Shape[a]
+		n *= l.Shape[a]
+	}
+	return n == rows && l.Offset == 0
+}

@@ -30,6 +30,10 @@ type progKernel struct {
 }
 
 func compileProgram(c *compiler, k *lower.Kernel) (func() error, error) {
+	return newProgKernel(c, k).run, nil
+}
+
+func newProgKernel(c *compiler, k *lower.Kernel) *progKernel {
 	pr := k.Program
 	pk := &progKernel{x: c.x, prog: pr, parts: c.x.pool.Workers()}
 	for _, l := range pr.Loads {
@@ -66,7 +70,50 @@ func compileProgram(c *compiler, k *lower.Kernel) (func() error, error) {
 			pk.stores = append(pk.stores, c.bufs[s.Value])
 		}
 	}
-	return pk.run, nil
+	return pk
+}
+
+// rowsKernel runs a lower.Rows kernel: for each row, the reduction with
+// its prologue, the program over the reduced value, then the program over
+// the row.
+type rowsKernel struct {
+	x              *Exec
+	pre, mid, post *progKernel
+	rows, rowLen   int
+	parts          int
+	fn             func(lo, hi int)
+}
+
+func compileRows(c *compiler, k *lower.Kernel) (func() error, error) {
+	rk := &rowsKernel{x: c.x, pre: newProgKernel(c, k.Parts[0]), mid: newProgKernel(c, k.Parts[1]),
+		post: newProgKernel(c, k.Parts[2]), rowLen: k.RowLen, parts: c.x.pool.Workers()}
+	rk.rows = k.Parts[1].Program.Size
+	rk.fn = rk.do
+	return rk.run, nil
+}
+
+func (rk *rowsKernel) run() error {
+	if rk.parts == 1 || rk.rows < 2 || rk.rows*rk.rowLen < 1<<14 {
+		rk.work(0, 0, rk.rows)
+		return nil
+	}
+	rk.x.pool.Run(rk.parts, rk.fn)
+	return nil
+}
+
+func (rk *rowsKernel) do(lo, hi int) {
+	for p := lo; p < hi; p++ {
+		rk.work(p, rk.rows*p/rk.parts, rk.rows*(p+1)/rk.parts)
+	}
+}
+
+func (rk *rowsKernel) work(p, a, b int) {
+	L := rk.rowLen
+	for r := a; r < b; r++ {
+		rk.pre.work(p, r, r+1)
+		rk.mid.work(p, r, r+1)
+		rk.post.work(p, r*L, (r+1)*L)
+	}
 }
 
 func (pk *progKernel) run() error {
