@@ -31,8 +31,11 @@ func actKindFor(wt poot.DType) actKind {
 }
 
 // Acts holds T activation rows of K elements prepared for a product with one
-// family of weight dtypes. Make one per worker set and reuse it: Prepare
-// allocates only when a product needs more room than any before it. An Acts
+// family of weight dtypes (F32/F16/BF16; Q8_0/Q4_0/Q4_1/Q5_0/Q5_1; the
+// K-quants). One preparation serves every product of the same x with weights
+// of that family, such as the Q, K and V projections. Make one per product
+// in flight and reuse it: Prepare allocates only when a product needs more
+// room than any before it. An Acts
 // may be read by many goroutines at once (the workers of one product) but
 // must not be prepared while a product reads it.
 type Acts struct {

@@ -71,7 +71,8 @@ func (at *Attention) headStride() int {
 //
 //	Out[h] = sum_s softmax_s(Scale * Q[h]·K[s] + Mask[s]) * V[s]
 //
-// A head with no attendable position (S = 0 or all masked) gets zeros. Workers
+// A head with no attendable position (S = 0 or all masked) gets zeros. Out
+// must not overlap Q, K or V (it is cleared and used as the accumulator). Workers
 // may split the heads of one step; splitting at multiples of Heads/KVHeads
 // lets each read its cache rows once for all the query heads that share them.
 // It allocates nothing.
