@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -238,5 +239,45 @@ func TestWriteStreams(t *testing.T) {
 	t.Logf("wrote %d MB, allocated %d MB", fi.Size()>>20, alloc>>20)
 	if fi.Size() < 90<<20 || alloc > uint64(fi.Size())/2 {
 		t.Errorf("wrote %d bytes allocating %d: not streamed", fi.Size(), alloc)
+	}
+}
+
+// The vocabulary reads the same from GGUF metadata and from tokenizer.json,
+// and round-trips text with characters outside it (byte fallback).
+func TestVocabularyBothContainers(t *testing.T) {
+	p, _ := synth.FindPreset("llama", "tiny")
+	m, err := synth.Model("llama", p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	const text = "Once upon a time, the cat saw a bird. Ünïcödé ✓ 42"
+	var got [][]int32
+	for _, format := range []string{"gguf", "safetensors"} {
+		path := filepath.Join(dir, "m."+format)
+		if err := synth.Write(m, path, synth.Options{Format: format}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := load.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := driver.TokenizerOf(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := tok.Encode(text, tokenizerOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := tok.Decode(ids)
+		if err != nil || back != " "+text {
+			t.Errorf("%s: decode gives %q, %v", format, back, err)
+		}
+		got = append(got, ids)
+		c.Close()
+	}
+	if !slices.Equal(got[0], got[1]) {
+		t.Errorf("GGUF ids %v, tokenizer.json ids %v", got[0], got[1])
 	}
 }
