@@ -90,7 +90,11 @@ type StepError struct {
 
 // Error formats the error on one line.
 func (e *StepError) Error() string {
-	return fmt.Sprintf("%s step (%d tokens): %s: %v", e.Program, e.New, e.Stage, e.Err)
+	noun := "tokens"
+	if e.New == 1 {
+		noun = "token"
+	}
+	return fmt.Sprintf("%s step of %d %s: %s: %v", e.Program, e.New, noun, e.Stage, e.Err)
 }
 
 // Unwrap returns the cause.
