@@ -85,6 +85,9 @@ func F16RowToF32(dst []float32, src []uint16) {
 func F32RowToF16(dst []uint16, src []float32) {
 	n := min(len(dst), len(src))
 	dst, src = dst[:n], src[:n]
+	if f32ToF16RowVec(dst, src) {
+		return
+	}
 	for i, f := range src {
 		dst[i] = F32ToF16(f)
 	}

@@ -260,6 +260,35 @@ func TestF16(t *testing.T) {
 	}
 }
 
+// TestF16Rows checks the row conversions (assembly where present) against
+// the scalar ones on random bit patterns, NaNs included.
+func TestF16Rows(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(3, 3))
+		for _, n := range []int{0, 1, 15, 16, 17, 100, 1000} {
+			src := make([]float32, n)
+			for i := range src {
+				src[i] = math.Float32frombits(r.Uint32())
+				if i%7 == 0 {
+					src[i] = float32(r.NormFloat64())
+				}
+			}
+			h := make([]uint16, n)
+			kernels.F32RowToF16(h, src)
+			back := make([]float32, n)
+			kernels.F16RowToF32(back, h)
+			for i := range src {
+				if want := kernels.F32ToF16(src[i]); h[i] != want {
+					t.Fatalf("n=%d [%d]: %#08x gave %#04x, want %#04x", n, i, math.Float32bits(src[i]), h[i], want)
+				}
+				if want := kernels.F16ToF32(h[i]); math.Float32bits(back[i]) != math.Float32bits(want) {
+					t.Fatalf("n=%d [%d]: %#04x widened to %g, want %g", n, i, h[i], back[i], want)
+				}
+			}
+		}
+	})
+}
+
 func TestBF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for range 1 << 20 {

@@ -264,3 +264,26 @@ func addVec(dst, a, b []float32) {
 	}
 	addGo(dst[n8:], a[n8:], b[n8:])
 }
+
+//go:noescape
+func f32ToF16Row(dst *uint16, src *float32, n int)
+
+// f32ToF16RowVec converts with VCVTPS2PH when the assembly is on; it
+// reports whether it did.
+func f32ToF16RowVec(dst []uint16, src []float32) bool {
+	n16 := len(src) &^ 15
+	if !useAsm || n16 == 0 {
+		return false
+	}
+	dst = dst[:len(src)]
+	f32ToF16Row(&dst[0], &src[0], n16)
+	for i, f := range src[:n16] {
+		if f != f { // NaN: VCVTPS2PH keeps payload bits; F32ToF16 does not
+			dst[i] = F32ToF16(f)
+		}
+	}
+	for i := n16; i < len(src); i++ {
+		dst[i] = F32ToF16(src[i])
+	}
+	return true
+}

@@ -423,3 +423,25 @@ loop:
 done:
 	VZEROUPPER
 	RET
+
+// func f32ToF16Row(dst *uint16, src *float32, n int)
+// n a multiple of 16; rounds to nearest even (imm 0), as F32ToF16 except
+// for NaN payloads, which the caller fixes.
+TEXT ·f32ToF16Row(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	SHRQ $4, CX
+	JZ done
+loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VCVTPS2PH $0, Y0, (DI)
+	VCVTPS2PH $0, Y1, 16(DI)
+	ADDQ $64, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
