@@ -1,8 +1,11 @@
 package nb
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/pootlabs/poot"
@@ -114,8 +117,41 @@ func (g *Graph) Err() error {
 // fail records an error of the given kind for the method op, unless one is
 // recorded already.
 func (g *Graph) fail(kind error, op, format string, args ...any) {
+	had := g.b.Err() != nil
 	g.b.Failf(kind, op, format, args...)
+	if !had {
+		g.placeError()
+	}
 }
+
+// placeError points the error just recorded at the user's code. The
+// builder places an error at the first frame outside poot and ops, which
+// here would be a line of this package.
+func (g *Graph) placeError() {
+	var e *poot.Error
+	if errors.As(g.b.Err(), &e) {
+		e.Pos = userPos()
+	}
+}
+
+// userPos is the file:line of the first caller outside the packages of
+// this module (a test file counts as outside).
+func userPos() string {
+	var pcs [48]uintptr
+	n := runtime.Callers(3, pcs[:])
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, modulePath) || strings.HasSuffix(f.File, "_test.go") {
+			return f.File[strings.LastIndexByte(f.File, '/')+1:] + ":" + strconv.Itoa(f.Line)
+		}
+		if !more {
+			return ""
+		}
+	}
+}
+
+const modulePath = "github.com/pootlabs/poot"
 
 // resolve returns the live handle of v as an operand of op.
 func (g *Graph) resolve(op string, i int, v Value, optional bool) (int32, handle) {
@@ -162,6 +198,9 @@ func (g *Graph) push(s step, hs []handle) Value {
 	var h handle
 	if g.b.Err() == nil {
 		h = s.fn(g.b, hs)
+		if g.b.Err() != nil {
+			g.placeError()
+		}
 	} else {
 		h = g.b.Scalar(0) // poisoned
 	}
