@@ -28,6 +28,8 @@ type Attention struct {
 	KVStride   int       // elements from one position to the next in K and V
 	HeadStride int       // elements from one kv head to the next; 0 means HeadDim
 	Scale      float32   // score multiplier, usually 1/sqrt(HeadDim)
+
+	run func(lo, hi int) // attendRange bound to this value, for Attend
 }
 
 // Check reports whether the fields are consistent and the slices long enough.
@@ -86,6 +88,27 @@ func AttendHeads(at *Attention, h0, h1 int) error {
 	attendHeads(at, h0, h1)
 	return nil
 }
+
+// Attend computes all heads of at ([AttendHeads] over [0,Heads)), splitting
+// them across p's workers at multiples of Heads/KVHeads so each cache row is
+// read by one worker; a nil p runs on the calling goroutine. It allocates
+// nothing after the first call with a given at.
+func Attend(p *Pool, at *Attention) error {
+	if err := at.Check(); err != nil {
+		return err
+	}
+	if p == nil || p.Workers() == 1 {
+		attendHeads(at, 0, at.Heads)
+		return nil
+	}
+	if at.run == nil {
+		at.run = at.attendRange
+	}
+	p.RunGrain(at.Heads, at.Heads/at.KVHeads, at.run)
+	return nil
+}
+
+func (at *Attention) attendRange(lo, hi int) { attendHeads(at, lo, hi) }
 
 // maxRep bounds how many query heads share one pass over a cache block; the
 // running maxima and sums live in fixed arrays.

@@ -420,6 +420,31 @@ func testAttention(t *testing.T) {
 			}
 		}
 	})
+	// Attend over a pool agrees with AttendHeads on one goroutine.
+	p := kernels.NewPool(3)
+	defer p.Close()
+	r := rand.New(rand.NewPCG(8, 8))
+	const S, H, KVH, D = 77, 12, 3, 24
+	at := kernels.Attention{
+		Q: randActs(r, H*D), K: randActs(r, S*KVH*D), V: randActs(r, S*KVH*D),
+		Out: make([]float32, H*D), S: S, Heads: H, KVHeads: KVH, HeadDim: D, KVStride: KVH * D, Scale: 0.2,
+	}
+	if err := kernels.Attend(p, &at); err != nil {
+		t.Fatal(err)
+	}
+	pooled := append([]float32(nil), at.Out...)
+	if err := kernels.AttendHeads(&at, 0, H); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pooled {
+		if pooled[i] != at.Out[i] {
+			t.Fatalf("Attend out[%d] = %g, AttendHeads %g", i, pooled[i], at.Out[i])
+		}
+	}
+	if a := testing.AllocsPerRun(10, func() { _ = kernels.Attend(p, &at) }); a != 0 {
+		t.Errorf("Attend allocates %v times", a)
+	}
+
 	bad := kernels.Attention{Heads: 3, KVHeads: 2, HeadDim: 4, KVStride: 8}
 	if kernels.AttendHeads(&bad, 0, 3) == nil {
 		t.Error("heads not a multiple of kv heads accepted")
