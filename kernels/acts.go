@@ -48,8 +48,9 @@ type Acts struct {
 	s    []float32 // actQ8: d * sum(q) per block, for the min-offset dtypes
 	bs   []int16   // actQ8K: sum of each 16 consecutive quants, T*K/16
 
-	job matJob // the parallel product's arguments, see MatMul
-	run func(lo, hi int)
+	job    matJob           // the parallel product's arguments, see MatMul
+	run    func(lo, hi int) // job.do bound to runFor.job
+	runFor *Acts            // the value run is bound to (a copy must rebind)
 }
 
 // Prepare makes x (T rows of K elements, row-major) ready for a product with

@@ -29,7 +29,8 @@ type Attention struct {
 	HeadStride int       // elements from one kv head to the next; 0 means HeadDim
 	Scale      float32   // score multiplier, usually 1/sqrt(HeadDim)
 
-	run func(lo, hi int) // attendRange bound to this value, for Attend
+	run    func(lo, hi int) // attendRange bound to runFor, for Attend
+	runFor *Attention       // the value run is bound to (a copy must rebind)
 }
 
 // Check reports whether the fields are consistent and the slices long enough.
@@ -101,8 +102,8 @@ func Attend(p *Pool, at *Attention) error {
 		attendHeads(at, 0, at.Heads)
 		return nil
 	}
-	if at.run == nil {
-		at.run = at.attendRange
+	if at.runFor != at {
+		at.run, at.runFor = at.attendRange, at
 	}
 	p.RunGrain(at.Heads, at.Heads/at.KVHeads, at.run)
 	return nil

@@ -51,8 +51,8 @@ func MatMul(p *Pool, wt poot.DType, y []float32, w []byte, a *Acts, N int) error
 		matmulRows(wt, y, w, a, N, 0, N)
 		return nil
 	}
-	if a.run == nil {
-		a.run = a.job.do
+	if a.runFor != a {
+		a.run, a.runFor = a.job.do, a
 	}
 	a.job = matJob{wt: wt, y: y, w: w, a: a, N: N}
 	// Chunks of 16 rows keep tiles whole and give the scheduler room when

@@ -189,6 +189,17 @@ func TestMatMulPool(t *testing.T) {
 				t.Fatalf("%v: pooled y[%d] = %g, serial %g", dt, i, y1[i], y2[i])
 			}
 		}
+		// A copy of a used Acts must compute with its own arguments.
+		b := a
+		clear(y2)
+		if err := kernels.MatMul(p, dt, y2, w, &b, N); err != nil {
+			t.Fatal(err)
+		}
+		for i := range y1 {
+			if y1[i] != y2[i] {
+				t.Fatalf("%v: copied Acts gave y[%d] = %g, want %g", dt, i, y2[i], y1[i])
+			}
+		}
 		allocs := testing.AllocsPerRun(20, func() { _ = kernels.MatMul(p, dt, y1, w, &a, N) })
 		if allocs != 0 {
 			t.Errorf("%v: MatMul allocates %v times a call", dt, allocs)
