@@ -26,7 +26,10 @@
 //     program that reads them broadcast along the rows run row by row as
 //     one kernel, so RMSNorm (with the residual add before it) reads each
 //     row once.
-//  6. inplace: a WriteRows into a state input that nothing else reads
+//  6. concat_stores: a Concat of parts the program just before it
+//     computes is written by that program in place, each part a strided
+//     store (rotary embedding's halves).
+//  7. inplace: a WriteRows into a state input that nothing else reads
 //     writes the state buffer in place, so a KV-cache append never copies
 //     the cache.
 //

@@ -36,7 +36,7 @@ func (o Options) on(pass string) bool { return !slices.Contains(o.Disabled, pass
 
 // Passes lists the optional passes in the order they run.
 func Passes() []string {
-	return []string{"flash_attention", "elementwise", "reduce_fusion", "row_fusion", "inplace"}
+	return []string{"flash_attention", "elementwise", "reduce_fusion", "row_fusion", "concat_stores", "inplace"}
 }
 
 // Kind is what a kernel does.
@@ -281,6 +281,7 @@ var passes = []struct {
 	{"elementwise", (*planner).elementwise},
 	{"reduce_fusion", (*planner).reduceFusion},
 	{"row_fusion", (*planner).rowFusion},
+	{"concat_stores", (*planner).concatStores},
 	{"inplace", (*planner).inPlace},
 }
 

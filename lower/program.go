@@ -50,11 +50,17 @@ type Instr struct {
 	DType poot.DType
 }
 
-// Store writes register Reg to value Value (F32 or Bool).
+// Store writes register Reg to value Value (F32 or Bool): element i to
+// element i, or, when Strides is not nil, to Value[Offset + Σ_a
+// idx_a·Strides[a]] with idx the multi-index of i in Shape (a part of a
+// concatenation written in place).
 type Store struct {
-	Value poot.ValueID
-	DType poot.DType
-	Reg   int
+	Value   poot.ValueID
+	DType   poot.DType
+	Reg     int
+	Shape   poot.Shape
+	Strides []int
+	Offset  int
 }
 
 // fusable reports whether equation e can be an instruction of a program:
@@ -471,4 +477,117 @@ func rowMajorRows(l Load, rows, L int) bool {
 		n *= l.Shape[a]
 	}
 	return n == rows && l.Offset == 0
+}
+
+// concatStores writes the parts of a Concat straight into its result when
+// the program just before it computes every part and nothing else reads
+// them: each part's store becomes a strided store into the result.
+func (p *planner) concatStores() error {
+	users := p.users()
+	var out []*Kernel
+	for _, k := range p.kernels {
+		if k.Kind == Generic && k.Op == poot.Concat && len(out) > 0 && out[len(out)-1].Kind == Elementwise {
+			if p.fuseConcat(out[len(out)-1], k, users) {
+				continue
+			}
+		}
+		out = append(out, k)
+	}
+	p.kernels = out
+	return nil
+}
+
+// fuseConcat rewrites prev's stores of the concat's operands and reports
+// whether it did.
+func (p *planner) fuseConcat(prev, k *Kernel, users [][]int) bool {
+	e := p.eqns[k.Eqns[0]]
+	ot := p.g.Type(e.Out)
+	if ot.DType != poot.F32 {
+		return false
+	}
+	// Each operand, through reshapes, must be a store of prev read only on
+	// the way to this concat.
+	stores := make([]int, len(e.Inputs))
+	var through []int // reshape equations between stores and the concat
+	for j, v := range e.Inputs {
+		at := -1
+		for {
+			for si, st := range prev.Program.Stores {
+				if st.Value == v && st.Strides == nil {
+					at = si
+				}
+			}
+			if at >= 0 {
+				break
+			}
+			pi := p.prod[v]
+			if pi < 0 || p.eqns[pi].Op != poot.Reshape {
+				return false
+			}
+			through = append(through, pi)
+			v = p.eqns[pi].Inputs[0]
+		}
+		stores[j] = at
+	}
+	inside := map[int]bool{k.Eqns[0]: true}
+	for _, i := range through {
+		inside[i] = true
+	}
+	for _, si := range stores {
+		v := prev.Program.Stores[si].Value
+		if p.escapes[v] {
+			return false
+		}
+		for _, u := range users[v] {
+			if !inside[u] {
+				return false
+			}
+		}
+	}
+	for _, i := range through {
+		if p.escapes[p.eqns[i].Out] {
+			return false
+		}
+		for _, u := range users[p.eqns[i].Out] {
+			if !inside[u] {
+				return false
+			}
+		}
+	}
+	// Strides of the result; each part starts at its offset on the axis.
+	os := ot.Shape
+	st := make([]int, len(os))
+	n := 1
+	for a := len(os) - 1; a >= 0; a-- {
+		st[a] = n
+		n *= os[a]
+	}
+	axis := e.Params.Axis
+	var newStores []Store
+	off := 0
+	for j, v := range e.Inputs {
+		old := prev.Program.Stores[stores[j]]
+		newStores = append(newStores, Store{Value: e.Out, DType: poot.F32, Reg: old.Reg,
+			Shape: p.g.Type(v).Shape.Clone(), Strides: st, Offset: off * st[axis]})
+		off += p.g.Type(v).Shape[axis]
+	}
+	dropped := map[int]bool{}
+	for _, si := range stores {
+		dropped[si] = true
+	}
+	var keep []Store
+	var outs []poot.ValueID
+	for si, s := range prev.Program.Stores {
+		if !dropped[si] {
+			keep = append(keep, s)
+			outs = append(outs, s.Value)
+		}
+	}
+	prev.Program.Stores = append(keep, newStores...)
+	prev.Outputs = append(outs, e.Out)
+	prev.Eqns = append(prev.Eqns, through...)
+	prev.Eqns = append(prev.Eqns, k.Eqns[0])
+	slices.Sort(prev.Eqns)
+	prev.Eqns = slices.Compact(prev.Eqns)
+	return true
 }

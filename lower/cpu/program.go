@@ -200,6 +200,10 @@ func (pk *progKernel) reg(p, r, n int) []float32 {
 }
 
 func (pk *progKernel) store(st lower.Store, dst *buf, v []float32, c0 int) {
+	if st.Strides != nil {
+		pk.scatter(st, dst, v, c0)
+		return
+	}
 	if st.DType == poot.F32 {
 		copy(dst.f[c0:c0+len(v)], v)
 		return
@@ -308,6 +312,35 @@ func (pk *progKernel) strided(p int, l lower.Load, src *buf, r []float32, c0 int
 			idx[a-1]++
 			off += l.Strides[a-1]
 		}
+	}
+}
+
+// scatter writes v, elements c0… of a strided store, to their places in
+// dst (F32).
+func (pk *progKernel) scatter(st lower.Store, dst *buf, v []float32, c0 int) {
+	rank := len(st.Shape)
+	off := st.Offset
+	rest := c0
+	for a := rank - 1; a >= 0; a-- {
+		off += rest % st.Shape[a] * st.Strides[a]
+		rest /= st.Shape[a]
+	}
+	if rank == 0 {
+		dst.f[off] = v[0]
+		return
+	}
+	i := c0
+	for j, x := range v {
+		if j > 0 {
+			i++
+			off = st.Offset
+			rest = i
+			for a := rank - 1; a >= 0; a-- {
+				off += rest % st.Shape[a] * st.Strides[a]
+				rest /= st.Shape[a]
+			}
+		}
+		dst.f[off] = x
 	}
 }
 
