@@ -159,6 +159,15 @@ func TestRunDataErrors(t *testing.T) {
 	if outs, err := g.RunAll([]nb.Value{x, y}, ok); err != nil || len(outs) != 2 || len(outs[1]) != 4 {
 		t.Errorf("RunAll = %v, %v", outs, err)
 	}
+	// Running a value that is not the graph's is an error of the call only.
+	for _, bad := range []nb.Value{{}, nb.New().Scalar(1)} {
+		if _, err := g.Run(bad, ok); !errors.Is(err, nb.ErrValue) && !errors.Is(err, poot.ErrForeignHandle) {
+			t.Errorf("Run(%v): %v", bad, err)
+		}
+	}
+	if g.Err() != nil {
+		t.Errorf("a bad Run poisoned the graph: %v", g.Err())
+	}
 }
 
 type funcModel func(g *nb.Graph, x nb.Value) (nb.Value, error)
@@ -202,6 +211,9 @@ func TestTraceFromData(t *testing.T) {
 	if err != nil || g.Err() != nil || y.Shape() != nil {
 		t.Fatalf("Trace: %v, %v, shape %v", err, g.Err(), y.Shape())
 	}
+	if d := g.DOT(); !strings.Contains(d, `the shapes of \"x\", \"w\" come from its data`) {
+		t.Errorf("DOT before the first Run:\n%s", d)
+	}
 	for _, n := range []int{2, 5, 3} {
 		x, w := make([]float64, n), make([]float64, n)
 		want := 0.0
@@ -229,6 +241,13 @@ func TestTraceFromData(t *testing.T) {
 	}
 	if _, err := g.Run(y, map[string][]float64{"x": {1, 2}}); !errors.Is(err, nb.ErrData) || !strings.Contains(err.Error(), `"w"`) {
 		t.Errorf("missing data for a shape: %v", err)
+	}
+	if _, err := g.Run(y, nil); !errors.Is(err, nb.ErrData) {
+		t.Errorf("no data: %v", err)
+	}
+	// A failed Run leaves the graph ready for the next.
+	if out, err := g.Run(y, map[string][]float64{"x": {1, 2}, "w": {3, 4}}); err != nil || out[0] != 11 {
+		t.Errorf("after a failed Run: %v, %v", out, err)
 	}
 }
 
@@ -446,7 +465,7 @@ func TestRandomCallsNeverPanic(t *testing.T) {
 		switch {
 		case err == nil, errors.As(err, &ie), errors.As(err, &de) && !isInput(inputs, de.Name):
 			// Weights, tokens and positions get no data here.
-		case errors.Is(err, nb.ErrValue) && (out == nb.Value{} || out == foreign):
+		case (errors.Is(err, nb.ErrValue) || errors.Is(err, poot.ErrForeignHandle)) && (out == nb.Value{} || out == foreign):
 		default:
 			rt.Fatalf("Run on a graph without error: %v", err)
 		}

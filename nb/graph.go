@@ -153,31 +153,39 @@ func userPos() string {
 
 const modulePath = "github.com/pootlabs/poot"
 
-// resolve returns the live handle of v as an operand of op.
-func (g *Graph) resolve(op string, i int, v Value, optional bool) (int32, handle) {
+// lookup finds the id of v in g, or says why it is not a value of g
+// (kind and detail of the error). The zero Value gives id 0 and no error.
+func (g *Graph) lookup(v Value) (id int32, detail string, kind error) {
 	switch {
 	case v.g == nil && v.id == 0:
-		if !optional {
-			g.fail(ErrValue, op, "operand %d is the zero Value", i)
-		}
-		return 0, handle{}
+		return 0, "", nil
 	case v.g != g:
-		g.fail(poot.ErrForeignHandle, op, "operand %d belongs to another nb.Graph", i)
-		return 0, handle{}
+		return 0, "belongs to another nb.Graph", poot.ErrForeignHandle
 	case v.id == modelOutput:
 		if g.out == 0 {
-			g.fail(ErrValue, op, "operand %d is the output of a trace that waits for data (use it in Forward)", i)
-			return 0, handle{}
+			return 0, "is the output of a trace that waits for data (use it in Forward)", ErrValue
 		}
-		return g.out, g.h[g.out]
+		return g.out, "", nil
 	case v.gen != g.gen:
-		g.fail(ErrValue, op, "operand %d is from an earlier trace of this graph", i)
-		return 0, handle{}
+		return 0, "is from an earlier trace of this graph", ErrValue
 	case v.id < 0 || int(v.id) >= len(g.h):
-		g.fail(ErrValue, op, "operand %d is not a value of this graph", i)
-		return 0, handle{}
+		return 0, "is not a value of this graph", ErrValue
 	}
-	return v.id, g.h[v.id]
+	return v.id, "", nil
+}
+
+// resolve returns the live handle of v as operand i of op, recording an
+// error if v is not a value of g (or is absent and not optional).
+func (g *Graph) resolve(op string, i int, v Value, optional bool) (int32, handle) {
+	id, detail, kind := g.lookup(v)
+	switch {
+	case kind != nil:
+		g.fail(kind, op, "operand %d %s", i, detail)
+		return 0, handle{}
+	case id == 0 && !optional:
+		g.fail(ErrValue, op, "operand %d is the zero Value", i)
+	}
+	return id, g.h[id]
 }
 
 // apply records fn over the operands vs (those whose bit is set in
@@ -225,17 +233,22 @@ func (g *Graph) replay() (*builder, []handle) {
 	return b, h
 }
 
-// ids resolves the values to be finished as outputs.
+// outputIDs resolves the values to be finished as outputs. A value that is
+// not one of g's is an error of this call, not of the graph.
 func (g *Graph) outputIDs(op string, vs []Value) ([]int32, error) {
 	if err := g.Err(); err != nil {
 		return nil, err
 	}
 	ids := make([]int32, len(vs))
 	for i, v := range vs {
-		ids[i], _ = g.resolve(op, i, v, false)
-	}
-	if err := g.b.Err(); err != nil {
-		return nil, err
+		id, detail, kind := g.lookup(v)
+		if kind == nil && id == 0 {
+			kind, detail = ErrValue, "is the zero Value"
+		}
+		if kind != nil {
+			return nil, &poot.Error{Kind: kind, Op: op, Pos: userPos(), Detail: fmt.Sprintf("output %d %s", i, detail)}
+		}
+		ids[i] = id
 	}
 	return ids, nil
 }

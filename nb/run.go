@@ -37,10 +37,14 @@ func (g *Graph) RunAll(outs []Value, data map[string][]float64) ([][]float64, er
 				return nil, &poot.Error{Kind: ErrValue, Op: "run", Detail: "the shapes of this graph come from the data, so only the Value Trace returned can be run"}
 			}
 		}
-		if err := g.trace(data); err != nil {
+		if data == nil {
+			data = map[string][]float64{} // missing names are data errors
+		}
+		err := g.trace(data)
+		g.deferred = true // keep retracing: the next data may have other lengths
+		if err != nil {
 			return nil, err
 		}
-		g.deferred = true // keep retracing: the next data may have other lengths
 	}
 	ids, err := g.outputIDs("run", outs)
 	if err != nil {
@@ -183,6 +187,9 @@ func float64s(t tensor.Tensor) ([]float64, error) {
 func (g *Graph) printable() (*poot.Graph, error) {
 	if g == nil || g.b == nil {
 		return nil, ErrNilGraph
+	}
+	if g.deferred && len(g.pending) > 0 {
+		return nil, &poot.Error{Kind: errPending, Detail: strings.TrimSpace(g.pendingText())}
 	}
 	if err := g.Err(); err != nil {
 		return nil, err
