@@ -55,9 +55,10 @@ func MatMul(p *Pool, wt poot.DType, y []float32, w []byte, a *Acts, N int) error
 		a.run, a.runFor = a.job.do, a
 	}
 	a.job = matJob{wt: wt, y: y, w: w, a: a, N: N}
-	// Chunks of 16 rows keep tiles whole and give the scheduler room when
-	// one vCPU is slower than the others.
-	p.RunGrain(N, 16, a.run)
+	// Chunk boundaries at multiples of 48 keep the float kernels' tiles
+	// (three or four weight rows) whole; the chunks are small enough to give
+	// the scheduler room when one vCPU is slower than the others.
+	p.RunGrain(N, 48, a.run)
 	a.job = matJob{}
 	return nil
 }
