@@ -344,3 +344,51 @@ func TestGo118CheckCatchesNewerCode(t *testing.T) {
 		t.Errorf("found %v, want CutPrefix, Uint64 and Uint64.Add", bad)
 	}
 }
+
+// Every exported identifier has a doc comment that starts with its name.
+func TestDocComments(t *testing.T) {
+	fset := token.NewFileSet()
+	for name, src := range sourceFiles(t) {
+		f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check := func(id *ast.Ident, docs ...*ast.CommentGroup) {
+			if !id.IsExported() {
+				return
+			}
+			for _, d := range docs {
+				if d != nil && strings.HasPrefix(d.Text(), id.Name+" ") || d != nil && strings.HasPrefix(d.Text(), id.Name+":") {
+					return
+				}
+			}
+			t.Errorf("%s: %s has no doc comment starting with its name", fset.Position(id.Pos()), id.Name)
+		}
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Recv != nil {
+					recv := d.Recv.List[0].Type
+					if s, ok := recv.(*ast.StarExpr); ok {
+						recv = s.X
+					}
+					if id, ok := recv.(*ast.Ident); ok && !id.IsExported() {
+						continue
+					}
+				}
+				check(d.Name, d.Doc)
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch s := spec.(type) {
+					case *ast.TypeSpec:
+						check(s.Name, s.Doc, d.Doc)
+					case *ast.ValueSpec:
+						for _, id := range s.Names {
+							check(id, s.Doc, d.Doc)
+						}
+					}
+				}
+			}
+		}
+	}
+}

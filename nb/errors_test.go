@@ -208,8 +208,8 @@ func TestTraceFromData(t *testing.T) {
 		return g.ReduceSum(inner, 0), nil
 	})
 	g, y, err := nb.Trace(m)
-	if err != nil || g.Err() != nil || y.Shape() != nil {
-		t.Fatalf("Trace: %v, %v, shape %v", err, g.Err(), y.Shape())
+	if err != nil || g.Err() != nil || y.Shape() != nil || y.String() != "(waits for data)" {
+		t.Fatalf("Trace: %v, %v, shape %v %v", err, g.Err(), y.Shape(), y)
 	}
 	if d := g.DOT(); !strings.Contains(d, `the shapes of \"x\", \"w\" come from its data`) {
 		t.Errorf("DOT before the first Run:\n%s", d)
@@ -225,7 +225,7 @@ func TestTraceFromData(t *testing.T) {
 		if err != nil || len(out) != 1 || out[0] != want {
 			t.Fatalf("n=%d: %v, %v; want [%v]", n, out, err, want)
 		}
-		if fmt.Sprint(y.Shape()) != "[1]" || !strings.Contains(g.String(), fmt.Sprintf(`"w" f32[%d]`, n)) {
+		if fmt.Sprint(y.Shape()) != "[1]" || y.Size() != 1 || !strings.Contains(g.String(), fmt.Sprintf(`"w" f32[%d]`, n)) {
 			t.Fatalf("n=%d: shape %v, graph\n%s", n, y.Shape(), g)
 		}
 	}

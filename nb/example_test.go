@@ -88,3 +88,56 @@ func ExampleNew() {
 	// [6 12 12 26] <nil>
 	// [] true
 }
+
+// A decoder block in a notebook: norm, rotary attention with grouped
+// key/value heads, and a gated feed-forward, over four tokens of width 8.
+func ExampleGraph_Attention() {
+	g := nb.New()
+	x := g.Input("x", 4, 8)
+	var out nb.Value
+	g.Scope("block", func() {
+		h := g.RMSNorm(x, g.Weight("attn_norm", 8), 1e-5)
+		q := g.RoPE(g.Linear(h, g.Weight("wq", 8, 8), nb.Value{}), nb.Value{}, 2, nb.RoPEConfig{})
+		k := g.RoPE(g.Linear(h, g.Weight("wk", 4, 8), nb.Value{}), nb.Value{}, 1, nb.RoPEConfig{})
+		v := g.Linear(h, g.Weight("wv", 4, 8), nb.Value{})
+		a := g.Attention(q, k, v, nb.Value{}, nb.AttentionConfig{Heads: 2, KVHeads: 1})
+		x2 := g.Add(x, g.Linear(a, g.Weight("wo", 8, 8), nb.Value{}))
+		f := g.GatedFFN(g.RMSNorm(x2, g.Weight("ffn_norm", 8), 1e-5), g.Weight("gate", 16, 8), g.Weight("up", 16, 8), g.Weight("down", 8, 16), "swiglu")
+		out = g.Add(x2, f)
+	})
+	fmt.Println(out, g.Err())
+
+	// Feed it something simple: every weight 0.1, x counting up.
+	data := map[string][]float64{}
+	for _, name := range g.Names() {
+		v, _ := g.Lookup(name)
+		vals := make([]float64, v.Size())
+		for i := range vals {
+			vals[i] = 0.1
+			if name == "x" {
+				vals[i] = float64(i) / 32
+			}
+		}
+		data[name] = vals
+	}
+	y, err := g.Run(out, data)
+	fmt.Printf("%d values, first %.4f, %v\n", len(y), y[0], err)
+	// Output:
+	// f32[4,8] <nil>
+	// 32 values, first 0.0580, <nil>
+}
+
+// Open a checkpoint and generate from it (a GGUF file or a safetensors
+// directory; this example is compiled, not run).
+func ExampleOpen() {
+	m, err := nb.Open("tinyllama.gguf")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer m.Close()
+	ids, _ := m.Tokenize("Once upon a time")
+	logits, _ := m.Logits(ids)
+	text, _ := m.Generate("Once upon a time", 20)
+	fmt.Println(len(ids), len(logits), text)
+}

@@ -394,6 +394,15 @@ func (g *Graph) Names() []string {
 	return append([]string(nil), g.order...)
 }
 
+// Lookup returns the input, weight or slot declared under name.
+func (g *Graph) Lookup(name string) (Value, bool) {
+	if g == nil {
+		return Value{}, false
+	}
+	d, ok := g.names[name]
+	return d.v, ok
+}
+
 // --- values ---
 
 func (v Value) aval() (poot.TensorType, bool) {
@@ -423,6 +432,16 @@ func (v Value) Shape() []int {
 	return append([]int{}, t.Shape...)
 }
 
+// Size returns the number of v's elements (0 when v is absent or its
+// graph is in error).
+func (v Value) Size() int {
+	t, ok := v.aval()
+	if !ok {
+		return 0
+	}
+	return int(t.Shape.Size())
+}
+
 // DType returns v's element type ("f32", "i32", "bool", ...), or "" when v
 // is absent or its graph is in error.
 func (v Value) DType() string {
@@ -439,6 +458,9 @@ func (v Value) String() string {
 	if !ok {
 		if v.g == nil && v.id == 0 {
 			return "(absent)"
+		}
+		if v.id == modelOutput && v.g != nil && v.g.deferred && v.g.out == 0 {
+			return "(waits for data)"
 		}
 		return "(invalid)"
 	}
