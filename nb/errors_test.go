@@ -211,6 +211,9 @@ func TestTraceFromData(t *testing.T) {
 	if err != nil || g.Err() != nil || y.Shape() != nil || y.String() != "(waits for data)" {
 		t.Fatalf("Trace: %v, %v, shape %v %v", err, g.Err(), y.Shape(), y)
 	}
+	if _, err := g.Finish(y); err == nil || !strings.Contains(err.Error(), "come from its data") {
+		t.Errorf("Finish before the first Run: %v", err)
+	}
 	if d := g.DOT(); !strings.Contains(d, `the shapes of \"x\", \"w\" come from its data`) {
 		t.Errorf("DOT before the first Run:\n%s", d)
 	}
@@ -267,6 +270,10 @@ func TestTraceWithDims(t *testing.T) {
 	out, err := g.Run(y, map[string][]float64{"x": {1, 2, 3, 4, 5, 6}, "w": {1, 0, -1}})
 	if err != nil || fmt.Sprint(out) != "[1 0 -3 4 0 -6]" {
 		t.Errorf("Run = %v, %v", out, err)
+	}
+	pg, err := g.Finish(y)
+	if err != nil || pg.NumEqns() != 3 || len(pg.Outputs()) != 1 || pg.Validate() != nil {
+		t.Errorf("Finish: %v, %v", pg, err)
 	}
 	z := g.Exp(y)
 	if out, err := g.Run(z, map[string][]float64{"x": {0, 0, 0, 0, 0, 0}, "w": {1, 1, 1}}); err != nil || out[0] != 1 {

@@ -79,6 +79,24 @@ func (g *Graph) RunAll(outs []Value, data map[string][]float64) ([][]float64, er
 	return out, nil
 }
 
+// Finish returns the graph closed with outs as its outputs, as a
+// *poot.Graph for the rest of poot (the planner, the oracle, printers). The
+// Graph itself stays open: it can record more and be finished again. A
+// graph whose shapes come from the data has the shapes of the last Run.
+func (g *Graph) Finish(outs ...Value) (*poot.Graph, error) {
+	if g == nil || g.b == nil {
+		return nil, ErrNilGraph
+	}
+	if g.deferred && len(g.pending) > 0 {
+		return g.printable()
+	}
+	ids, err := g.outputIDs("finish", outs)
+	if err != nil {
+		return nil, err
+	}
+	return g.finish(ids)
+}
+
 // bind turns the data into the constants and slots of pg. A slot nothing
 // reads gets zeros when it has no data.
 func bind(pg *poot.Graph, data map[string][]float64) (interp.ConstMap, interp.Slots, error) {
