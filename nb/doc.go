@@ -13,9 +13,17 @@
 //	y := g.RMSNorm(x, g.Weight("w", 4), 1e-6)
 //	out, err := g.Run(y, map[string][]float64{"x": xs, "w": ws})
 //
+// Binary methods broadcast numpy-style (recorded as explicit Reshape and
+// Broadcast equations, since the IR itself never broadcasts); the
+// composites record exactly what their functions in package ops record,
+// in the same scopes, so String shows a notebook graph as it would show a
+// family's. Scope groups a block of calls the same way.
+//
 // Errors are values, as in the builder: no method panics; the first error
-// is kept, later calls return placeholders, and Err, String, Run and RunAll
-// report it.
+// is kept (a *poot.Error naming the method and the line of the notebook
+// code that called it), later calls return placeholders, and Err, String,
+// Finish, Run and RunAll report it. A mistake in a call to Run (a value of
+// another graph, data of the wrong length) is an error of that call only.
 //
 // # Models and shapes
 //
@@ -28,6 +36,8 @@
 // vector as long as its data (like jax.jit, which traces once per shape).
 // Until then Dump says which values wait for data. Values recorded outside
 // Forward do not survive a retrace; the Value that Trace returns does.
+// Outside Trace a shape must be given: Input("s", 1) is a one-element
+// input, since Input("s") would mean "from the data".
 //
 // # Running
 //
@@ -42,6 +52,11 @@
 //
 // Open loads a checkpoint through package driver and gives a plain LLM:
 // Generate, Tokenize, Detokenize and Logits, with ints and strings only.
+//
+// Graphs and LLMs are not safe for concurrent use. A graph's limits (a
+// million equations, 1 GiB for any one intermediate, 4 GiB in all) turn a
+// typo in a shape into an error rather than an exhausted machine. Finish
+// hands the recorded graph, as a plain *poot.Graph, to the rest of poot.
 //
 // What nb is not for: model families (write them with package ops over a
 // branded poot.Builder) and speed (use package driver with a fast

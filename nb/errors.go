@@ -18,6 +18,8 @@ var (
 	ErrData = errors.New("bad data")
 	// ErrModel: a Model is nil, or its Forward panicked or returned an error.
 	ErrModel = errors.New("model failed")
+	// ErrClosed: an LLM was used after Close (or is nil).
+	ErrClosed = errors.New("nb: the model is closed")
 	// errPending marks a trace that stopped at a shape only data can give.
 	errPending = errors.New("shape waits for data")
 )
@@ -34,6 +36,3 @@ func (e *DataError) Error() string { return fmt.Sprintf("nb: data for %q: %s", e
 
 // Unwrap returns ErrData.
 func (e *DataError) Unwrap() error { return ErrData }
-
-// ErrClosed: an LLM was used after Close (or is nil).
-var ErrClosed = errors.New("nb: the model is closed")
