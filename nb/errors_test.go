@@ -178,15 +178,19 @@ func (f funcModel) Forward(g *nb.Graph, x nb.Value) (nb.Value, error) { return f
 func TestTraceErrors(t *testing.T) {
 	other := nb.New()
 	foreign := other.Input("z", 2)
+	errNoWeights := errors.New("no weights")
 	for _, c := range []struct {
 		name string
 		m    nb.Model
 		want error
 	}{
 		{"nil model", nil, nb.ErrModel},
-		{"forward error", funcModel(func(g *nb.Graph, x nb.Value) (nb.Value, error) { return x, errors.New("no weights") }), nb.ErrModel},
+		{"forward error", funcModel(func(g *nb.Graph, x nb.Value) (nb.Value, error) { return x, errNoWeights }), errNoWeights},
 		{"forward panic", funcModel(func(g *nb.Graph, x nb.Value) (nb.Value, error) { panic("oops") }), nb.ErrModel},
 		{"foreign output", funcModel(func(g *nb.Graph, x nb.Value) (nb.Value, error) { return foreign, nil }), poot.ErrForeignHandle},
+		{"error while shapes wait for data", funcModel(func(g *nb.Graph, x nb.Value) (nb.Value, error) {
+			return g.Mul(x, g.Input("w")), errors.New("no weights")
+		}), nb.ErrModel},
 		{"bad shapes", funcModel(func(g *nb.Graph, x nb.Value) (nb.Value, error) { return g.MatMul(x, g.Weight("w", 3, 3)), nil }), poot.ErrType},
 	} {
 		g, y, err := nb.Trace(c.m, 2, 2)

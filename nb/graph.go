@@ -72,6 +72,7 @@ type Graph struct {
 	pending  []string             // values whose shapes wait for data
 	deferred bool                 // shapes come from the data of each Run
 	out      int32                // id of the model's output
+	modelErr error                // Forward's error or panic, which outranks the builder's
 }
 
 // Value is a handle to a value recorded by a Graph: it has a shape and an
@@ -101,12 +102,16 @@ func (g *Graph) reset() {
 	g.order = nil
 	g.pending = nil
 	g.out = 0
+	g.modelErr = nil
 }
 
 // Err returns the first error recorded, or nil.
 func (g *Graph) Err() error {
 	if g == nil || g.b == nil {
 		return ErrNilGraph
+	}
+	if g.modelErr != nil {
+		return g.modelErr
 	}
 	if g.deferred && len(g.pending) > 0 {
 		return nil // the trace waits for data; Run makes it

@@ -3,6 +3,8 @@ package nb
 import (
 	"errors"
 	"fmt"
+
+	"github.com/pootlabs/poot"
 )
 
 // Model is what Trace records: Forward maps the input x to the output,
@@ -57,8 +59,8 @@ func (g *Graph) trace(data map[string][]float64) (err error) {
 	defer func() { g.data = nil }()
 	defer func() {
 		if r := recover(); r != nil {
-			g.fail(ErrModel, "trace", "%T.Forward panicked: %v", g.model, r)
-			err = g.Err()
+			g.modelErr = &poot.Error{Kind: ErrModel, Op: "trace", Detail: fmt.Sprintf("%T.Forward panicked: %v", g.model, r)}
+			err = g.modelErr
 		}
 	}()
 	var x Value
@@ -69,7 +71,8 @@ func (g *Graph) trace(data map[string][]float64) (err error) {
 	}
 	y, ferr := g.model.Forward(g, x)
 	if ferr != nil {
-		g.fail(ErrModel, "trace", "%T.Forward: %v", g.model, ferr)
+		g.modelErr = fmt.Errorf("nb: trace: %w: %T.Forward: %w", ErrModel, g.model, ferr)
+		return g.modelErr
 	}
 	if g.deferred && errors.Is(g.b.Err(), errPending) {
 		return nil
