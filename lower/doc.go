@@ -22,10 +22,10 @@
 //  4. reduce_fusion: a sum or max over the last axis whose operand is the
 //     only store of the program just before it takes that program as its
 //     prologue, so x*x feeds a sum of squares without a buffer.
-//  5. row_fusion: such a reduction, a program over its results and a
-//     program that reads them broadcast along the rows run row by row as
-//     one kernel, so RMSNorm (with the residual add before it) reads each
-//     row once.
+//  5. row_fusion: a sequence of last-axis reductions and programs that
+//     read each other's results only within a row (per-row values
+//     broadcast along the row) runs row by row as one kernel, so RMSNorm
+//     (with the residual add before it) and softmax read each row once.
 //  6. concat_stores: a Concat of parts the program just before it
 //     computes is written by that program in place, each part a strided
 //     store (rotary embedding's halves).

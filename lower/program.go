@@ -372,93 +372,134 @@ func (p *planner) reduceFusion() error {
 
 var negInf = float32(math.Inf(-1))
 
-// rowFusion joins a Reduce kernel, a program over its reduced rows and a
-// program over the full rows into one Rows kernel when the last program
-// reads the first two kernels' results only row by row: the reduced values
-// through a broadcast along the row, the full-size stores element for
-// element. RMSNorm (sum of squares; mean, add eps, rsqrt; scale and
-// weight) becomes one kernel that reads each row once.
+// rowFusion runs sequences of row-wise kernels row by row as one Rows
+// kernel: a sequence starts at a last-axis reduction over rows of length
+// L and goes on while each next kernel is another such reduction, a
+// program over one value per row, or a program over the full rows, and
+// reads what the sequence made only from its own row (full-size values
+// element for element, one-per-row values element for element or
+// broadcast along the row). RMSNorm (a sum of squares; mean, eps and
+// rsqrt; scale and weight) and softmax (max; exp of the difference; sum;
+// quotient) each become one kernel that reads a row once.
 func (p *planner) rowFusion() error {
 	var out []*Kernel
 	ks := p.kernels
-	for i := 0; i < len(ks); i++ {
-		if i+2 < len(ks) && p.rowTriple(ks[i], ks[i+1], ks[i+2]) {
-			parts := []*Kernel{ks[i], ks[i+1], ks[i+2]}
-			k := &Kernel{Kind: Rows, Parts: parts, RowLen: ks[i+2].Program.Size / ks[i+1].Program.Size}
-			made := map[poot.ValueID]bool{}
-			for _, q := range parts {
-				k.Eqns = append(k.Eqns, q.Eqns...)
-				for _, v := range q.Inputs {
-					if !made[v] && !slices.Contains(k.Inputs, v) {
-						k.Inputs = append(k.Inputs, v)
-					}
-				}
-				for _, v := range q.Outputs {
-					made[v] = true
-					k.Outputs = append(k.Outputs, v)
-				}
-			}
-			out = append(out, k)
-			i += 2
+	for i := 0; i < len(ks); {
+		rows, L, ok := p.rowReduce(ks[i])
+		if !ok {
+			out = append(out, ks[i])
+			i++
 			continue
 		}
-		out = append(out, ks[i])
+		made := map[poot.ValueID]bool{}
+		run := []*Kernel{p.asReduce(ks[i])}
+		for _, v := range ks[i].Outputs {
+			made[v] = true
+		}
+		j := i + 1
+		for ; j < len(ks); j++ {
+			k := ks[j]
+			if !p.rowLocal(k, rows, L, made) {
+				break
+			}
+			run = append(run, p.asReduce(k))
+			for _, v := range k.Outputs {
+				made[v] = true
+			}
+		}
+		if len(run) < 2 {
+			out = append(out, ks[i])
+			i++
+			continue
+		}
+		k := &Kernel{Kind: Rows, Parts: run, RowLen: L}
+		inner := map[poot.ValueID]bool{}
+		for _, q := range run {
+			k.Eqns = append(k.Eqns, q.Eqns...)
+			for _, v := range q.Inputs {
+				if !inner[v] && !slices.Contains(k.Inputs, v) {
+					k.Inputs = append(k.Inputs, v)
+				}
+			}
+			for _, v := range q.Outputs {
+				inner[v] = true
+				k.Outputs = append(k.Outputs, v)
+			}
+		}
+		out = append(out, k)
+		i = j
 	}
 	p.kernels = out
 	return nil
 }
 
-// rowTriple reports whether a, b, c can run row by row.
-func (p *planner) rowTriple(a, b, c *Kernel) bool {
-	if a.Kind != Reduce || b.Kind != Elementwise || c.Kind != Elementwise {
-		return false
+// rowReduce reports whether k reduces F32 rows over the last axis, and
+// the rows and their length.
+func (p *planner) rowReduce(k *Kernel) (rows, L int, ok bool) {
+	if k.Kind != Reduce && !(k.Kind == Generic && (k.Op == poot.ReduceSum || k.Op == poot.ReduceMax)) {
+		return 0, 0, false
 	}
-	rows := b.Program.Size
-	red := a.Outputs[len(a.Outputs)-1] // the reduction's result
-	if int(p.g.Type(red).Shape.Size()) != rows || rows == 0 || c.Program.Size%rows != 0 ||
-		a.Program.Size != c.Program.Size {
-		return false
+	e := p.eqns[k.Eqns[len(k.Eqns)-1]]
+	xt := p.g.Type(e.Inputs[0])
+	if xt.DType != poot.F32 || e.Params.Axis != len(xt.Shape)-1 {
+		return 0, 0, false
 	}
-	L := c.Program.Size / rows
-	fromA := map[poot.ValueID]bool{}
-	for _, v := range a.Outputs {
-		fromA[v] = true
+	L = xt.Shape[len(xt.Shape)-1]
+	rows = int(xt.Shape.Size()) / L
+	return rows, L, L > 1
+}
+
+// asReduce returns a generic last-axis reduction as a Reduce kernel whose
+// program only loads its operand; other kernels are returned as they are.
+func (p *planner) asReduce(k *Kernel) *Kernel {
+	if k.Kind != Generic {
+		return k
 	}
-	fromB := map[poot.ValueID]bool{}
-	for _, v := range b.Outputs {
-		fromB[v] = true
-	}
-	// b reads the reduction (or values from before a) element for element.
-	for _, l := range b.Program.Loads {
-		if !l.Imm && l.Strides != nil && (fromA[l.Value] || p.producedIn(l.Value, b)) {
+	x := p.eqns[k.Eqns[0]].Inputs[0]
+	prog := &Program{Size: int(p.g.Type(x).Shape.Size()), Reduced: 0,
+		Loads:  []Load{{Value: x, DType: poot.F32}},
+		Stores: []Store{{Value: x, DType: poot.F32, Reg: 0}}}
+	return &Kernel{Kind: Reduce, Op: k.Op, Eqns: k.Eqns, Inputs: k.Inputs, Outputs: k.Outputs, Program: prog}
+}
+
+// rowLocal reports whether k can join a row sequence over rows of length
+// L that has made the values in made.
+func (p *planner) rowLocal(k *Kernel, rows, L int, made map[poot.ValueID]bool) bool {
+	var full bool
+	var loads []Load
+	switch {
+	case k.Kind == Elementwise && k.Program.Size == rows:
+		loads = k.Program.Loads
+	case k.Kind == Elementwise && k.Program.Size == rows*L:
+		full, loads = true, k.Program.Loads
+	default:
+		r, l, ok := p.rowReduce(k)
+		if !ok || r != rows || l != L {
 			return false
 		}
-		if !l.Imm && fromA[l.Value] && l.Value != red {
-			return false
+		full = true
+		if k.Kind == Reduce {
+			loads = k.Program.Loads
+		} else {
+			loads = []Load{{Value: p.eqns[k.Eqns[0]].Inputs[0], DType: poot.F32}}
 		}
 	}
-	// c reads a's and b's row values through a broadcast along the row, and
-	// a's full-size stores element for element.
-	for _, l := range c.Program.Loads {
-		if l.Imm || !fromA[l.Value] && !fromB[l.Value] {
+	for _, l := range loads {
+		if l.Imm || !made[l.Value] {
 			continue
 		}
 		size := int(p.g.Type(l.Value).Shape.Size())
 		switch {
-		case size == rows && l.Strides != nil:
-			if len(l.Shape) == 0 || l.Shape[len(l.Shape)-1] != L || l.Strides[len(l.Strides)-1] != 0 || !rowMajorRows(l, rows, L) {
-				return false
-			}
-		case size == rows*L && l.Strides == nil && fromA[l.Value]:
+		case l.Strides == nil && (size == rows) != full:
+			// element for element within the row
+		case full && size == rows && l.Strides != nil && len(l.Shape) > 0 &&
+			l.Shape[len(l.Shape)-1] == L && l.Strides[len(l.Strides)-1] == 0 && rowMajorRows(l, rows, L):
+			// a per-row value broadcast along the row
 		default:
 			return false
 		}
 	}
 	return true
-}
-
-func (p *planner) producedIn(v poot.ValueID, k *Kernel) bool {
-	return slices.Contains(k.Outputs, v)
 }
 
 // rowMajorRows reports whether a broadcast load reads element r of its

@@ -73,46 +73,54 @@ func newProgKernel(c *compiler, k *lower.Kernel) *progKernel {
 	return pk
 }
 
-// rowsKernel runs a lower.Rows kernel: for each row, the reduction with
-// its prologue, the program over the reduced value, then the program over
-// the row.
+// rowsKernel runs a lower.Rows kernel: for each row, every part over that
+// row: a reduction (with its prologue) and a full-row program over the
+// row's elements, a per-row program over the row's one element.
 type rowsKernel struct {
-	x              *Exec
-	pre, mid, post *progKernel
-	rows, rowLen   int
-	parts          int
-	fn             func(lo, hi int)
+	x            *Exec
+	parts        []*progKernel
+	full         []bool
+	rows, rowLen int
+	workers      int
+	fn           func(lo, hi int)
 }
 
 func compileRows(c *compiler, k *lower.Kernel) (func() error, error) {
-	rk := &rowsKernel{x: c.x, pre: newProgKernel(c, k.Parts[0]), mid: newProgKernel(c, k.Parts[1]),
-		post: newProgKernel(c, k.Parts[2]), rowLen: k.RowLen, parts: c.x.pool.Workers()}
-	rk.rows = k.Parts[1].Program.Size
+	rk := &rowsKernel{x: c.x, rowLen: k.RowLen, workers: c.x.pool.Workers()}
+	rk.rows = k.Parts[0].Program.Size / k.RowLen // the first part is a reduction
+	for _, q := range k.Parts {
+		rk.parts = append(rk.parts, newProgKernel(c, q))
+		rk.full = append(rk.full, q.Kind == lower.Elementwise && q.Program.Size == rk.rows*k.RowLen)
+	}
 	rk.fn = rk.do
 	return rk.run, nil
 }
 
 func (rk *rowsKernel) run() error {
-	if rk.parts == 1 || rk.rows < 2 || rk.rows*rk.rowLen < 1<<14 {
+	if rk.workers == 1 || rk.rows < 2 || rk.rows*rk.rowLen < 1<<14 {
 		rk.work(0, 0, rk.rows)
 		return nil
 	}
-	rk.x.pool.Run(rk.parts, rk.fn)
+	rk.x.pool.Run(rk.workers, rk.fn)
 	return nil
 }
 
 func (rk *rowsKernel) do(lo, hi int) {
 	for p := lo; p < hi; p++ {
-		rk.work(p, rk.rows*p/rk.parts, rk.rows*(p+1)/rk.parts)
+		rk.work(p, rk.rows*p/rk.workers, rk.rows*(p+1)/rk.workers)
 	}
 }
 
 func (rk *rowsKernel) work(p, a, b int) {
 	L := rk.rowLen
 	for r := a; r < b; r++ {
-		rk.pre.work(p, r, r+1)
-		rk.mid.work(p, r, r+1)
-		rk.post.work(p, r*L, (r+1)*L)
+		for i, q := range rk.parts {
+			if rk.full[i] {
+				q.work(p, r*L, (r+1)*L)
+			} else {
+				q.work(p, r, r+1) // a reduction's row, or a per-row program's element
+			}
+		}
 	}
 }
 
