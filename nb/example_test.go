@@ -15,8 +15,11 @@ func (m myModel) Forward(g *nb.Graph, x nb.Value) (nb.Value, error) {
 	return g.RMSNorm(x, g.Input("w"), m.eps), nil
 }
 
-// The example of the notebook notes, as written there: no shapes are
-// given, so the graph is traced at Run from the lengths of the data.
+// The example of the notebook notes. It is as written there but for the
+// ", nil" after RMSNorm: methods keep their errors in the graph, as the
+// builder does, so they return one Value, and Forward adds the error
+// slot for a model's own errors. No shapes are given, so the graph is
+// traced at Run from the lengths of the data.
 func ExampleTrace() {
 	g, y, err := nb.Trace(myModel{eps: 1e-6})
 	if err != nil {
