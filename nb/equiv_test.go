@@ -336,6 +336,53 @@ func equivCases() []equivCase {
 		m := ops.CausalMask(b, b.SliceAxis(h[3], 0, 0, 3), 5, 2, 0)
 		return ops.Attention(b, h[0], h[1], h[2], m, ops.AttentionConfig[ref]{Heads: 2, KVHeads: 1, HeadDim: 4, ValueDim: 6, Scale: 0.25, SoftCap: 3})
 	})
+	add("GeGLUErf", xy, func(g *nb.Graph, v []nb.Value) nb.Value { return g.GeGLUErf(v[0], v[1]) },
+		func(b *rb, h []rh) rh { return ops.GeGLUErf(b, h[0], h[1]) })
+	add("SwiGLUClamped", xy, func(g *nb.Graph, v []nb.Value) nb.Value { return g.SwiGLUClamped(v[0], v[1], 0.7, 1.702) },
+		func(b *rb, h []rh) rh { return ops.SwiGLUClamped(b, h[0], h[1], 0.7, 1.702) })
+	add("L2NormHeads", []decl{in("x", 3, 8)}, func(g *nb.Graph, v []nb.Value) nb.Value { return g.L2NormHeads(v[0], 2, 1e-6) },
+		func(b *rb, h []rh) rh { return ops.L2NormHeads(b, h[0], 2, 1e-6) })
+	add("OutputGate", xy, func(g *nb.Graph, v []nb.Value) nb.Value { return g.OutputGate(v[0], v[1]) },
+		func(b *rb, h []rh) rh { return ops.OutputGate(b, h[0], h[1]) })
+	add("ScaleRows", []decl{in("x", 3, 4), in("s", 3)}, func(g *nb.Graph, v []nb.Value) nb.Value { return g.ScaleRows(v[0], v[1]) },
+		func(b *rb, h []rh) rh { return ops.ScaleRows(b, h[0], h[1]) })
+	add("AttnTemperature", []decl{pos}, func(g *nb.Graph, v []nb.Value) nb.Value { return g.AttnTemperature(v[0], 3, 0.1) },
+		func(b *rb, h []rh) rh { return ops.AttnTemperature(b, h[0], 3, 0.1) })
+	add("Split", []decl{in("x", 3, 9)}, func(g *nb.Graph, v []nb.Value) nb.Value {
+		p := g.Split(v[0], 4, 2, 3)
+		return g.Concat(-1, p[2], p[0], p[1])
+	}, func(b *rb, h []rh) rh {
+		p := ops.SplitColumns(b, h[0], 4, 2, 3)
+		return b.Concat(-1, p[2], p[0], p[1])
+	})
+	moeDecls := []decl{in("x", 5, 4), wt("router", 4, 4), wt("gate", 4, 6, 4), wt("up", 4, 6, 4), wt("down", 4, 4, 6),
+		wt("sgate", 3, 4), wt("sup", 3, 4), wt("sdown", 4, 3), wt("sel", 4)}
+	for _, mc := range []nb.MoEConfig{
+		{TopK: 2},
+		{TopK: 2, Gating: "sigmoid_topk", Groups: 2, TopGroups: 1, Renormalize: true, Scale: 2.5},
+		{TopK: 1, Gating: "topk_softmax", ClampedSwiGLU: true, Alpha: 1.702, Limit: 7},
+	} {
+		mc := mc
+		gating := map[string]ops.Gating{"": ops.SoftmaxTopK, "sigmoid_topk": ops.SigmoidTopK, "topk_softmax": ops.TopKSoftmax}[mc.Gating]
+		add("MoE/"+mc.Gating, moeDecls, func(g *nb.Graph, v []nb.Value) nb.Value {
+			w := nb.MoEWeights{Router: v[1], Gate: v[2], Up: v[3], Down: v[4], SharedGate: v[5], SharedUp: v[6], SharedDown: v[7]}
+			if mc.Gating == "sigmoid_topk" {
+				w.SelectionBias = v[8]
+			}
+			return g.MoE(v[0], w, mc)
+		}, func(b *rb, h []rh) rh {
+			w := ops.MoEWeights[ref]{Router: h[1], Gate: h[2], Up: h[3], Down: h[4], SharedGate: h[5], SharedUp: h[6], SharedDown: h[7]}
+			if mc.Gating == "sigmoid_topk" {
+				w.SelectionBias = h[8]
+			}
+			oc := ops.MoEConfig{TopK: mc.TopK, Gating: gating, Groups: mc.Groups, TopGroups: mc.TopGroups,
+				Renormalize: mc.Renormalize, Scale: mc.Scale, Alpha: mc.Alpha, Limit: mc.Limit}
+			if mc.ClampedSwiGLU {
+				oc.Activation = ops.ExpertClampedSwiGLU
+			}
+			return ops.MoESparse(b, h[0], w, oc)
+		})
+	}
 	add("Scope", x34, func(g *nb.Graph, v []nb.Value) nb.Value {
 		var y nb.Value
 		g.Scope("block", func() { y = g.Exp(v[0]) })
@@ -367,8 +414,12 @@ func TestMethodsMatchDirectGraphs(t *testing.T) {
 					t.Fatal(err)
 				}
 				rg, want := evalRef(t, c, data)
-				if g.String() != rg.String() {
-					t.Fatalf("the method records\n%s\nthe direct graph is\n%s", g.String(), rg.String())
+				fg, err := g.Finish(y)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fg.String() != rg.String() {
+					t.Fatalf("the method records\n%s\nthe direct graph is\n%s", fg, rg)
 				}
 				if len(got) != len(want) {
 					t.Fatalf("%d results, want %d", len(got), len(want))

@@ -55,6 +55,14 @@ func TestErrors(t *testing.T) {
 		{"slice bounds", func(g *nb.Graph) { g.Slice(g.Input("a", 4), 0, 3, 9) }, poot.ErrType, "slice"},
 		{"concat nothing", func(g *nb.Graph) { g.Concat(0) }, poot.ErrType, "at least one operand"},
 		{"soft cap", func(g *nb.Graph) { g.SoftCap(g.Input("a", 2), -1) }, poot.ErrType, "positive"},
+		{"split widths", func(g *nb.Graph) { g.Split(g.Input("a", 2, 5), 2, 2) }, poot.ErrType, "add up to 4"},
+		{"moe gating", func(g *nb.Graph) {
+			x := g.Input("x", 2, 4)
+			g.MoE(x, nb.MoEWeights{Router: g.Weight("r", 2, 4), Gate: g.Weight("g", 2, 3, 4), Up: g.Weight("u", 2, 3, 4), Down: g.Weight("d", 2, 4, 3)}, nb.MoEConfig{TopK: 1, Gating: "max"})
+		}, poot.ErrType, "unknown gating"},
+		{"moe missing experts", func(g *nb.Graph) {
+			g.MoE(g.Input("x", 2, 4), nb.MoEWeights{Router: g.Weight("r", 2, 4)}, nb.MoEConfig{TopK: 1})
+		}, nb.ErrValue, "zero Value"},
 		{"scope name", func(g *nb.Graph) { g.Scope("a/b", func() {}) }, poot.ErrScope, "invalid scope name"},
 		{"first error kept", func(g *nb.Graph) {
 			g.Reshape(g.Input("a", 2, 3), 5)
@@ -429,6 +437,17 @@ func TestRandomCallsNeverPanic(t *testing.T) {
 				return g.Attention(pick(), pick(), pick(), pick(), nb.AttentionConfig{Heads: n(), KVHeads: n(), Window: n()})
 			},
 			func() nb.Value { return g.Embed(pick(), pick()) },
+			func() nb.Value { return g.SwiGLUClamped(pick(), pick(), f(), f()) },
+			func() nb.Value { return g.ScaleRows(pick(), pick()) },
+			func() nb.Value { return g.AttnTemperature(pick(), f(), f()) },
+			func() nb.Value {
+				p := g.Split(pick(), n(), n())
+				return p[rapid.IntRange(0, 1).Draw(rt, "part")]
+			},
+			func() nb.Value {
+				return g.MoE(pick(), nb.MoEWeights{Router: pick(), Gate: pick(), Up: pick(), Down: pick(), SharedGate: pick()},
+					nb.MoEConfig{TopK: n(), Gating: rapid.SampledFrom([]string{"", "topk_softmax", "sigmoid_topk", "?"}).Draw(rt, "gating"), Groups: n(), TopGroups: n()})
+			},
 			func() nb.Value {
 				var v nb.Value
 				g.Scope(rapid.SampledFrom([]string{"a", "b", "", "c/d"}).Draw(rt, "scope"), func() { v = g.Exp(pick()) })
