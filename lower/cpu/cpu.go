@@ -32,8 +32,8 @@
 //
 // Generic rules compute what the oracle computes, with sums in float64
 // and transcendentals in float64 rounded once; programs do the same except
-// Exp, which is float32 within 2 ulps; fused attention computes scores and
-// the softmax in float32. With Exact set, every contraction is
+// Exp, which is float32 within 2 ulps unless Exact is set; fused attention
+// computes scores and the softmax in float32. With Exact set, every contraction is
 // generic (float64 sums, no activation quantization) and a plan agrees
 // with the oracle within pootest.Default. Without it, contractions over
 // F32/F16/BF16 weights sum in float32 (relative error about K·2^-24 of
@@ -136,9 +136,10 @@ type binding struct {
 }
 
 type compiler struct {
-	x    *Exec
-	g    *poot.Graph
-	bufs []*buf
+	x     *Exec
+	g     *poot.Graph
+	bufs  []*buf
+	exact bool
 }
 
 func (c *compiler) typ(id poot.ValueID) poot.TensorType { return c.g.Type(id) }
@@ -229,7 +230,7 @@ func compilePlan(plan *lower.Plan, consts interp.Consts, threads int) (*Exec, er
 	for _, id := range g.Inputs(poot.State) {
 		x.states = append(x.states, binding{g.Value(id), id})
 	}
-	c := &compiler{x: x, g: g, bufs: x.bufs}
+	c := &compiler{x: x, g: g, bufs: x.bufs, exact: plan.Target.Exact}
 	for _, k := range plan.Inits {
 		if x.bufs[k.Outputs[0]] == nil {
 			continue

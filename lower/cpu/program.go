@@ -27,6 +27,8 @@ type progKernel struct {
 	reduce poot.Op
 	rowLen int
 	out    *buf
+
+	exact bool // Exp in float64, as the oracle computes it
 }
 
 func compileProgram(c *compiler, k *lower.Kernel) (func() error, error) {
@@ -35,7 +37,7 @@ func compileProgram(c *compiler, k *lower.Kernel) (func() error, error) {
 
 func newProgKernel(c *compiler, k *lower.Kernel) *progKernel {
 	pr := k.Program
-	pk := &progKernel{x: c.x, prog: pr, parts: c.x.pool.Workers()}
+	pk := &progKernel{x: c.x, prog: pr, parts: c.x.pool.Workers(), exact: c.exact}
 	for _, l := range pr.Loads {
 		if l.Imm {
 			pk.loads = append(pk.loads, nil)
@@ -249,7 +251,7 @@ func (pk *progKernel) eval(p, c0, c1 int) {
 		x := pk.reg(p, in.Args[0], n)
 		switch in.Op.Arity() {
 		case 1:
-			unaryChunk(in.Op, dst, x)
+			unaryChunk(in.Op, dst, x, pk.exact)
 		case 2:
 			binaryChunk(in.Op, dst, x, pk.reg(p, in.Args[1], n))
 		default:
@@ -352,7 +354,7 @@ func (pk *progKernel) scatter(st lower.Store, dst *buf, v []float32, c0 int) {
 	}
 }
 
-func unaryChunk(op poot.Op, dst, x []float32) {
+func unaryChunk(op poot.Op, dst, x []float32, exact bool) {
 	dst = dst[:len(x)]
 	switch op {
 	case poot.Neg:
@@ -368,6 +370,12 @@ func unaryChunk(op poot.Op, dst, x []float32) {
 			dst[i] = float32(1 / math.Sqrt(float64(v)))
 		}
 	case poot.Exp:
+		if exact {
+			for i, v := range x {
+				dst[i] = float32(math.Exp(float64(v)))
+			}
+			break
+		}
 		for i, v := range x {
 			dst[i] = expf(v)
 		}
