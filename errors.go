@@ -111,7 +111,7 @@ func internalFrame(f runtime.Frame) bool {
 		return false
 	}
 	fn := f.Function
-	for _, pkg := range []string{modulePath + ".", modulePath + "/ops."} {
+	for _, pkg := range []string{modulePath + ".", modulePath + "/ops.", modulePath + "/nb."} {
 		if strings.HasPrefix(fn, pkg) {
 			return true
 		}
