@@ -71,15 +71,13 @@ type Interpreter struct {
 // Name returns "cpu".
 func (Interpreter) Name() string { return "cpu" }
 
-// Target is the CPU's description for the planner. Q5_1 weights run
-// through the generic contraction for now: package kernels' four-row Q5_1
-// product disagrees with the format's definition (by tens, for four or more
-// activation rows), which TestQuantizedContractionBound catches when Q5_1
-// is listed here.
+// Target is the CPU's description for the planner: the weight dtypes
+// package kernels' products read (TestQuantizedContractionBound holds each
+// to its bound), and the generic contraction's.
 func Target(exact bool) lower.Target {
 	return lower.Target{
 		Name:          "cpu",
-		MatMulWeights: []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q4_K, poot.Q5_K, poot.Q6_K},
+		MatMulWeights: []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K},
 		Fallback:      []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.Q8_K},
 		Exact:         exact,
 	}
