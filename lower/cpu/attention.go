@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 
+	"github.com/pootlabs/poot/kernels"
 	"github.com/pootlabs/poot/lower"
 )
 
@@ -20,6 +21,14 @@ type flash struct {
 	sc                   [][]float32 // per part: Rep·S scores
 	fn                   func(lo, hi int)
 	invCap               float32
+
+	// The path through package kernels' decode attention (vectorized), for
+	// cores without soft cap or sinks and with D == Dv: one
+	// kernels.Attention and additive mask row per part.
+	fast   bool
+	kat    []kernels.Attention
+	kmask  [][]float32
+	rowsFn func(lo, hi int)
 }
 
 func compileFlash(c *compiler, k *lower.Kernel) (func() error, error) {
@@ -38,18 +47,108 @@ func compileFlash(c *compiler, k *lower.Kernel) (func() error, error) {
 		f.sc = append(f.sc, make([]float32, a.Rep*a.S))
 	}
 	f.fn = f.do
+	f.fast = kernelsAttention && a.SoftCap == 0 && a.Sinks < 0 && a.D == a.Dv
+	if f.fast {
+		for range c.x.pool.Workers() {
+			f.kat = append(f.kat, kernels.Attention{S: a.S, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.D,
+				KVStride: a.KVHeads * a.D, HeadStride: a.D, Scale: a.Scale})
+			f.kmask = append(f.kmask, make([]float32, a.S))
+		}
+		f.rowsFn = f.doRows
+	}
 	return f.run, nil
 }
+
+// fastRow computes query row `row` with package kernels' attention using
+// part p's scratch; it reports false (computing nothing) for a row that
+// sees no position, where the kernels give zeros and the definition NaN.
+func (f *flash) fastRow(p, row int, pool *kernels.Pool) (bool, error) {
+	a := &f.a
+	r := row / a.T
+	mask := f.mask.b[row*a.S : (row+1)*a.S]
+	km := f.kmask[p]
+	any := false
+	for s, vis := range mask {
+		if vis != 0 {
+			km[s], any = 0, true
+		} else {
+			km[s] = float32(math.Inf(-1))
+		}
+	}
+	if !any {
+		return false, nil
+	}
+	at := &f.kat[p]
+	kw := a.KVHeads * a.D
+	at.Q = f.q.f[row*a.Heads*a.D : (row+1)*a.Heads*a.D]
+	at.K = f.k.f[r*a.S*kw : (r+1)*a.S*kw]
+	at.V = f.v.f[r*a.S*kw : (r+1)*a.S*kw]
+	at.Out = f.out.f[row*a.Heads*a.D : (row+1)*a.Heads*a.D]
+	at.Mask = km
+	if pool != nil {
+		return true, kernels.Attend(pool, at)
+	}
+	return true, kernels.AttendHeads(at, 0, a.Heads)
+}
+
+// doRows runs the fast path over parts [lo, hi) of the query rows.
+func (f *flash) doRows(lo, hi int) {
+	n, parts := f.a.R*f.a.T, len(f.kat)
+	for p := lo; p < hi; p++ {
+		f.fastRows(p, n*p/parts, n*(p+1)/parts)
+	}
+}
+
+// fastRows computes query rows [r0, r1) with part p's scratch. The
+// kernels fail only on shapes compileFlash has made consistent, so a row
+// they refuse is computed by the portable path instead.
+func (f *flash) fastRows(p, r0, r1 int) {
+	for row := r0; row < r1; row++ {
+		if ok, err := f.fastRow(p, row, nil); !ok || err != nil {
+			f.part(p, row*f.a.KVHeads, (row+1)*f.a.KVHeads)
+		}
+	}
+}
+
+// kernelsAttention enables the kernels path; benchmarks turn it off to
+// compare.
+var kernelsAttention = true
 
 func (f *flash) units() int { return f.a.R * f.a.T * f.a.KVHeads }
 
 func (f *flash) run() error {
+	if f.fast {
+		return f.runFast()
+	}
 	parts := len(f.acc)
 	if parts == 1 || f.units() < 2 || f.units()*f.a.Rep*f.a.S*(f.a.D+f.a.Dv) < 1<<17 {
 		f.part(0, 0, f.units())
 		return nil
 	}
 	f.x.pool.Run(parts, f.fn)
+	return nil
+}
+
+// runFast runs the kernels path: a single query row splits its heads
+// across the pool, several rows are split across the pool by row.
+func (f *flash) runFast() error {
+	a := &f.a
+	rows := a.R * a.T
+	big := rows*a.Heads*a.S*2*a.D >= 1<<17
+	switch {
+	case rows == 1:
+		var pool *kernels.Pool
+		if big {
+			pool = f.x.pool
+		}
+		if ok, err := f.fastRow(0, 0, pool); !ok || err != nil {
+			f.part(0, 0, a.KVHeads)
+		}
+	case len(f.kat) == 1 || !big:
+		f.fastRows(0, 0, rows)
+	default:
+		f.x.pool.Run(len(f.kat), f.rowsFn)
+	}
 	return nil
 }
 

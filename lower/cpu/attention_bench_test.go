@@ -1,0 +1,66 @@
+package cpu
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/interp"
+	"github.com/pootlabs/poot/ops"
+	"github.com/pootlabs/poot/tensor"
+)
+
+type benchBrand struct{}
+
+// BenchmarkFlashDecode times one decode step of fused attention (32 query
+// heads, 8 kv heads, head dim 64, 1024 cached positions of which 512 are
+// visible) through package kernels and through the portable kernel.
+func BenchmarkFlashDecode(b *testing.B) {
+	const h, hkv, d, capacity = 32, 8, 64, 1024
+	bl := poot.NewBuilder[benchBrand](poot.Limits{})
+	q := bl.SlotNamed("q", poot.T(poot.F32, 1, h*d))
+	k := bl.SlotNamed("k", poot.T(poot.F32, capacity, hkv*d))
+	v := bl.SlotNamed("v", poot.T(poot.F32, capacity, hkv*d))
+	pos := bl.Slot(poot.SlotPos, poot.Shape{1}, 0, capacity-1)
+	var out poot.Traced[benchBrand]
+	bl.Scope("layer", func() {
+		mask := ops.CausalMask(bl, pos, capacity, 0, 0)
+		out = ops.Attention(bl, q, k, v, mask, ops.AttentionConfig[benchBrand]{Heads: h, KVHeads: hkv, HeadDim: d})
+	})
+	g, err := bl.Finish(poot.Out(out))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	rnd := func(n, m int) tensor.Tensor {
+		x := make([]float32, n*m)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		t, _ := tensor.FromF32(poot.Shape{n, m}, x)
+		return t
+	}
+	p, _ := tensor.FromI32(poot.Shape{1}, []int32{511})
+	slots := interp.Slots{"q": rnd(1, h*d), "k": rnd(capacity, hkv*d), "v": rnd(capacity, hkv*d), "pos": p}
+	for _, fast := range []bool{true, false} {
+		name := map[bool]string{true: "kernels", false: "portable"}[fast]
+		b.Run(name, func(b *testing.B) {
+			kernelsAttention = fast
+			defer func() { kernelsAttention = true }()
+			x, err := Interpreter{}.CompileExec(g, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			outs, err := x.Run(slots, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if err := x.RunInto(slots, nil, outs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
