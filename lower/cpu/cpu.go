@@ -8,9 +8,11 @@
 // blocks for the packed formats, as llama.cpp does, so the inner loops are
 // integer dot products; assembly chosen at run time by CPU features, with
 // portable Go fallbacks); fused elementwise and reduction programs run
-// over 256-element chunks split across the pool; flash attention reads
-// each K and V row once per query row and key/value head for all the
-// query heads that share it; every other
+// over 256-element chunks split across the pool; fused attention runs on
+// package kernels' vectorized attention per query row when it has no soft
+// cap or sinks, and otherwise on a portable kernel that reads each K and V
+// row once per query row and key/value head for all the query heads that
+// share it; every other
 // equation runs by a generic rule of its primitive (rules.go), which
 // follows the oracle's arithmetic.
 //
