@@ -357,6 +357,11 @@ func (p *planner) cost(k *Kernel) {
 		bytes += max(p.g.Type(id).Bytes(), 0)
 	}
 	k.Bytes = bytes
+	if k.Kind == Generic && k.Op == poot.WriteRows && p.inplace[k.Outputs[0]] {
+		// An in-place write moves only its rows.
+		e := p.eqns[k.Eqns[0]]
+		k.Bytes = 2*max(p.g.Type(e.Inputs[2]).Bytes(), 0) + max(p.g.Type(e.Inputs[1]).Bytes(), 0)
+	}
 	if k.Kind == Generic && k.Op == poot.Gather {
 		// A gather reads only the rows it copies.
 		e := p.eqns[k.Eqns[0]]
