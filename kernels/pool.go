@@ -4,26 +4,39 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Pool is a fixed set of worker goroutines for parallel loops. The goroutine
 // that calls Run works too, so a Pool of n workers starts n-1 goroutines.
 // Run may be called from one goroutine at a time; calls are serialised.
-// A Pool costs nothing while idle (its goroutines block on channels).
+//
+// A decode step launches hundreds of short loops, so waking a parked
+// goroutine (tens of microseconds through the scheduler) would cost more
+// than many loops take. Workers therefore spin, yielding, for a short while
+// after each loop before they park on a channel, and the caller spins for
+// the stragglers before it parks. An idle Pool costs nothing after that
+// brief spin.
 type Pool struct {
 	mu      sync.Mutex // serialises Run
 	workers int
 	wake    []chan struct{}
+	parked  []atomic.Bool // worker i is parked (or about to park) on wake[i]
 	done    chan struct{}
+	waiting atomic.Bool // the caller is parked on done
 
-	// The current loop, written by Run before waking the workers.
+	// The current loop, written by Run before it publishes a new gen.
 	fn      func(lo, hi int)
 	n       int
 	chunk   int
-	next    atomic.Int64 // next chunk index to claim
-	pending atomic.Int32 // workers still running the current loop
-	closed  bool
+	gen     atomic.Uint64 // loop generation; workers start a loop when it moves
+	next    atomic.Int64  // next chunk index to claim
+	pending atomic.Int32  // workers still running the current loop
+	closed  atomic.Bool
 }
+
+// spinFor is how long a worker or the caller polls before it parks.
+const spinFor = 100 * time.Microsecond
 
 // NewPool starts a pool of n workers (n < 1 means runtime.GOMAXPROCS(0)).
 func NewPool(n int) *Pool {
@@ -32,48 +45,42 @@ func NewPool(n int) *Pool {
 	}
 	p := &Pool{workers: n, done: make(chan struct{}, 1)}
 	p.wake = make([]chan struct{}, n-1)
+	p.parked = make([]atomic.Bool, n-1)
 	for i := range p.wake {
 		p.wake[i] = make(chan struct{}, 1)
-		go p.worker(p.wake[i])
+		go p.worker(i)
 	}
 	return p
 }
 
-// Workers is the number of goroutines a Run uses, the caller included.
+// Workers is the number of goroutines a loop runs on, the caller included.
 func (p *Pool) Workers() int { return p.workers }
 
-// Close stops the worker goroutines; the Pool must not be used afterwards.
+// Close stops the worker goroutines. Runs after Close execute on the caller
+// alone.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed.Swap(true) {
 		return
 	}
-	p.closed = true
+	p.gen.Add(1)
 	for _, w := range p.wake {
 		close(w)
 	}
 }
 
-// Run calls fn(lo, hi) on disjoint ranges that together cover [0,n), in
-// parallel on the pool's workers and the calling goroutine, and returns when
-// all calls have returned. Ranges are claimed dynamically, so a slow worker
-// (a vCPU shared with a noisy neighbour) takes fewer of them. Run allocates
-// nothing; fn itself escapes, so callers on hot paths should pass a func
-// value they keep (a method value stored in a field) rather than a fresh
-// closure. fn must not call Run on the same pool (that deadlocks) and must
-// not panic (a panic on a worker goroutine ends the program).
+// Run calls fn over [0, n) split into chunks, in parallel; it returns when
+// every chunk is done.
 func (p *Pool) Run(n int, fn func(lo, hi int)) { p.RunGrain(n, 1, fn) }
 
-// RunGrain is [Pool.Run] with every range boundary except n a multiple of
-// grain (grain < 1 means 1), for loops whose work comes in tiles.
+// RunGrain is Run with chunk boundaries at multiples of grain (so that,
+// for example, each chunk holds whole blocks).
 func (p *Pool) RunGrain(n, grain int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
 	grain = max(grain, 1)
-	// About four chunks a worker: small enough to balance, large enough that
-	// claiming them costs nothing.
 	chunk := (n + 4*p.workers - 1) / (4 * p.workers)
 	chunk = (chunk + grain - 1) / grain * grain
 	if p.workers == 1 || chunk >= n {
@@ -82,25 +89,46 @@ func (p *Pool) RunGrain(n, grain int, fn func(lo, hi int)) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed.Load() {
 		fn(0, n)
 		return
 	}
 	p.fn, p.n, p.chunk = fn, n, chunk
 	p.next.Store(0)
-	helpers := min(len(p.wake), (n+chunk-1)/chunk-1)
-	p.pending.Store(int32(helpers))
-	for _, w := range p.wake[:helpers] {
-		w <- struct{}{}
+	p.pending.Store(int32(len(p.wake)))
+	p.gen.Add(1) // publishes fn, n, chunk and next to spinning workers
+	for i := range p.wake {
+		if p.parked[i].CompareAndSwap(true, false) {
+			p.wake[i] <- struct{}{}
+		}
 	}
 	p.work()
-	if helpers > 0 {
-		<-p.done
-	}
+	p.waitWorkers()
 	p.fn = nil
 }
 
-// work claims and runs chunks of the current loop until none are left.
+// waitWorkers returns once every worker has finished the current loop.
+func (p *Pool) waitWorkers() {
+	start := time.Now()
+	for i := 0; p.pending.Load() != 0; i++ {
+		if i&63 == 63 {
+			if time.Since(start) > spinFor {
+				p.waiting.Store(true)
+				if p.pending.Load() == 0 {
+					// The last worker finished before it could see the flag.
+					if !p.waiting.CompareAndSwap(true, false) {
+						<-p.done
+					}
+					return
+				}
+				<-p.done
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+}
+
 func (p *Pool) work() {
 	fn, n, chunk := p.fn, p.n, p.chunk
 	for {
@@ -112,10 +140,42 @@ func (p *Pool) work() {
 	}
 }
 
-func (p *Pool) worker(wake chan struct{}) {
-	for range wake {
+// worker runs loops as their generations appear: spinning for spinFor
+// after each, then parked on its channel until Run wakes it.
+func (p *Pool) worker(i int) {
+	var seen uint64
+	for {
+		start := time.Now()
+		for k := 0; p.gen.Load() == seen; k++ {
+			if k&63 != 63 {
+				continue
+			}
+			if time.Since(start) <= spinFor {
+				runtime.Gosched()
+				continue
+			}
+			p.parked[i].Store(true)
+			if p.gen.Load() != seen {
+				// A loop was published while parking; take it unless Run
+				// already claimed the wake-up.
+				if !p.parked[i].CompareAndSwap(true, false) {
+					if _, ok := <-p.wake[i]; !ok {
+						return
+					}
+				}
+				break
+			}
+			if _, ok := <-p.wake[i]; !ok {
+				return
+			}
+			start = time.Now()
+		}
+		if p.closed.Load() {
+			return
+		}
+		seen = p.gen.Load()
 		p.work()
-		if p.pending.Add(-1) == 0 {
+		if p.pending.Add(-1) == 0 && p.waiting.CompareAndSwap(true, false) {
 			p.done <- struct{}{}
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -42,21 +44,23 @@ type benchResult struct {
 // generation the bytes read per token (weights and the KV cache) over the
 // time, as a fraction of the machine's read bandwidth measured here.
 func cmdBench(args []string, stdout, stderr io.Writer) error {
-	fs := flags("bench", "bench -m MODEL [--interp NAME] [--prompt N] [--gen N] [--threads T] [--json]", stderr)
+	fs := flags("bench", "bench -m MODEL [--interp NAME] [--prompt N] [--gen N] [--threads T] [--reps R] [--json]", stderr)
 	var model, interpName string
 	modelFlags(fs, &model, &interpName, nil)
 	promptN := fs.Int("prompt", 64, "prompt tokens, processed in one prefill step")
 	genN := fs.Int("gen", 32, "tokens to generate, one decode step each")
 	threads := fs.Int("threads", 0, "worker threads of the cpu interpreter (0: all cores)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	reps := fs.Int("reps", 3, "measured repetitions after one warm-up run; the figures are their means (as llama-bench's -r)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to this file")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if model == "" {
 		return usagef("no model: give -m MODEL")
 	}
-	if *promptN < 1 || *genN < 1 {
-		return usagef("--prompt and --gen must be at least 1")
+	if *promptN < 1 || *genN < 1 || *reps < 1 {
+		return usagef("--prompt, --gen and --reps must be at least 1")
 	}
 	if interpName == "" {
 		interpName = driver.DefaultInterpreter
@@ -107,10 +111,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	state, err := interp.NewState(pg)
-	if err != nil {
-		return err
-	}
+	var state *interp.State
 	vocab := m.Schema().Vocab
 	toks := make([]int32, *promptN)
 	for i := range toks {
@@ -129,25 +130,59 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		}
 		return out[0].F32(), nil
 	}
-	t0 := time.Now()
-	logits, err := step(prefill, toks, 0)
-	if err != nil {
-		return err
-	}
-	prefillTime := time.Since(t0)
-	t1 := time.Now()
-	for i := range *genN {
-		best := 0
-		for j, v := range logits {
-			if v > logits[best] {
-				best = j
+	// run is one measured repetition: a prefill from an empty cache, then
+	// greedy decode steps.
+	run := func() (prefillTime, genTime time.Duration, err error) {
+		if state, err = interp.NewState(pg); err != nil {
+			return 0, 0, err
+		}
+		t0 := time.Now()
+		logits, err := step(prefill, toks, 0)
+		if err != nil {
+			return 0, 0, err
+		}
+		prefillTime = time.Since(t0)
+		t1 := time.Now()
+		for i := range *genN {
+			best := 0
+			for j, v := range logits {
+				if v > logits[best] {
+					best = j
+				}
+			}
+			if logits, err = step(decode, []int32{int32(best)}, *promptN+i); err != nil {
+				return 0, 0, err
 			}
 		}
-		if logits, err = step(decode, []int32{int32(best)}, *promptN+i); err != nil {
+		return prefillTime, time.Since(t1), nil
+	}
+	// The warm-up run touches every mapped weight page once, as
+	// llama-bench's warm-up does.
+	if _, _, err := run(); err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
 			return err
 		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
-	genTime := time.Since(t1)
+	var prefillTime, genTime time.Duration
+	for range *reps {
+		p, g, err := run()
+		if err != nil {
+			return err
+		}
+		prefillTime += p
+		genTime += g
+	}
+	prefillTime /= time.Duration(*reps)
+	genTime /= time.Duration(*reps)
 	// The bytes a decode step moves: the planner's count when the
 	// interpreter has a plan, otherwise every constant once and the
 	// filled half of the KV cache.
