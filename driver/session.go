@@ -388,6 +388,11 @@ func (s *Session) run(chunk []int32, mode families.LogitsMode) ([]float32, error
 	}
 	out, err := st.exe.Run(interp.Slots{"token": tok, "pos": pt}, s.state)
 	if err != nil {
+		// An interpreter that writes caches in place (cpu) may have
+		// written some rows before a fault inside the graph; empty the
+		// cache rather than continue from a state the history does not
+		// describe.
+		s.Reset()
 		return nil, &StepError{Program: st.info.Program, Stage: "run", New: len(chunk), Err: err}
 	}
 	if len(out) == 0 {

@@ -24,6 +24,11 @@ type Executable interface {
 	// Run executes one step: it validates the slots and state, evaluates
 	// the graph, overwrites state in place with the carried values and
 	// returns the outputs (tensors the caller owns) in the graph's order.
+	// Slots, state and bindings are validated before anything is written.
+	// After a fault inside the graph (an index computed out of range) the
+	// oracle leaves state untouched, but an interpreter that writes caches
+	// in place may have written some rows: callers treat state as
+	// undefined after a failed Run (the driver empties its cache).
 	Run(slots Slots, state *State) ([]tensor.Tensor, error)
 	// Witness returns a copy of the named witness of the last successful
 	// Run.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -92,7 +93,24 @@ func cmdDemo(args []string, stdout, stderr io.Writer) error {
 	for _, id := range topK(rows[0], 3) {
 		p(" %q (%.3f)", tok.Piece(id), rows[0][id])
 	}
-	p("\n\n")
+	p("\n")
+	// The same recorded graph under another interpreter.
+	other := "oracle"
+	if s.Interpreter().Name() == "oracle" {
+		other = "cpu"
+	}
+	if o, err := driver.Open(path, driver.Options{Interp: other, Capacity: 64}); err == nil {
+		orows, err := o.Logits(ids, false)
+		o.Close()
+		if err == nil {
+			worst := 0.0
+			for i, v := range orows[0] {
+				worst = max(worst, math.Abs(float64(v-rows[0][i])))
+			}
+			p("   the same graph on the %q interpreter: max |Δlogit| = %.2g over %d logits\n", other, worst, len(orows[0]))
+		}
+	}
+	p("\n")
 
 	// 4. Generating: prefill, then decode steps carrying the KV cache.
 	s.Reset()
