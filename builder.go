@@ -42,6 +42,11 @@ type Builder[B any] struct {
 	deviceBytes int64
 	finished    bool
 	external    int // leading placeholder values of an edit builder
+
+	inputArena  []ValueID // backing store of the equations' Inputs
+	idScratch   []ValueID
+	typeScratch []TensorType
+	params      Params
 }
 
 // NewBuilder returns an empty builder that charges the given limits.
@@ -285,9 +290,7 @@ func (b *Builder[B]) Apply(op Op, p Params, in ...Traced[B]) Traced[B] {
 	if b.finished {
 		return b.fail(ErrFinished, op.String(), nil, "recording after Finish")
 	}
-	var idBuf [4]ValueID
-	var typeBuf [4]TensorType
-	ids, types := idBuf[:0], typeBuf[:0]
+	ids, types := b.idScratch[:0], b.typeScratch[:0]
 	for _, h := range in {
 		id, ok := b.resolve(h)
 		if !ok {
@@ -296,8 +299,16 @@ func (b *Builder[B]) Apply(op Op, p Params, in ...Traced[B]) Traced[B] {
 		ids = append(ids, id)
 		types = append(types, b.values[id].Type)
 	}
-	p = canonicalParams(op, p)
-	out, err := op.Infer(p, types...)
+	b.idScratch, b.typeScratch = ids, types
+	if !op.Valid() {
+		return b.fail(ErrType, op.String(), append([]TensorType(nil), types...), "unknown primitive")
+	}
+	// Operand types were checked when their values were recorded; the
+	// canonical params are this equation's own copy, which the result type
+	// may share. They live in the builder while the rule runs, so that
+	// recording allocates nothing for them.
+	b.params = canonicalParams(op, p)
+	out, err := op.infer(&b.params, types)
 	if err != nil {
 		return b.fail(ErrType, op.String(), append([]TensorType(nil), types...), "%v", err)
 	}
@@ -314,8 +325,19 @@ func (b *Builder[B]) Apply(op Op, p Params, in ...Traced[B]) Traced[B] {
 	b.deviceBytes += n
 	id := ValueID(len(b.values))
 	b.values = append(b.values, Value{Type: out})
-	b.eqns = append(b.eqns, Eqn{Op: op, Params: p, Inputs: append([]ValueID(nil), ids...), Out: id, Scope: b.cur()})
+	b.eqns = append(b.eqns, Eqn{Op: op, Params: b.params, Inputs: b.inputs(ids), Out: id, Scope: b.cur()})
 	return Traced[B]{id: id, owner: b.serial}
+}
+
+// inputs copies an equation's operand ids into a shared backing array, so
+// that recording does not allocate once per equation.
+func (b *Builder[B]) inputs(ids []ValueID) []ValueID {
+	if len(b.inputArena)+len(ids) > cap(b.inputArena) {
+		b.inputArena = make([]ValueID, 0, max(1024, len(ids)))
+	}
+	n := len(b.inputArena)
+	b.inputArena = append(b.inputArena, ids...)
+	return b.inputArena[n : n+len(ids) : n+len(ids)]
 }
 
 // Finish closes the graph with the given outputs, state carries and

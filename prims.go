@@ -326,6 +326,19 @@ func (op Op) Infer(p Params, in ...TensorType) (TensorType, error) {
 	if !op.Valid() {
 		return TensorType{}, fmt.Errorf("unknown primitive %d", op)
 	}
+	for i, t := range in {
+		if err := checkType(t); err != nil {
+			return TensorType{}, fmt.Errorf("operand %d: %w", i, err)
+		}
+	}
+	p = canonicalParams(op, p)
+	return op.infer(&p, in)
+}
+
+// infer applies the rule to operands already known to be valid types and
+// to params that are the caller's own copy (canonicalParams), which the
+// result may share.
+func (op Op) infer(p *Params, in []TensorType) (TensorType, error) {
 	def := &prims[op]
 	if def.arity >= 0 && len(in) != def.arity {
 		return TensorType{}, fmt.Errorf("%s takes %d operands, got %d", def.name, def.arity, len(in))
@@ -333,12 +346,7 @@ func (op Op) Infer(p Params, in ...TensorType) (TensorType, error) {
 	if def.arity < 0 && len(in) == 0 {
 		return TensorType{}, fmt.Errorf("%s takes at least one operand", def.name)
 	}
-	for i, t := range in {
-		if err := checkType(t); err != nil {
-			return TensorType{}, fmt.Errorf("operand %d: %w", i, err)
-		}
-	}
-	out, err := def.infer(&p, in)
+	out, err := def.infer(p, in)
 	if err != nil {
 		return TensorType{}, err
 	}
@@ -521,7 +529,7 @@ func inferIndexedMatMul(_ *Params, in []TensorType) (TensorType, error) {
 
 func inferReshape(p *Params, in []TensorType) (TensorType, error) {
 	x := in[0]
-	out := TensorType{Shape: p.Shape.Clone(), DType: x.DType}
+	out := TensorType{Shape: p.Shape, DType: x.DType}
 	if err := checkType(out); err != nil {
 		return TensorType{}, err
 	}
@@ -547,7 +555,7 @@ func inferBroadcast(p *Params, in []TensorType) (TensorType, error) {
 			return TensorType{}, fmt.Errorf("cannot broadcast %v to %v: axis %d", x.Shape, p.Shape, i)
 		}
 	}
-	return TensorType{Shape: p.Shape.Clone(), DType: x.DType}, nil
+	return TensorType{Shape: p.Shape, DType: x.DType}, nil
 }
 
 func inferTranspose(p *Params, in []TensorType) (TensorType, error) {
@@ -660,7 +668,7 @@ func inferIota(p *Params, _ []TensorType) (TensorType, error) {
 	if err := checkAxis(p.Axis, len(p.Shape)); err != nil {
 		return TensorType{}, err
 	}
-	return TensorType{Shape: p.Shape.Clone(), DType: p.DType}, nil
+	return TensorType{Shape: p.Shape, DType: p.DType}, nil
 }
 
 func inferLiteral(p *Params, _ []TensorType) (TensorType, error) {
@@ -678,7 +686,7 @@ func inferLiteral(p *Params, _ []TensorType) (TensorType, error) {
 	default:
 		return TensorType{}, fmt.Errorf("literal of %v, want f32, i32 or bool", p.DType)
 	}
-	return TensorType{Shape: p.Shape.Clone(), DType: p.DType}, nil
+	return TensorType{Shape: p.Shape, DType: p.DType}, nil
 }
 
 func inferCast(p *Params, in []TensorType) (TensorType, error) {
