@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/internal/semantics"
 	"github.com/pootlabs/poot/quant"
 )
 
@@ -14,22 +15,8 @@ func init() {
 	rules[poot.IndexedMatMul] = ruleIndexedMatMul
 }
 
-// dot is the float64 dot product of two float32 rows, summed in element
-// order. Products of float32 values are exact in float64, so the only
-// roundings are those of the additions, and the result is exactly what
-// quant.DotRow gives over the same decoded row: a definition anyone can
-// reproduce bit for bit.
-func dot(a, b []float32) float64 {
-	b = b[:len(a)]
-	var s float64
-	for i, v := range a {
-		s += float64(v) * float64(b[i])
-	}
-	return s
-}
-
 // dot4 is four dots of a with four rows at once. Each sum is still taken in
-// element order, so the results equal dot's exactly; the four independent
+// element order, so the results equal semantics.Dot64's exactly; the four independent
 // chains only let the processor overlap them.
 func dot4(a, b0, b1, b2, b3 []float32) (s0, s1, s2, s3 float64) {
 	n := len(a)
@@ -163,7 +150,7 @@ func (mm *matmul) cols(bi, lo, hi int, scratch []float32) error {
 		}
 		for i := 0; i < m; i++ {
 			ar := mm.a.f[(bi*m+i)*k : (bi*m+i+1)*k]
-			mm.out.f[(bi*m+i)*n+j] = float32(dot(ar, row))
+			mm.out.f[(bi*m+i)*n+j] = float32(semantics.Dot64(ar, row))
 		}
 	}
 	return nil
@@ -207,7 +194,7 @@ func ruleIndexedMatMul(c *compiler, e *poot.Eqn) (func() error, error) {
 				if err != nil {
 					return err
 				}
-				out.f[i*n+j] = float32(dot(xr, row))
+				out.f[i*n+j] = float32(semantics.Dot64(xr, row))
 			}
 		}
 		return nil

@@ -2,81 +2,18 @@ package interp
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/internal/semantics"
 )
 
-// F32 unary functions. Transcendentals are evaluated in float64 and rounded
-// once to float32.
-var unaryF32 = map[poot.Op]func(float32) float32{
-	poot.Neg:   func(x float32) float32 { return -x },
-	poot.Exp:   func(x float32) float32 { return float32(math.Exp(float64(x))) },
-	poot.Log:   func(x float32) float32 { return float32(math.Log(float64(x))) },
-	poot.Sqrt:  func(x float32) float32 { return float32(math.Sqrt(float64(x))) },
-	poot.Rsqrt: func(x float32) float32 { return float32(1 / math.Sqrt(float64(x))) },
-	poot.Tanh:  func(x float32) float32 { return float32(math.Tanh(float64(x))) },
-	poot.Erf:   func(x float32) float32 { return float32(math.Erf(float64(x))) },
-	poot.Sin:   func(x float32) float32 { return float32(math.Sin(float64(x))) },
-	poot.Cos:   func(x float32) float32 { return float32(math.Cos(float64(x))) },
-	poot.Abs:   func(x float32) float32 { return float32(math.Abs(float64(x))) },
-}
+func b2u(b bool) byte { return semantics.Bool(b) }
 
-var unaryI32 = map[poot.Op]func(int32) int32{
-	poot.Neg: func(x int32) int32 { return -x },
-	poot.Abs: func(x int32) int32 {
-		if x < 0 {
-			return -x // wraps for math.MinInt32
-		}
-		return x
-	},
-}
-
-var binaryF32 = map[poot.Op]func(x, y float32) float32{
-	poot.Add: func(x, y float32) float32 { return x + y },
-	poot.Sub: func(x, y float32) float32 { return x - y },
-	poot.Mul: func(x, y float32) float32 { return x * y },
-	poot.Div: func(x, y float32) float32 { return x / y },
-	poot.Max: func(x, y float32) float32 { return max(x, y) },
-	poot.Min: func(x, y float32) float32 { return min(x, y) },
-	poot.Pow: func(x, y float32) float32 { return float32(math.Pow(float64(x), float64(y))) },
-}
-
-var binaryI32 = map[poot.Op]func(x, y int32) int32{
-	poot.Add: func(x, y int32) int32 { return x + y },
-	poot.Sub: func(x, y int32) int32 { return x - y },
-	poot.Mul: func(x, y int32) int32 { return x * y },
-	poot.Max: func(x, y int32) int32 { return max(x, y) },
-	poot.Min: func(x, y int32) int32 { return min(x, y) },
-}
-
-func compare[T int32 | float32](op poot.Op) func(x, y T) bool {
-	switch op {
-	case poot.Eq:
-		return func(x, y T) bool { return x == y }
-	case poot.Ne:
-		return func(x, y T) bool { return x != y }
-	case poot.Lt:
-		return func(x, y T) bool { return x < y }
-	case poot.Le:
-		return func(x, y T) bool { return x <= y }
-	case poot.Gt:
-		return func(x, y T) bool { return x > y }
-	case poot.Ge:
-		return func(x, y T) bool { return x >= y }
-	}
-	return nil
-}
-
-func b2u(b bool) byte {
-	if b {
-		return 1
-	}
-	return 0
-}
+// unaryOps are the unary primitives; all are defined on F32.
+var unaryOps = []poot.Op{poot.Neg, poot.Exp, poot.Log, poot.Sqrt, poot.Rsqrt, poot.Tanh, poot.Erf, poot.Sin, poot.Cos, poot.Abs}
 
 func init() {
-	for op := range unaryF32 {
+	for _, op := range unaryOps {
 		rules[op] = ruleUnary
 	}
 	rules[poot.Not] = ruleUnary
@@ -95,18 +32,18 @@ func ruleUnary(c *compiler, e *poot.Eqn) (func() error, error) {
 	x, out := c.in(e, 0), c.out(e)
 	switch x.t.DType {
 	case poot.F32:
-		fn := unaryF32[e.Op]
+		op := e.Op
 		return func() error {
 			for i, v := range x.f {
-				out.f[i] = fn(v)
+				out.f[i] = semantics.UnaryF32(op, v)
 			}
 			return nil
 		}, nil
 	case poot.I32:
-		if fn := unaryI32[e.Op]; fn != nil {
+		if op := e.Op; op == poot.Neg || op == poot.Abs {
 			return func() error {
 				for i, v := range x.i {
-					out.i[i] = fn(v)
+					out.i[i] = semantics.UnaryI32(op, v)
 				}
 				return nil
 			}, nil
@@ -128,30 +65,22 @@ func ruleBinary(c *compiler, e *poot.Eqn) (func() error, error) {
 	x, y, out := c.in(e, 0), c.in(e, 1), c.out(e)
 	switch x.t.DType {
 	case poot.F32:
-		fn := binaryF32[e.Op]
+		op := e.Op
 		return func() error {
 			for i, v := range x.f {
-				out.f[i] = fn(v, y.f[i])
+				out.f[i] = semantics.BinaryF32(op, v, y.f[i])
 			}
 			return nil
 		}, nil
 	case poot.I32:
-		if e.Op == poot.Div {
+		if op := e.Op; semantics.HasBinaryI32(op) {
 			return func() error {
 				for i, v := range x.i {
-					d := y.i[i]
-					if d == 0 {
+					r, ok := semantics.BinaryI32(op, v, y.i[i])
+					if !ok {
 						return fmt.Errorf("%w: element %d is %d / 0", ErrDivideByZero, i, v)
 					}
-					out.i[i] = v / d // truncates; MinInt32 / -1 wraps to MinInt32
-				}
-				return nil
-			}, nil
-		}
-		if fn := binaryI32[e.Op]; fn != nil {
-			return func() error {
-				for i, v := range x.i {
-					out.i[i] = fn(v, y.i[i])
+					out.i[i] = r
 				}
 				return nil
 			}, nil
@@ -164,18 +93,18 @@ func ruleCompare(c *compiler, e *poot.Eqn) (func() error, error) {
 	x, y, out := c.in(e, 0), c.in(e, 1), c.out(e)
 	switch x.t.DType {
 	case poot.F32:
-		fn := compare[float32](e.Op)
+		op := e.Op
 		return func() error {
 			for i, v := range x.f {
-				out.b[i] = b2u(fn(v, y.f[i]))
+				out.b[i] = b2u(semantics.Compare(op, v, y.f[i]))
 			}
 			return nil
 		}, nil
 	case poot.I32:
-		fn := compare[int32](e.Op)
+		op := e.Op
 		return func() error {
 			for i, v := range x.i {
-				out.b[i] = b2u(fn(v, y.i[i]))
+				out.b[i] = b2u(semantics.Compare(op, v, y.i[i]))
 			}
 			return nil
 		}, nil

@@ -2,10 +2,8 @@ package interp
 
 import (
 	"fmt"
-	"math"
-	"math/bits"
-
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/internal/semantics"
 	"github.com/pootlabs/poot/quant"
 )
 
@@ -18,18 +16,10 @@ func init() {
 // ruleIota fills the value once at compile time; it never changes.
 func ruleIota(c *compiler, e *poot.Eqn) (func() error, error) {
 	out := c.out(e)
-	outer, n, inner := split(out.t.Shape, e.Params.Axis)
-	for o := 0; o < outer; o++ {
-		for k := 0; k < n; k++ {
-			for i := 0; i < inner; i++ {
-				at := (o*n+k)*inner + i
-				if out.f != nil {
-					out.f[at] = float32(k)
-				} else {
-					out.i[at] = int32(k)
-				}
-			}
-		}
+	if out.f != nil {
+		semantics.Iota(out.f, out.t.Shape, e.Params.Axis)
+	} else {
+		semantics.Iota(out.i, out.t.Shape, e.Params.Axis)
 	}
 	return nil, nil
 }
@@ -40,56 +30,15 @@ func ruleLiteral(c *compiler, e *poot.Eqn) (func() error, error) {
 	v := e.Params.Value
 	switch out.t.DType {
 	case poot.F32:
-		for i := range out.f {
-			out.f[i] = float32(v)
-		}
+		semantics.Fill(out.f, float32(v))
 	case poot.I32:
-		for i := range out.i {
-			out.i[i] = int32(v)
-		}
+		semantics.Fill(out.i, int32(v))
 	case poot.Bool:
-		for i := range out.b {
-			out.b[i] = b2u(v != 0)
-		}
+		semantics.Fill(out.b, b2u(v != 0))
 	default:
 		return nil, fmt.Errorf("%w: literal of %v", ErrUnsupported, out.t.DType)
 	}
 	return nil, nil
-}
-
-// f32ToI32 truncates toward zero and saturates; NaN gives 0.
-func f32ToI32(f float32) int32 {
-	switch {
-	case f != f:
-		return 0
-	case f >= math.MaxInt32:
-		return math.MaxInt32
-	case f <= math.MinInt32:
-		return math.MinInt32
-	}
-	return int32(f)
-}
-
-// i32ToBF16 rounds an int32 to bfloat16 once, to nearest even. Going
-// through float32 would round twice for magnitudes beyond 2^24.
-func i32ToBF16(v int32) uint16 {
-	if f := float32(v); int64(f) == int64(v) {
-		return quant.F32ToBF16(f)
-	}
-	u := uint64(v)
-	if v < 0 {
-		u = uint64(-int64(v))
-	}
-	shift := bits.Len64(u) - 8
-	q, rem, half := u>>shift, u&(1<<shift-1), uint64(1)<<(shift-1)
-	if rem > half || rem == half && q&1 == 1 {
-		q++
-	}
-	r := float32(q << shift) // at most 9 significant bits: exact
-	if v < 0 {
-		r = -r
-	}
-	return quant.F32ToBF16(r)
 }
 
 func ruleCast(c *compiler, e *poot.Eqn) (func() error, error) {
@@ -157,7 +106,7 @@ func ruleCast(c *compiler, e *poot.Eqn) (func() error, error) {
 				quant.F32RowToBF16(out.b, floats)
 			case poot.I32:
 				for i, f := range floats {
-					out.i[i] = f32ToI32(f)
+					out.i[i] = semantics.F32ToI32(f)
 				}
 			case poot.Bool:
 				for i, f := range floats {
@@ -175,7 +124,7 @@ func ruleCast(c *compiler, e *poot.Eqn) (func() error, error) {
 				h := quant.F32ToF16(float32(v))
 				out.b[2*i], out.b[2*i+1] = byte(h), byte(h>>8)
 			case poot.BF16:
-				h := i32ToBF16(v)
+				h := semantics.I32ToBF16(v)
 				out.b[2*i], out.b[2*i+1] = byte(h), byte(h>>8)
 			case poot.I32:
 				out.i[i] = v

@@ -4,21 +4,11 @@ import (
 	"fmt"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/internal/semantics"
 	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/kernels"
 	"github.com/pootlabs/poot/quant"
 )
-
-// dot64 is the float64 dot product of two float32 rows in element order,
-// the oracle's definition.
-func dot64(a, b []float32) float64 {
-	b = b[:len(a)]
-	var s float64
-	for i, v := range a {
-		s += float64(v) * float64(b[i])
-	}
-	return s
-}
 
 // weightRows reads rows of k elements of a weight as stored.
 type weightRows struct {
@@ -92,7 +82,7 @@ func (mm *gmatmul) cols(bi, j0, j1 int, scratch []float32) error {
 		}
 		for i := 0; i < m; i++ {
 			ar := mm.a.f[(bi*m+i)*k : (bi*m+i+1)*k]
-			mm.out.f[(bi*m+i)*n+j] = float32(dot64(ar, row))
+			mm.out.f[(bi*m+i)*n+j] = float32(semantics.Dot64(ar, row))
 		}
 	}
 	return nil
@@ -163,7 +153,7 @@ func ruleIndexedMatMul(c *compiler, e *poot.Eqn) (func() error, error) {
 				if err != nil {
 					return err
 				}
-				out.f[i*n+j] = float32(dot64(xr, row))
+				out.f[i*n+j] = float32(semantics.Dot64(xr, row))
 			}
 		}
 		return nil

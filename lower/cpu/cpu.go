@@ -52,6 +52,7 @@ import (
 	"unsafe"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/internal/semantics"
 	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/kernels"
 	"github.com/pootlabs/poot/lower"
@@ -287,32 +288,18 @@ func fill(g *poot.Graph, e poot.Eqn, b *buf) {
 		v := e.Params.Value
 		switch t.DType {
 		case poot.F32:
-			for i := range b.f[:t.Shape.Size()] {
-				b.f[i] = float32(v)
-			}
+			semantics.Fill(b.f[:t.Shape.Size()], float32(v))
 		case poot.I32:
-			for i := range b.i[:t.Shape.Size()] {
-				b.i[i] = int32(v)
-			}
+			semantics.Fill(b.i[:t.Shape.Size()], int32(v))
 		default:
-			for i := range b.b {
-				b.b[i] = b2u(v != 0)
-			}
+			semantics.Fill(b.b, b2u(v != 0))
 		}
 		return
 	}
-	outer, n, inner := split(t.Shape, e.Params.Axis)
-	for o := 0; o < outer; o++ {
-		for k := 0; k < n; k++ {
-			for i := 0; i < inner; i++ {
-				at := (o*n+k)*inner + i
-				if t.DType == poot.F32 {
-					b.f[at] = float32(k)
-				} else {
-					b.i[at] = int32(k)
-				}
-			}
-		}
+	if t.DType == poot.F32 {
+		semantics.Iota(b.f, t.Shape, e.Params.Axis)
+	} else {
+		semantics.Iota(b.i, t.Shape, e.Params.Axis)
 	}
 }
 

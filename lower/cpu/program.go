@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/internal/semantics"
 	"github.com/pootlabs/poot/lower"
 )
 
@@ -381,7 +382,7 @@ func unaryChunk(op poot.Op, dst, x []float32, exact bool) {
 		}
 	default:
 		for i, v := range x {
-			dst[i] = unaryF32(op, v)
+			dst[i] = semantics.UnaryF32(op, v)
 		}
 	}
 }
@@ -407,7 +408,7 @@ func binaryChunk(op poot.Op, dst, x, y []float32) {
 		}
 	case poot.Eq, poot.Ne, poot.Lt, poot.Le, poot.Gt, poot.Ge:
 		for i, v := range x {
-			dst[i] = float32(b2u(compareF32(op, v, y[i])))
+			dst[i] = float32(b2u(semantics.Compare(op, v, y[i])))
 		}
 	case poot.And:
 		for i, v := range x {
@@ -419,7 +420,7 @@ func binaryChunk(op poot.Op, dst, x, y []float32) {
 		}
 	default:
 		for i, v := range x {
-			dst[i] = binaryF32(op, v, y[i])
+			dst[i] = semantics.BinaryF32(op, v, y[i])
 		}
 	}
 }

@@ -2,11 +2,10 @@ package cpu
 
 import (
 	"fmt"
-	"math"
-	"math/bits"
 	"sort"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/internal/semantics"
 	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/quant"
 )
@@ -47,92 +46,7 @@ func init() {
 	rules[poot.Cast] = ruleCast
 }
 
-// unaryF32 computes transcendentals in float64 and rounds once, as the
-// oracle does.
-func unaryF32(op poot.Op, x float32) float32 {
-	switch op {
-	case poot.Neg:
-		return -x
-	case poot.Exp:
-		return float32(math.Exp(float64(x)))
-	case poot.Log:
-		return float32(math.Log(float64(x)))
-	case poot.Sqrt:
-		return float32(math.Sqrt(float64(x)))
-	case poot.Rsqrt:
-		return float32(1 / math.Sqrt(float64(x)))
-	case poot.Tanh:
-		return float32(math.Tanh(float64(x)))
-	case poot.Erf:
-		return float32(math.Erf(float64(x)))
-	case poot.Sin:
-		return float32(math.Sin(float64(x)))
-	case poot.Cos:
-		return float32(math.Cos(float64(x)))
-	case poot.Abs:
-		return math.Float32frombits(math.Float32bits(x) &^ (1 << 31))
-	}
-	return float32(math.NaN())
-}
-
-func binaryF32(op poot.Op, x, y float32) float32 {
-	switch op {
-	case poot.Add:
-		return x + y
-	case poot.Sub:
-		return x - y
-	case poot.Mul:
-		return x * y
-	case poot.Div:
-		return x / y
-	case poot.Max:
-		return max(x, y)
-	case poot.Min:
-		return min(x, y)
-	case poot.Pow:
-		return float32(math.Pow(float64(x), float64(y)))
-	}
-	return float32(math.NaN())
-}
-
-func compareF32(op poot.Op, x, y float32) bool {
-	switch op {
-	case poot.Eq:
-		return x == y
-	case poot.Ne:
-		return x != y
-	case poot.Lt:
-		return x < y
-	case poot.Le:
-		return x <= y
-	case poot.Gt:
-		return x > y
-	}
-	return x >= y
-}
-
-func compareI32(op poot.Op, x, y int32) bool {
-	switch op {
-	case poot.Eq:
-		return x == y
-	case poot.Ne:
-		return x != y
-	case poot.Lt:
-		return x < y
-	case poot.Le:
-		return x <= y
-	case poot.Gt:
-		return x > y
-	}
-	return x >= y
-}
-
-func b2u(b bool) byte {
-	if b {
-		return 1
-	}
-	return 0
-}
+func b2u(b bool) byte { return semantics.Bool(b) }
 
 func ruleUnary(c *compiler, e *poot.Eqn) (func() error, error) {
 	x, out := c.in(e, 0), c.out(e)
@@ -142,17 +56,14 @@ func ruleUnary(c *compiler, e *poot.Eqn) (func() error, error) {
 		return func() error {
 			o := out.f[:len(x.f)]
 			for i, v := range x.f {
-				o[i] = unaryF32(op, v)
+				o[i] = semantics.UnaryF32(op, v)
 			}
 			return nil
 		}, nil
 	case poot.I32:
 		return func() error {
 			for i, v := range x.i {
-				if v < 0 || op == poot.Neg {
-					v = -v // wraps for MinInt32
-				}
-				out.i[i] = v
+				out.i[i] = semantics.UnaryI32(op, v)
 			}
 			return nil
 		}, nil
@@ -172,35 +83,16 @@ func ruleBinary(c *compiler, e *poot.Eqn) (func() error, error) {
 		return func() error {
 			yy, o := y.f[:len(x.f)], out.f[:len(x.f)]
 			for i, v := range x.f {
-				o[i] = binaryF32(op, v, yy[i])
+				o[i] = semantics.BinaryF32(op, v, yy[i])
 			}
 			return nil
 		}, nil
 	}
 	return func() error {
 		for i, v := range x.i {
-			w := y.i[i]
-			var r int32
-			switch op {
-			case poot.Add:
-				r = v + w
-			case poot.Sub:
-				r = v - w
-			case poot.Mul:
-				r = v * w
-			case poot.Max:
-				r = max(v, w)
-			case poot.Min:
-				r = min(v, w)
-			case poot.Div:
-				if w == 0 {
-					return fmt.Errorf("%w: element %d is %d / 0", interp.ErrDivideByZero, i, v)
-				}
-				if v == math.MinInt32 && w == -1 {
-					r = v
-				} else {
-					r = v / w
-				}
+			r, ok := semantics.BinaryI32(op, v, y.i[i])
+			if !ok {
+				return fmt.Errorf("%w: element %d is %d / 0", interp.ErrDivideByZero, i, v)
 			}
 			out.i[i] = r
 		}
@@ -215,14 +107,14 @@ func ruleCompare(c *compiler, e *poot.Eqn) (func() error, error) {
 	case poot.F32:
 		return func() error {
 			for i, v := range x.f {
-				out.b[i] = b2u(compareF32(op, v, y.f[i]))
+				out.b[i] = b2u(semantics.Compare(op, v, y.f[i]))
 			}
 			return nil
 		}, nil
 	case poot.I32:
 		return func() error {
 			for i, v := range x.i {
-				out.b[i] = b2u(compareI32(op, v, y.i[i]))
+				out.b[i] = b2u(semantics.Compare(op, v, y.i[i]))
 			}
 			return nil
 		}, nil
@@ -267,76 +159,16 @@ func ruleSelect(c *compiler, e *poot.Eqn) (func() error, error) {
 	}, nil
 }
 
-func split(s poot.Shape, axis int) (outer, n, inner int) {
-	outer, inner = 1, 1
-	for i, d := range s {
-		switch {
-		case i < axis:
-			outer *= d
-		case i > axis:
-			inner *= d
-		}
-	}
-	return outer, s[axis], inner
-}
-
-// greaterF32 orders float32 values: NaN is larger than any number.
-func greaterF32(a, b float32) bool {
-	an, bn := a != a, b != b
-	if an || bn {
-		return an && !bn
-	}
-	return a > b
-}
-
 func ruleReduce(c *compiler, e *poot.Eqn) (func() error, error) {
 	x, out := c.in(e, 0), c.out(e)
-	outer, n, inner := split(c.shape(e.Inputs[0]), e.Params.Axis)
+	shape, axis := c.shape(e.Inputs[0]), e.Params.Axis
 	isF32 := c.dtype(e.Inputs[0]) == poot.F32
 	op := e.Op
 	return func() error {
-		for o := 0; o < outer; o++ {
-			for i := 0; i < inner; i++ {
-				base := o*n*inner + i
-				switch {
-				case op == poot.ReduceSum && isF32:
-					var s float64
-					for k := 0; k < n; k++ {
-						s += float64(x.f[base+k*inner])
-					}
-					out.f[o*inner+i] = float32(s)
-				case op == poot.ReduceSum:
-					var s int32
-					for k := 0; k < n; k++ {
-						s += x.i[base+k*inner]
-					}
-					out.i[o*inner+i] = s
-				case op == poot.ReduceMax && isF32:
-					m := float32(math.Inf(-1))
-					for k := 0; k < n; k++ {
-						m = max(m, x.f[base+k*inner])
-					}
-					out.f[o*inner+i] = m
-				case op == poot.ReduceMax:
-					m := int32(math.MinInt32)
-					for k := 0; k < n; k++ {
-						m = max(m, x.i[base+k*inner])
-					}
-					out.i[o*inner+i] = m
-				default: // ArgMax
-					best := 0
-					for k := 1; k < n; k++ {
-						if isF32 {
-							if greaterF32(x.f[base+k*inner], x.f[base+best*inner]) {
-								best = k
-							}
-						} else if x.i[base+k*inner] > x.i[base+best*inner] {
-							best = k
-						}
-					}
-					out.i[o*inner+i] = int32(best)
-				}
-			}
+		if isF32 {
+			semantics.ReduceF32(op, x.f, shape, axis, out.f, out.i)
+		} else {
+			semantics.ReduceI32(op, x.i, shape, axis, out.i)
 		}
 		return nil
 	}, nil
@@ -356,20 +188,9 @@ func (t *topk) Swap(a, b int) { t.order[a], t.order[b] = t.order[b], t.order[a] 
 func (t *topk) Less(a, b int) bool {
 	ia, ib := t.order[a], t.order[b]
 	if t.f != nil {
-		va, vb := t.f[ia], t.f[ib]
-		if greaterF32(va, vb) {
-			return true
-		}
-		if greaterF32(vb, va) {
-			return false
-		}
-	} else {
-		va, vb := t.i[ia], t.i[ib]
-		if va != vb {
-			return va > vb
-		}
+		return semantics.TopKOrder(t.f[ia], t.f[ib], ia, ib) < 0
 	}
-	return ia < ib
+	return semantics.TopKOrder(t.i[ia], t.i[ib], ia, ib) < 0
 }
 
 func ruleArgTopK(c *compiler, e *poot.Eqn) (func() error, error) {
@@ -604,39 +425,6 @@ func ruleWriteRows(c *compiler, e *poot.Eqn) (func() error, error) {
 	}, nil
 }
 
-func f32ToI32(f float32) int32 {
-	switch {
-	case f != f:
-		return 0
-	case f >= math.MaxInt32:
-		return math.MaxInt32
-	case f <= math.MinInt32:
-		return math.MinInt32
-	}
-	return int32(f)
-}
-
-// i32ToBF16 rounds an int32 to bfloat16 once, to nearest even.
-func i32ToBF16(v int32) uint16 {
-	if f := float32(v); int64(f) == int64(v) {
-		return quant.F32ToBF16(f)
-	}
-	u := uint64(v)
-	if v < 0 {
-		u = uint64(-int64(v))
-	}
-	shift := bits.Len64(u) - 8
-	q, rem, half := u>>shift, u&(1<<shift-1), uint64(1)<<(shift-1)
-	if rem > half || rem == half && q&1 == 1 {
-		q++
-	}
-	r := float32(q << shift)
-	if v < 0 {
-		r = -r
-	}
-	return quant.F32ToBF16(r)
-}
-
 func ruleCast(c *compiler, e *poot.Eqn) (func() error, error) {
 	x, out := c.in(e, 0), c.out(e)
 	xt := c.typ(e.Inputs[0])
@@ -699,7 +487,7 @@ func ruleCast(c *compiler, e *poot.Eqn) (func() error, error) {
 				quant.F32RowToBF16(out.b, floats)
 			case poot.I32:
 				for i, f := range floats {
-					out.i[i] = f32ToI32(f)
+					out.i[i] = semantics.F32ToI32(f)
 				}
 			case poot.Bool:
 				for i, f := range floats {
@@ -716,7 +504,7 @@ func ruleCast(c *compiler, e *poot.Eqn) (func() error, error) {
 				h := quant.F32ToF16(float32(v))
 				out.b[2*i], out.b[2*i+1] = byte(h), byte(h>>8)
 			case poot.BF16:
-				h := i32ToBF16(v)
+				h := semantics.I32ToBF16(v)
 				out.b[2*i], out.b[2*i+1] = byte(h), byte(h>>8)
 			case poot.I32:
 				out.i[i] = v

@@ -1,0 +1,80 @@
+package semantics
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/pootlabs/poot"
+)
+
+func TestBinaryI32Div(t *testing.T) {
+	for _, c := range []struct {
+		x, y, want int32
+		ok         bool
+	}{
+		{7, 2, 3, true},
+		{-7, 2, -3, true}, // truncates toward zero
+		{math.MinInt32, -1, math.MinInt32, true},
+		{5, 0, 0, false},
+	} {
+		got, ok := BinaryI32(poot.Div, c.x, c.y)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%d / %d = %d, %v; want %d, %v", c.x, c.y, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestF32ToI32(t *testing.T) {
+	nan := float32(math.NaN())
+	for _, c := range []struct {
+		f    float32
+		want int32
+	}{
+		{2.9, 2}, {-2.9, -2}, {nan, 0}, {3e9, math.MaxInt32}, {-3e9, math.MinInt32},
+	} {
+		if got := F32ToI32(c.f); got != c.want {
+			t.Errorf("F32ToI32(%g) = %d, want %d", c.f, got, c.want)
+		}
+	}
+}
+
+func TestI32ToBF16RoundsOnce(t *testing.T) {
+	// 2^24+2^16+1 lies just above the tie between two bfloat16 values;
+	// rounding through float32 first would land on the tie and round to
+	// even (down), rounding once goes up.
+	v := int32(1<<24 + 1<<16 + 1)
+	if got, want := I32ToBF16(v), uint16(0x4b81); got != want {
+		t.Errorf("I32ToBF16(%d) = %#04x, want %#04x", v, got, want)
+	}
+	if got, want := I32ToBF16(-v), uint16(0xcb81); got != want {
+		t.Errorf("I32ToBF16(%d) = %#04x, want %#04x", -v, got, want)
+	}
+}
+
+func TestTopKOrder(t *testing.T) {
+	nan := float32(math.NaN())
+	row := []float32{1, nan, 3, 3, float32(math.Inf(1))}
+	order := []int32{0, 1, 2, 3, 4}
+	slices.SortFunc(order, func(a, b int32) int { return TopKOrder(row[a], row[b], a, b) })
+	if want := []int32{1, 4, 2, 3, 0}; !slices.Equal(order, want) {
+		t.Errorf("order %v, want %v", order, want)
+	}
+	args := make([]int32, 1)
+	ReduceF32(poot.ArgMax, []float32{1, nan, nan, 2}, poot.Shape{4}, 0, nil, args)
+	if args[0] != 1 {
+		t.Errorf("ArgMax took index %d, want the first NaN", args[0])
+	}
+}
+
+func TestIota(t *testing.T) {
+	got := make([]int32, 6)
+	Iota(got, poot.Shape{2, 3}, 1)
+	if want := []int32{0, 1, 2, 0, 1, 2}; !slices.Equal(got, want) {
+		t.Errorf("Iota over axis 1: %v, want %v", got, want)
+	}
+	Iota(got, poot.Shape{2, 3}, 0)
+	if want := []int32{0, 0, 0, 1, 1, 1}; !slices.Equal(got, want) {
+		t.Errorf("Iota over axis 0: %v, want %v", got, want)
+	}
+}
