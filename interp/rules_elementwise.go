@@ -124,18 +124,8 @@ func ruleCompare(c *compiler, e *poot.Eqn) (func() error, error) {
 
 func ruleLogic(c *compiler, e *poot.Eqn) (func() error, error) {
 	x, y, out := c.in(e, 0), c.in(e, 1), c.out(e)
-	and := e.Op == poot.And
-	return func() error {
-		for i, v := range x.b {
-			a, b := v != 0, y.b[i] != 0
-			if and {
-				out.b[i] = b2u(a && b)
-			} else {
-				out.b[i] = b2u(a || b)
-			}
-		}
-		return nil
-	}, nil
+	op := e.Op
+	return func() error { semantics.Logic(op, out.b, x.b, y.b); return nil }, nil
 }
 
 func ruleSelect(c *compiler, e *poot.Eqn) (func() error, error) {

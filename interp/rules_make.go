@@ -97,40 +97,9 @@ func ruleCast(c *compiler, e *poot.Eqn) (func() error, error) {
 	return func() error {
 		load()
 		if floats != nil {
-			switch to {
-			case poot.F32:
-				copy(out.f, floats)
-			case poot.F16:
-				quant.F32RowToF16(out.b, floats)
-			case poot.BF16:
-				quant.F32RowToBF16(out.b, floats)
-			case poot.I32:
-				for i, f := range floats {
-					out.i[i] = semantics.F32ToI32(f)
-				}
-			case poot.Bool:
-				for i, f := range floats {
-					out.b[i] = b2u(f != 0) // NaN != 0
-				}
-			}
-			return nil
-		}
-		for i, v := range ints {
-			switch to {
-			case poot.F32:
-				out.f[i] = float32(v)
-			case poot.F16:
-				// Exact below 2^24; above, both routes give infinity.
-				h := quant.F32ToF16(float32(v))
-				out.b[2*i], out.b[2*i+1] = byte(h), byte(h>>8)
-			case poot.BF16:
-				h := semantics.I32ToBF16(v)
-				out.b[2*i], out.b[2*i+1] = byte(h), byte(h>>8)
-			case poot.I32:
-				out.i[i] = v
-			case poot.Bool:
-				out.b[i] = b2u(v != 0)
-			}
+			semantics.CastF32(to, floats, out.f, out.i, out.b)
+		} else {
+			semantics.CastI32(to, ints, out.f, out.i, out.b)
 		}
 		return nil
 	}, nil

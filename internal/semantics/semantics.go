@@ -313,3 +313,68 @@ func I32ToBF16(v int32) uint16 {
 	}
 	return quant.F32ToBF16(r)
 }
+
+// CastF32 is Cast of the float32 values src to the plain dtype to: F32 is
+// written to f, I32 to i ([F32ToI32]), and F16, BF16 (little-endian, with
+// quant's rounding) or Bool (true for anything but ±0, NaN included) to b.
+// F16 and BF16 sources are first widened to float32, which is exact.
+func CastF32(to poot.DType, src []float32, f []float32, i []int32, b []byte) {
+	switch to {
+	case poot.F32:
+		copy(f, src)
+	case poot.F16:
+		quant.F32RowToF16(b, src)
+	case poot.BF16:
+		quant.F32RowToBF16(b, src)
+	case poot.I32:
+		for j, v := range src {
+			i[j] = F32ToI32(v)
+		}
+	case poot.Bool:
+		for j, v := range src {
+			b[j] = Bool(v != 0)
+		}
+	}
+}
+
+// CastI32 is Cast of the int32 values src (a Bool source read as 0 and 1)
+// to the plain dtype to, written as [CastF32] writes. F16 goes through
+// float32, which is exact below 2^24 and infinite above either way; BF16
+// rounds once ([I32ToBF16]).
+func CastI32(to poot.DType, src []int32, f []float32, i []int32, b []byte) {
+	switch to {
+	case poot.F32:
+		for j, v := range src {
+			f[j] = float32(v)
+		}
+	case poot.F16:
+		for j, v := range src {
+			h := quant.F32ToF16(float32(v))
+			b[2*j], b[2*j+1] = byte(h), byte(h>>8)
+		}
+	case poot.BF16:
+		for j, v := range src {
+			h := I32ToBF16(v)
+			b[2*j], b[2*j+1] = byte(h), byte(h>>8)
+		}
+	case poot.I32:
+		copy(i, src)
+	case poot.Bool:
+		for j, v := range src {
+			b[j] = Bool(v != 0)
+		}
+	}
+}
+
+// Logic is And or Or of the Bool bytes x and y into dst.
+func Logic(op poot.Op, dst, x, y []byte) {
+	and := op == poot.And
+	for j, v := range x {
+		a, c := v != 0, y[j] != 0
+		if and {
+			dst[j] = Bool(a && c)
+		} else {
+			dst[j] = Bool(a || c)
+		}
+	}
+}

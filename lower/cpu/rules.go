@@ -11,8 +11,9 @@ import (
 )
 
 // rule compiles one equation into the function that runs it each step.
-// The rules mirror the oracle's semantics (package interp) over the
-// plan's storage: F32 arithmetic, float64 sums and transcendentals.
+// The rules run the scalar semantics the oracle runs (package
+// internal/semantics) over the plan's storage: F32 arithmetic, float64
+// sums and transcendentals.
 type rule func(c *compiler, e *poot.Eqn) (func() error, error)
 
 // rules is the generic kernel table, one rule per primitive.
@@ -130,18 +131,8 @@ func ruleCompare(c *compiler, e *poot.Eqn) (func() error, error) {
 
 func ruleLogic(c *compiler, e *poot.Eqn) (func() error, error) {
 	x, y, out := c.in(e, 0), c.in(e, 1), c.out(e)
-	and := e.Op == poot.And
-	return func() error {
-		for i, v := range x.b {
-			a, b := v != 0, y.b[i] != 0
-			if and {
-				out.b[i] = b2u(a && b)
-			} else {
-				out.b[i] = b2u(a || b)
-			}
-		}
-		return nil
-	}, nil
+	op := e.Op
+	return func() error { semantics.Logic(op, out.b, x.b, y.b); return nil }, nil
 }
 
 func ruleSelect(c *compiler, e *poot.Eqn) (func() error, error) {
@@ -478,39 +469,9 @@ func ruleCast(c *compiler, e *poot.Eqn) (func() error, error) {
 			}
 		}
 		if floats != nil {
-			switch to {
-			case poot.F32:
-				copy(out.f, floats)
-			case poot.F16:
-				quant.F32RowToF16(out.b, floats)
-			case poot.BF16:
-				quant.F32RowToBF16(out.b, floats)
-			case poot.I32:
-				for i, f := range floats {
-					out.i[i] = semantics.F32ToI32(f)
-				}
-			case poot.Bool:
-				for i, f := range floats {
-					out.b[i] = b2u(f != 0)
-				}
-			}
-			return nil
-		}
-		for i, v := range ints {
-			switch to {
-			case poot.F32:
-				out.f[i] = float32(v)
-			case poot.F16:
-				h := quant.F32ToF16(float32(v))
-				out.b[2*i], out.b[2*i+1] = byte(h), byte(h>>8)
-			case poot.BF16:
-				h := semantics.I32ToBF16(v)
-				out.b[2*i], out.b[2*i+1] = byte(h), byte(h>>8)
-			case poot.I32:
-				out.i[i] = v
-			case poot.Bool:
-				out.b[i] = b2u(v != 0)
-			}
+			semantics.CastF32(to, floats, out.f, out.i, out.b)
+		} else {
+			semantics.CastI32(to, ints, out.f, out.i, out.b)
 		}
 		return nil
 	}, nil
