@@ -155,14 +155,5 @@ func ruleSelect(c *compiler, e *poot.Eqn) (func() error, error) {
 		}, nil
 	}
 	w := t.t.DType.BlockBytes()
-	return func() error {
-		for i, k := range cond.b {
-			src := f.b
-			if k != 0 {
-				src = t.b
-			}
-			copy(out.b[i*w:(i+1)*w], src[i*w:(i+1)*w])
-		}
-		return nil
-	}, nil
+	return func() error { semantics.SelectBytes(out.b, cond.b, t.b, f.b, w); return nil }, nil
 }

@@ -54,16 +54,7 @@ func ruleCast(c *compiler, e *poot.Eqn) (func() error, error) {
 		}
 		s := x.t.Shape
 		k := s[len(s)-1]
-		rb := int(from.RowBytes(int64(k)))
-		rows := n / k
-		return func() error {
-			for r := 0; r < rows; r++ {
-				if err := quant.DequantizeRow(from, out.f[r*k:(r+1)*k], x.b[r*rb:(r+1)*rb]); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, nil
+		return func() error { return semantics.DequantizeRows(from, out.f[:n], x.b, k) }, nil
 	}
 	// Normalise the source to exact float32 values or int32 values, then
 	// convert once to the target.

@@ -378,3 +378,31 @@ func Logic(op poot.Op, dst, x, y []byte) {
 		}
 	}
 }
+
+// SelectBytes is Select over elements of w bytes: each element of out is
+// t's where cond is nonzero and f's elsewhere.
+func SelectBytes(out, cond, t, f []byte, w int) {
+	for j, k := range cond {
+		src := f
+		if k != 0 {
+			src = t
+		}
+		copy(out[j*w:(j+1)*w], src[j*w:(j+1)*w])
+	}
+}
+
+// DequantizeRows is Cast of a packed dtype to F32: src holds rows of k
+// elements each, decoded one row at a time by quant.DequantizeRow. Rows of
+// no elements leave nothing to decode.
+func DequantizeRows(from poot.DType, dst []float32, src []byte, k int) error {
+	if k == 0 {
+		return nil
+	}
+	rb := int(from.RowBytes(int64(k)))
+	for r := range len(dst) / k {
+		if err := quant.DequantizeRow(from, dst[r*k:(r+1)*k], src[r*rb:(r+1)*rb]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -138,16 +138,7 @@ func ruleLogic(c *compiler, e *poot.Eqn) (func() error, error) {
 func ruleSelect(c *compiler, e *poot.Eqn) (func() error, error) {
 	cond, t, f, out := c.in(e, 0), c.in(e, 1), c.in(e, 2), c.out(e)
 	w := c.dtype(e.Inputs[1]).BlockBytes()
-	return func() error {
-		for i, k := range cond.b {
-			src := f.b
-			if k != 0 {
-				src = t.b
-			}
-			copy(out.b[i*w:(i+1)*w], src[i*w:(i+1)*w])
-		}
-		return nil
-	}, nil
+	return func() error { semantics.SelectBytes(out.b, cond.b, t.b, f.b, w); return nil }, nil
 }
 
 func ruleReduce(c *compiler, e *poot.Eqn) (func() error, error) {
@@ -426,16 +417,7 @@ func ruleCast(c *compiler, e *poot.Eqn) (func() error, error) {
 	}
 	if from.Packed() {
 		k := xt.Shape[len(xt.Shape)-1]
-		rb := int(from.RowBytes(int64(k)))
-		rows := n / k
-		return func() error {
-			for r := 0; r < rows; r++ {
-				if err := quant.DequantizeRow(from, out.f[r*k:(r+1)*k], x.b[r*rb:(r+1)*rb]); err != nil {
-					return err
-				}
-			}
-			return nil
-		}, nil
+		return func() error { return semantics.DequantizeRows(from, out.f[:n], x.b, k) }, nil
 	}
 	var floats []float32
 	var ints []int32
