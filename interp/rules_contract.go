@@ -180,11 +180,8 @@ func ruleIndexedMatMul(c *compiler, e *poot.Eqn) (func() error, error) {
 	}
 	scratch := make([]float32, k)
 	return func() error {
-		for i := 0; i < r; i++ {
-			ex := int(idx.i[i])
-			if ex < 0 || ex >= experts {
-				return fmt.Errorf("%w: row %d selects expert %d of %d", ErrIndexRange, i, ex, experts)
-			}
+		if i := semantics.OutOfRange(idx.i[:r], experts); i >= 0 {
+			return fmt.Errorf("%w: row %d selects expert %d of %d", ErrIndexRange, i, idx.i[i], experts)
 		}
 		for i := 0; i < r; i++ {
 			ex := int(idx.i[i])

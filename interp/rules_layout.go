@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/internal/semantics"
 )
 
 func init() {
@@ -229,10 +230,8 @@ func ruleWriteRows(c *compiler, e *poot.Eqn) (func() error, error) {
 	return func() error {
 		// Check every index before writing, so a fault leaves no partial
 		// result behind.
-		for i, r := range idx.i {
-			if r < 0 || int(r) >= rows {
-				return fmt.Errorf("%w: index %d (row %d of the source) outside [0, %d)", ErrIndexRange, r, i, rows)
-			}
+		if i := semantics.OutOfRange(idx.i, rows); i >= 0 {
+			return fmt.Errorf("%w: index %d (row %d of the source) outside [0, %d)", ErrIndexRange, idx.i[i], i, rows)
 		}
 		copy(out.bytes(), dst.bytes())
 		for i, r := range idx.i {

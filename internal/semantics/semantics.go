@@ -406,3 +406,15 @@ func DequantizeRows(from poot.DType, dst []float32, src []byte, k int) error {
 	}
 	return nil
 }
+
+// OutOfRange returns the position of the first index in idx outside
+// [0, n), or -1 when all lie inside. Gather, WriteRows and IndexedMatMul
+// fault on such an index; the ones that check before writing use this.
+func OutOfRange(idx []int32, n int) int {
+	for i, v := range idx {
+		if v < 0 || int(v) >= n {
+			return i
+		}
+	}
+	return -1
+}

@@ -140,10 +140,8 @@ func ruleIndexedMatMul(c *compiler, e *poot.Eqn) (func() error, error) {
 	}
 	scratch := make([]float32, k)
 	return func() error {
-		for i := 0; i < r; i++ {
-			if ex := int(idx.i[i]); ex < 0 || ex >= experts {
-				return fmt.Errorf("%w: row %d selects expert %d of %d", interp.ErrIndexRange, i, ex, experts)
-			}
+		if i := semantics.OutOfRange(idx.i[:r], experts); i >= 0 {
+			return fmt.Errorf("%w: row %d selects expert %d of %d", interp.ErrIndexRange, i, idx.i[i], experts)
 		}
 		for i := 0; i < r; i++ {
 			ex := int(idx.i[i])
@@ -204,10 +202,8 @@ type indexed struct {
 }
 
 func (ix *indexed) run() error {
-	for i := 0; i < ix.r; i++ {
-		if ex := int(ix.idx.i[i]); ex < 0 || ex >= ix.e {
-			return fmt.Errorf("%w: row %d selects expert %d of %d", interp.ErrIndexRange, i, ex, ix.e)
-		}
+	if i := semantics.OutOfRange(ix.idx.i[:ix.r], ix.e); i >= 0 {
+		return fmt.Errorf("%w: row %d selects expert %d of %d", interp.ErrIndexRange, i, ix.idx.i[i], ix.e)
 	}
 	pool := ix.x.pool
 	if ix.n*ix.k < 1<<16 {

@@ -392,10 +392,8 @@ func ruleWriteRows(c *compiler, e *poot.Eqn) (func() error, error) {
 	rows, n := dt.Shape[0], rowBytes(dt)
 	inPlace := c.sameStorage(e.Inputs[0], e.Out)
 	return func() error {
-		for i, r := range idx.i {
-			if r < 0 || int(r) >= rows {
-				return fmt.Errorf("%w: index %d (row %d of the source) outside [0, %d)", interp.ErrIndexRange, r, i, rows)
-			}
+		if i := semantics.OutOfRange(idx.i, rows); i >= 0 {
+			return fmt.Errorf("%w: index %d (row %d of the source) outside [0, %d)", interp.ErrIndexRange, idx.i[i], i, rows)
 		}
 		if !inPlace {
 			copy(out.b, dst.b)
