@@ -129,6 +129,8 @@ func ruleMatMul(c *compiler, e *poot.Eqn) (func() error, error) {
 	return mm.run, nil
 }
 
+// ruleIndexedMatMul is the oracle's loop over this backend's weight-row
+// reader; the readers are different types, so the loop is written in each.
 func ruleIndexedMatMul(c *compiler, e *poot.Eqn) (func() error, error) {
 	xs, ws := c.shape(e.Inputs[0]), c.shape(e.Inputs[1])
 	r, k := xs[0], xs[1]
