@@ -292,6 +292,12 @@ func TestTrace(t *testing.T) {
 	if status != 0 || !strings.Contains(out, "layer.0") {
 		t.Errorf("trace --config: status %d, %s", status, errOut)
 	}
+	out, errOut, status = runPoot("trace", "-m", tinyModel, "--plan", "--ctx", "32")
+	for _, want := range []string{"plan for cpu:", "flash_attention", "contract.matmul", "@state(cache.k.0)"} {
+		if status != 0 || !strings.Contains(out, want) {
+			t.Errorf("trace --plan: status %d, %s; output lacks %q", status, errOut, want)
+		}
+	}
 }
 
 func TestGenerateStops(t *testing.T) {

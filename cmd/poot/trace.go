@@ -10,6 +10,8 @@ import (
 	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/load"
+	"github.com/pootlabs/poot/lower"
+	"github.com/pootlabs/poot/lower/cpu"
 )
 
 // modelSource resolves -m MODEL or --family F with --config FILE or
@@ -76,7 +78,7 @@ func (e *fileError) Unwrap() error { return e.err }
 // cmdTrace prints the decode step's graph (or a prefill step's with
 // --prefill N) as text, or as Graphviz DOT with --dot.
 func cmdTrace(args []string, stdout, stderr io.Writer) error {
-	fs := flags("trace", "trace (-m MODEL | --family F [--config FILE | --preset NAME]) [--prefill N] [--all] [--ctx C] [--dot]", stderr)
+	fs := flags("trace", "trace (-m MODEL | --family F [--config FILE | --preset NAME]) [--prefill N] [--all] [--ctx C] [--dot | --plan]", stderr)
 	var model, family, config, preset string
 	fs.StringVar(&model, "m", "", "the model: a GGUF file or a safetensors directory")
 	fs.StringVar(&model, "model", "", "same as -m")
@@ -87,6 +89,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer) error {
 	all := fs.Bool("all", false, "return the logits of every token")
 	capacity := fs.Int("ctx", 0, "cache capacity (0: the model's context, at most 4096)")
 	dot := fs.Bool("dot", false, "print Graphviz DOT")
+	plan := fs.Bool("plan", false, "print the cpu backend's plan of the step (kernels, fused equations, arena offsets, bytes and flops) instead of the graph; with -m the weights are bound as stored first")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -100,6 +103,24 @@ func cmdTrace(args []string, stdout, stderr io.Writer) error {
 	defer done()
 	g, err := traceStep(m, *prefill, *all, *capacity)
 	if err != nil {
+		return err
+	}
+	if *plan {
+		if model != "" {
+			c, err := load.Open(model)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if g, _, err = load.Bind(g, c, m.Weights().Resolver()); err != nil {
+				return err
+			}
+		}
+		p, err := lower.Build(g, cpu.Target(false), lower.Options{})
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(stdout, p.String())
 		return err
 	}
 	if *dot {
