@@ -203,53 +203,31 @@ func (d *decoder) array(depth int) (Value, error) {
 		}
 		v.arr = a
 	case TypeUint16:
-		a := make([]uint16, n)
-		for i := range a {
-			a[i] = le.Uint16(b[2*i:])
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 2, func(p []byte) uint16 { return le.Uint16(p) })
 	case TypeInt16:
-		a := make([]int16, n)
-		for i := range a {
-			a[i] = int16(le.Uint16(b[2*i:]))
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 2, func(p []byte) int16 { return int16(le.Uint16(p)) })
 	case TypeUint32:
-		a := make([]uint32, n)
-		for i := range a {
-			a[i] = le.Uint32(b[4*i:])
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 4, func(p []byte) uint32 { return le.Uint32(p) })
 	case TypeInt32:
-		a := make([]int32, n)
-		for i := range a {
-			a[i] = int32(le.Uint32(b[4*i:]))
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 4, func(p []byte) int32 { return int32(le.Uint32(p)) })
 	case TypeFloat32:
-		a := make([]float32, n)
-		for i := range a {
-			a[i] = math.Float32frombits(le.Uint32(b[4*i:]))
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 4, func(p []byte) float32 { return math.Float32frombits(le.Uint32(p)) })
 	case TypeUint64:
-		a := make([]uint64, n)
-		for i := range a {
-			a[i] = le.Uint64(b[8*i:])
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 8, func(p []byte) uint64 { return le.Uint64(p) })
 	case TypeInt64:
-		a := make([]int64, n)
-		for i := range a {
-			a[i] = int64(le.Uint64(b[8*i:]))
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 8, func(p []byte) int64 { return int64(le.Uint64(p)) })
 	case TypeFloat64:
-		a := make([]float64, n)
-		for i := range a {
-			a[i] = math.Float64frombits(le.Uint64(b[8*i:]))
-		}
-		v.arr = a
+		v.arr = decodeArray(b, n, 8, func(p []byte) float64 { return math.Float64frombits(le.Uint64(p)) })
 	}
 	return v, nil
+}
+
+// decodeArray decodes n little-endian elements of size bytes each from b,
+// which holds exactly that many bytes.
+func decodeArray[T any](b []byte, n, size int, elem func([]byte) T) []T {
+	a := make([]T, n)
+	for i := range a {
+		a[i] = elem(b[size*i:])
+	}
+	return a
 }
