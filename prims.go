@@ -99,10 +99,12 @@ const (
 
 	// ReduceSum sums over Params.Axis (F32, I32; I32 wraps), keeping the
 	// axis with extent 1. Interpreters may sum in any order; the oracle sums
-	// in float64 in element order and rounds once to f32.
+	// in float64 in element order and rounds once to f32. A sum starts from
+	// +0, so a sum of zeros is +0 whatever their signs.
 	ReduceSum
 	// ReduceMax is the maximum over Params.Axis (F32, I32), keeping the axis
-	// with extent 1. NaN propagates.
+	// with extent 1: Max folded over the axis, so NaN propagates and +0
+	// ranks above -0.
 	ReduceMax
 	// ArgMax is the index (I32) of the largest element over Params.Axis,
 	// keeping the axis with extent 1. The lowest index wins ties (-0 and +0

@@ -23,7 +23,7 @@ type Tolerance struct {
 	F32, F16, BF16 Bound
 }
 
-// Exact allows no difference at all.
+// Exact allows no difference at all: not even between -0 and +0.
 var Exact = Tolerance{}
 
 // Default suits two faithful float32 interpreters that sum in different
@@ -122,7 +122,9 @@ func within(a, b float64, bd Bound) bool {
 	case math.IsInf(a, 0) || math.IsInf(b, 0):
 		return a == b
 	case a == b:
-		return true
+		// Under an exact bound a zero's sign is part of its value: it
+		// decides the sign of a later division or Rsqrt.
+		return bd != (Bound{}) || math.Signbit(a) == math.Signbit(b)
 	}
 	return math.Abs(a-b) <= bd.Abs+bd.Rel*math.Abs(b)
 }

@@ -453,7 +453,8 @@ func evalNaive(e poot.Eqn, ot poot.TensorType, in []*nv) (*nv, error) {
 				if x.t.DType == poot.F32 {
 					v := x.f[s]
 					sum += float64(v)
-					if math.IsNaN(float64(v)) || v > mf {
+					// +0 ranks above -0, as in Max.
+					if math.IsNaN(float64(v)) || v > mf || (v == 0 && mf == 0 && !math.Signbit(float64(v))) {
 						mf = v
 					}
 					if math.IsNaN(float64(mf)) {
