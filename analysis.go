@@ -21,7 +21,8 @@ func DispatchCount(g *Graph) int {
 
 // Digest is a structural hash of the equations recorded in scope (and its
 // sub-scopes). It covers every primitive, parameter, type and the way values
-// flow, and the scope paths relative to scope, but not the names of
+// flow, the scope paths relative to scope, and the composites the equations
+// belong to (names, attributes, operand and result counts), but not the names of
 // constants or state inputs: two layers that differ only in which weights
 // they read have equal digests. Slots are identified by name, since every
 // layer reads the same ones.
@@ -69,9 +70,36 @@ func canonical(g *Graph, scope string) ([32]byte, []ValueID) {
 
 	local := make(map[ValueID]uint64)
 	ext := make(map[ValueID]uint64)
+	comps := make(map[CompositeID]uint64)
 	var named []ValueID
 	for _, i := range g.ScopeEqns(scope) {
 		e := g.eqns[i]
+		// The chain of composites holding the equation, innermost first;
+		// a composite's record is written where it is first met.
+		for c := e.Composite; c > 0 && int(c) <= len(g.composites); c = g.composites[c-1].Parent {
+			x, seen := comps[c]
+			if !seen {
+				x = uint64(len(comps))
+				comps[c] = x
+				r := g.composites[c-1]
+				u(1)
+				str(r.Name)
+				str(r.Attrs.String())
+				u(uint64(len(r.Operands)))
+				for _, o := range r.Operands {
+					if o < 0 {
+						u(0)
+					} else {
+						u(1)
+					}
+				}
+				u(uint64(len(r.Results)))
+			} else {
+				u(2)
+			}
+			u(x)
+		}
+		u(0)
 		u(uint64(e.Op))
 		p := e.Params
 		buf = binary.AppendVarint(buf, int64(p.Axis))

@@ -37,6 +37,9 @@ type Builder[B any] struct {
 	names map[string]ValueID
 	err   error
 
+	composites []Composite   // records, in the order their bodies began
+	compStack  []CompositeID // composites whose bodies are being recorded
+
 	limits      Limits
 	constBytes  int64
 	deviceBytes int64
@@ -325,7 +328,7 @@ func (b *Builder[B]) Apply(op Op, p Params, in ...Traced[B]) Traced[B] {
 	b.deviceBytes += n
 	id := ValueID(len(b.values))
 	b.values = append(b.values, Value{Type: out})
-	b.eqns = append(b.eqns, Eqn{Op: op, Params: b.params, Inputs: b.inputs(ids), Out: id, Scope: b.cur()})
+	b.eqns = append(b.eqns, Eqn{Op: op, Params: b.params, Inputs: b.inputs(ids), Out: id, Scope: b.cur(), Composite: b.curComposite()})
 	return Traced[B]{id: id, owner: b.serial}
 }
 
@@ -355,7 +358,7 @@ func (b *Builder[B]) Finish(out Outputs[B]) (*Graph, error) {
 		b.fail(ErrScope, "finish", nil, "scope %q is still open", b.scopes[b.cur()])
 		return nil, b.err
 	}
-	g := &Graph{values: b.values, eqns: b.eqns, scopes: b.scopes}
+	g := &Graph{values: b.values, eqns: b.eqns, scopes: b.scopes, composites: b.composites}
 	for i, h := range out.Values {
 		id, ok := b.resolve(h)
 		if !ok {

@@ -1,6 +1,9 @@
 package poot
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Rewrite is the brand of the builders that record replacement subgraphs in
 // Graph.Replace. It differs from every model's brand, so a pass cannot mix a
@@ -15,14 +18,30 @@ func editError(format string, args ...any) error {
 // equations fn records. fn receives handles to the range's free inputs (the
 // values the range reads but does not compute, in order of first use) and
 // returns the replacements of the range's live results (the values it
-// computes that later equations, outputs, states or witnesses read, in order
-// of computation), each of the same type. Constants fn declares are added to
+// computes that later equations, outputs, states or witnesses read, or that
+// a composite holding the range returns, in order of computation), each of
+// the same type. Constants fn declares are added to
 // the graph, or reuse an existing constant of the same name and type. The new
-// equations are recorded in the scope of equation lo. The result is
-// validated; on any error g is untouched and the error says why.
+// equations are recorded in the scope of equation lo.
+//
+// Composites whose bodies lie inside the range are replaced with it; the
+// composites fn records are kept. A composite holding the whole range holds
+// the new equations, so a pass can rewrite the inside of a body. A range
+// that cuts a body only partly is an error. The result is validated; on any
+// error g is untouched and the error says why.
 func (g *Graph) Replace(lo, hi int, fn func(b *Builder[Rewrite], in []Traced[Rewrite]) []Traced[Rewrite]) (*Graph, error) {
 	if lo < 0 || hi > len(g.eqns) || lo >= hi {
 		return nil, editError("range [%d, %d) of %d equations", lo, hi, len(g.eqns))
+	}
+	var container CompositeID // the innermost composite holding the range
+	for i, c := range g.composites {
+		switch {
+		case c.Hi <= lo || c.Lo >= hi, c.Lo >= lo && c.Hi <= hi:
+		case c.Lo <= lo && c.Hi >= hi:
+			container = CompositeID(i + 1) // records nest in order
+		default:
+			return nil, editError("range [%d, %d) cuts the body [%d, %d) of composite %d (%s)", lo, hi, c.Lo, c.Hi, i+1, c.Name)
+		}
 	}
 	produced := make(map[ValueID]bool)
 	for _, e := range g.eqns[lo:hi] {
@@ -52,6 +71,13 @@ func (g *Graph) Replace(lo, hi int, fn func(b *Builder[Rewrite], in []Traced[Rew
 	}
 	for _, w := range g.witnesses {
 		used[w.Value] = true
+	}
+	for _, c := range g.composites {
+		if c.Lo <= lo && c.Hi >= hi && (c.Lo < lo || c.Hi > hi) {
+			for _, r := range c.Results {
+				used[r] = true
+			}
+		}
 	}
 	var live []ValueID
 	for _, e := range g.eqns[lo:hi] {
@@ -135,6 +161,43 @@ func (g *Graph) Replace(lo, hi int, fn func(b *Builder[Rewrite], in []Traced[Rew
 		return id
 	}
 
+	// The records of composites inside the range are dropped when compact
+	// finds them without equations; fn's records follow the old ones.
+	comps := make([]Composite, 0, len(g.composites)+len(b.composites))
+	for _, c := range g.composites {
+		c = c.clone()
+		for j, o := range c.Operands {
+			if o >= 0 {
+				c.Operands[j] = sub(o)
+			}
+		}
+		for j, r := range c.Results {
+			c.Results[j] = sub(r)
+		}
+		comps = append(comps, c)
+	}
+	offset := CompositeID(len(g.composites))
+	mapComp := func(c CompositeID) CompositeID {
+		if c == 0 {
+			return container
+		}
+		return c + offset
+	}
+	for _, c := range b.composites {
+		c = c.clone()
+		for j, o := range c.Operands {
+			if o >= 0 {
+				c.Operands[j] = subMap[o]
+			}
+		}
+		for j, r := range c.Results {
+			c.Results[j] = subMap[r]
+		}
+		c.Parent = mapComp(c.Parent)
+		c.Scope = mapScope(c.Scope)
+		comps = append(comps, c)
+	}
+
 	eqns := make([]Eqn, 0, len(g.eqns)-(hi-lo)+len(b.eqns))
 	for _, e := range g.eqns[:lo] {
 		eqns = append(eqns, e.clone())
@@ -146,6 +209,7 @@ func (g *Graph) Replace(lo, hi int, fn func(b *Builder[Rewrite], in []Traced[Rew
 		}
 		e.Out = subMap[e.Out]
 		e.Scope = mapScope(e.Scope)
+		e.Composite = mapComp(e.Composite)
 		eqns = append(eqns, e)
 	}
 	for _, e := range g.eqns[hi:] {
@@ -155,7 +219,7 @@ func (g *Graph) Replace(lo, hi int, fn func(b *Builder[Rewrite], in []Traced[Rew
 		}
 		eqns = append(eqns, e)
 	}
-	ng := &Graph{values: values, eqns: eqns, scopes: scopes}
+	ng := &Graph{values: values, eqns: eqns, scopes: scopes, composites: comps}
 	for _, o := range g.outputs {
 		ng.outputs = append(ng.outputs, sub(o))
 	}
@@ -183,18 +247,30 @@ func (g *Graph) RemoveDead() (*Graph, error) {
 	for _, w := range g.witnesses {
 		live[w.Value] = true
 	}
+	// A composite is kept whole or dropped whole: a body that lost some of
+	// its equations would no longer be what its record says. Keeping a body
+	// makes what it reads live, so sweep until nothing changes.
 	keep := make([]bool, len(g.eqns))
-	for i := len(g.eqns) - 1; i >= 0; i-- {
-		e := g.eqns[i]
-		if !live[e.Out] {
-			continue
-		}
-		keep[i] = true
-		for _, in := range e.Inputs {
-			live[in] = true
+	for changed := true; changed; {
+		changed = false
+		for i := len(g.eqns) - 1; i >= 0; i-- {
+			e := g.eqns[i]
+			if keep[i] || !live[e.Out] {
+				continue
+			}
+			keep[i], changed = true, true
+			for _, in := range e.Inputs {
+				live[in] = true
+			}
+			if top := g.Top(e.Composite); top > 0 {
+				c := g.composites[top-1]
+				for j := c.Lo; j < c.Hi; j++ {
+					live[g.eqns[j].Out] = true
+				}
+			}
 		}
 	}
-	ng := &Graph{values: g.values, scopes: g.scopes, outputs: g.outputs, states: g.states, witnesses: g.witnesses}
+	ng := &Graph{values: g.values, scopes: g.scopes, composites: g.composites, outputs: g.outputs, states: g.states, witnesses: g.witnesses}
 	for i, e := range g.eqns {
 		if keep[i] {
 			ng.eqns = append(ng.eqns, e.clone())
@@ -218,7 +294,7 @@ func (g *Graph) RenameConstants(names map[string]string) (*Graph, error) {
 		}
 		values[id].Name = to
 	}
-	ng := &Graph{values: values, eqns: g.Eqns(), scopes: g.scopes, outputs: g.outputs, states: g.states, witnesses: g.witnesses}
+	ng := &Graph{values: values, eqns: g.Eqns(), scopes: g.scopes, composites: g.composites, outputs: g.outputs, states: g.states, witnesses: g.witnesses}
 	if err := ng.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEdit, err)
 	}
@@ -278,6 +354,19 @@ func (g *Graph) compact(dropConsts bool) (*Graph, error) {
 	for _, w := range g.witnesses {
 		ng.witnesses = append(ng.witnesses, Witness{Name: w.Name, Value: remap[w.Value]})
 	}
+	for _, c := range g.composites {
+		c = c.clone()
+		for j, o := range c.Operands {
+			if o >= 0 {
+				c.Operands[j] = remap[o]
+			}
+		}
+		for j, r := range c.Results {
+			c.Results[j] = remap[r]
+		}
+		ng.composites = append(ng.composites, c)
+	}
+	ng.tidyComposites()
 	if err := ng.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEdit, err)
 	}
@@ -325,7 +414,16 @@ func (g *Graph) RetypeConstants(dtypes map[string]DType) (*Graph, error) {
 	whole := make(map[ValueID]ValueID) // constant -> its cast
 	subst := make(map[ValueID]ValueID) // gather result -> its cast
 	var eqns []Eqn
+	// A whole constant's cast goes outside every composite, before the
+	// outermost one whose body first reads it, so that any later reader
+	// may read it too; topAt is where each top-level body begins in eqns.
+	topAt := make(map[CompositeID]int)
 	for _, e := range g.eqns {
+		if top := g.Top(e.Composite); top > 0 {
+			if _, ok := topAt[top]; !ok {
+				topAt[top] = len(eqns)
+			}
+		}
 		e = e.clone()
 		for j, in := range e.Inputs {
 			if r, ok := subst[in]; ok {
@@ -345,7 +443,17 @@ func (g *Graph) RetypeConstants(dtypes map[string]DType) (*Graph, error) {
 			if !ok {
 				c = newValue(TensorType{Shape: values[in].Type.Shape, DType: decl})
 				whole[in] = c
-				eqns = append(eqns, Eqn{Op: Cast, Params: Params{DType: decl}, Inputs: []ValueID{in}, Out: c, Scope: e.Scope})
+				cast := Eqn{Op: Cast, Params: Params{DType: decl}, Inputs: []ValueID{in}, Out: c, Scope: e.Scope}
+				at := len(eqns)
+				if top := g.Top(e.Composite); top > 0 {
+					at, cast.Scope = topAt[top], g.composites[top-1].Scope
+					for t, p := range topAt {
+						if p >= at {
+							topAt[t] = p + 1
+						}
+					}
+				}
+				eqns = slices.Insert(eqns, at, cast)
 			}
 			e.Inputs[j] = c
 		}
@@ -355,7 +463,7 @@ func (g *Graph) RetypeConstants(dtypes map[string]DType) (*Graph, error) {
 				rows := values[e.Out].Type
 				values[e.Out].Type.DType = stored
 				c := newValue(rows)
-				eqns = append(eqns, e, Eqn{Op: Cast, Params: Params{DType: decl}, Inputs: []ValueID{e.Out}, Out: c, Scope: e.Scope})
+				eqns = append(eqns, e, Eqn{Op: Cast, Params: Params{DType: decl}, Inputs: []ValueID{e.Out}, Out: c, Scope: e.Scope, Composite: e.Composite})
 				subst[e.Out] = c
 				continue
 			}
@@ -368,7 +476,7 @@ func (g *Graph) RetypeConstants(dtypes map[string]DType) (*Graph, error) {
 		}
 		return id
 	}
-	ng := &Graph{values: values, eqns: eqns, scopes: g.scopes}
+	ng := &Graph{values: values, eqns: eqns, scopes: g.scopes, composites: retypedComposites(g.composites, eqns, whole, sub)}
 	for _, o := range g.outputs {
 		ng.outputs = append(ng.outputs, sub(o))
 	}
@@ -381,11 +489,58 @@ func (g *Graph) RetypeConstants(dtypes map[string]DType) (*Graph, error) {
 	return ng.compact(false)
 }
 
+// retypedComposites carries composite records across RetypeConstants: a
+// result that gained a cast is the cast, and a constant operand whose
+// readers in the body now read its cast is the cast (both, when the body
+// reads the stored constant too, as a contraction does).
+func retypedComposites(comps []Composite, eqns []Eqn, whole map[ValueID]ValueID, sub func(ValueID) ValueID) []Composite {
+	if len(comps) == 0 {
+		return nil
+	}
+	scratch := &Graph{eqns: eqns, composites: make([]Composite, len(comps))}
+	for i, c := range comps {
+		c = c.clone()
+		for j, r := range c.Results {
+			c.Results[j] = sub(r)
+		}
+		for j, o := range c.Operands {
+			if o >= 0 {
+				c.Operands[j] = sub(o)
+			}
+		}
+		scratch.composites[i] = c
+	}
+	scratch.spans()
+	for i := range scratch.composites {
+		c := &scratch.composites[i]
+		var extra []ValueID
+		for j, o := range c.Operands {
+			w, ok := whole[o]
+			if !ok {
+				continue
+			}
+			readsConst, readsCast := false, false
+			for _, e := range eqns[c.Lo:c.Hi] {
+				readsConst = readsConst || slices.Contains(e.Inputs, o)
+				readsCast = readsCast || slices.Contains(e.Inputs, w)
+			}
+			switch {
+			case readsCast && !readsConst:
+				c.Operands[j] = w
+			case readsCast:
+				extra = append(extra, w)
+			}
+		}
+		c.Operands = append(c.Operands, extra...)
+	}
+	return scratch.composites
+}
+
 // WithWitnesses returns a copy of g with the given witnesses added (names
 // must be new and unique; values must exist). Agreement tests use it to
 // expose every intermediate of a finished graph.
 func (g *Graph) WithWitnesses(ws []Witness) (*Graph, error) {
-	ng := &Graph{values: g.values, eqns: g.eqns, scopes: g.scopes, outputs: g.outputs, states: g.states}
+	ng := &Graph{values: g.values, eqns: g.eqns, scopes: g.scopes, composites: g.composites, outputs: g.outputs, states: g.states}
 	ng.witnesses = append(append([]Witness(nil), g.witnesses...), ws...)
 	if err := ng.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEdit, err)

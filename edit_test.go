@@ -46,6 +46,13 @@ func rerecord(g *poot.Graph, lo, hi int) func(b *poot.Builder[poot.Rewrite], in 
 		for _, w := range g.Witnesses() {
 			used[w.Value] = true
 		}
+		for _, c := range g.Composites() {
+			if c.Lo <= lo && c.Hi >= hi && (c.Lo < lo || c.Hi > hi) {
+				for _, r := range c.Results {
+					used[r] = true
+				}
+			}
+		}
 		var outs []poot.Traced[poot.Rewrite]
 		for _, e := range eqns[lo:hi] {
 			if used[e.Out] {
@@ -65,9 +72,27 @@ func TestEditsKeepGraphsValid(t *testing.T) {
 		before := g.String()
 		lo := rapid.IntRange(0, g.NumEqns()-1).Draw(t, "lo")
 		hi := rapid.IntRange(lo+1, g.NumEqns()).Draw(t, "hi")
+		cuts, inside := false, 0
+		for _, c := range g.Composites() {
+			switch {
+			case c.Hi <= lo || c.Lo >= hi, c.Lo <= lo && c.Hi >= hi && (c.Lo < lo || c.Hi > hi):
+			case c.Lo >= lo && c.Hi <= hi:
+				inside++
+			default:
+				cuts = true
+			}
+		}
 		r, err := g.Replace(lo, hi, rerecord(g, lo, hi))
-		if err != nil {
+		if cuts {
+			if !errors.Is(err, poot.ErrEdit) {
+				t.Fatalf("a range [%d,%d) that cuts a composite's body: %v, want ErrEdit", lo, hi, err)
+			}
+			r = g
+		} else if err != nil {
 			t.Fatalf("faithful replacement of [%d,%d): %v", lo, hi, err)
+		} else if r.NumComposites() != g.NumComposites()-inside {
+			// rerecord replays primitives only: the composites inside go.
+			t.Fatalf("replacement of [%d,%d) keeps %d of %d composites, want %d", lo, hi, r.NumComposites(), g.NumComposites(), g.NumComposites()-inside)
 		}
 		if err := r.Validate(); err != nil {
 			t.Fatal(err)
@@ -357,7 +382,7 @@ func TestPrinting(t *testing.T) {
 		}
 	}
 	var sb strings.Builder
-	if err := g.DOT(&sb, "layer.0/ffn"); err != nil {
+	if err := g.DOT(&sb, "layer.0/ffn", poot.PrintOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	dot := sb.String()

@@ -30,6 +30,10 @@ var (
 	ErrEdit = errors.New("invalid edit")
 	// ErrDigestMismatch: two scopes that were asked to correspond do not.
 	ErrDigestMismatch = errors.New("scopes differ")
+	// ErrComposite: a composite's record does not describe its body (a
+	// result it does not compute, a value it reads that is not an operand,
+	// an invalid name or attribute).
+	ErrComposite = errors.New("invalid composite")
 )
 
 // Error is the typed error of the IR. It says what went wrong (Kind), in which

@@ -99,6 +99,9 @@ type Eqn struct {
 	Inputs []ValueID
 	Out    ValueID
 	Scope  ScopeID
+	// Composite is the innermost composite whose body holds the equation,
+	// or 0 (see Builder.Composite).
+	Composite CompositeID
 }
 
 // clone returns a deep copy of e.
@@ -125,12 +128,13 @@ type Witness struct {
 // its accessors return copies, and passes change it only through edits
 // (Replace, RemoveDead, RenameConstants) that return a new, validated graph.
 type Graph struct {
-	values    []Value
-	eqns      []Eqn
-	scopes    []string
-	outputs   []ValueID
-	states    []StatePair
-	witnesses []Witness
+	values     []Value
+	eqns       []Eqn
+	scopes     []string
+	composites []Composite
+	outputs    []ValueID
+	states     []StatePair
+	witnesses  []Witness
 }
 
 // NumValues is the number of values; ids run from 0 to NumValues()-1.

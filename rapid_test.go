@@ -55,7 +55,7 @@ func genGraph(t *rapid.T, constPrefix string) (*poot.Graph, error) {
 			x := pickF32()
 			sh := b.Shape(x)
 			var y poot.Traced[brandR]
-			switch rapid.IntRange(0, 11).Draw(t, "action") {
+			switch rapid.IntRange(0, 13).Draw(t, "action") {
 			case 0:
 				ops := []func(poot.Traced[brandR]) poot.Traced[brandR]{b.Neg, b.Exp, b.Tanh, b.Abs, b.Sin, b.Cos, b.Erf}
 				y = ops[rapid.IntRange(0, len(ops)-1).Draw(t, "unary")](x)
@@ -88,6 +88,23 @@ func genGraph(t *rapid.T, constPrefix string) (*poot.Graph, error) {
 				y = b.Cast(b.Cast(x, poot.BF16), poot.F32)
 			case 11:
 				y = b.Broadcast(b.SliceAxis(x, 0, 0, 1), sh...)
+			case 12, 13:
+				// A composite over x, sometimes holding another.
+				eps := rapid.SampledFrom([]float64{1e-6, 1e-5}).Draw(t, "eps")
+				norm := func(v poot.Traced[brandR]) poot.Traced[brandR] {
+					return b.Composite("norm", poot.Attrs{{Name: "epsilon", Value: eps}}, []poot.Traced[brandR]{v}, func() []poot.Traced[brandR] {
+						ms := b.ReduceSum(b.Mul(v, v), -1)
+						r := b.Rsqrt(b.Add(ms, b.FullLike(ms, eps)))
+						return []poot.Traced[brandR]{b.Mul(v, b.Broadcast(r, b.Shape(v)...))}
+					})[0]
+				}
+				if rapid.Bool().Draw(t, "nested") {
+					y = b.Composite("block", poot.Attrs{{Name: "depth", Value: 2}}, []poot.Traced[brandR]{x}, func() []poot.Traced[brandR] {
+						return []poot.Traced[brandR]{b.Tanh(norm(b.Exp(x)))}
+					})[0]
+				} else {
+					y = norm(x)
+				}
 			}
 			pool = append(pool, y)
 		}

@@ -6,7 +6,8 @@ package poot
 // equation reads only values defined before it (topological order) and its
 // result has the type its primitive's rule infers; outputs, witnesses and
 // state pairs name existing values; every state input is paired exactly once
-// with a value of its type. Graphs made by a Builder or an edit always pass;
+// with a value of its type; every composite record describes its body (see
+// Composite). Graphs made by a Builder or an edit always pass;
 // Validate exists so that tests and passes can say so.
 func (g *Graph) Validate() error { return g.validate(true) }
 
@@ -45,6 +46,10 @@ func (g *Graph) validate(reinfer bool) error {
 		return graphError("scope table lacks the root scope")
 	}
 	types := make([]TensorType, 0, 4)
+	prod := make([]int, n)
+	for i := range prod {
+		prod[i] = -1
+	}
 	for i, e := range g.eqns {
 		if e.Scope < 0 || int(e.Scope) >= len(g.scopes) {
 			return graphError("equation %d has unknown scope %d", i, e.Scope)
@@ -75,6 +80,7 @@ func (g *Graph) validate(reinfer bool) error {
 			}
 		}
 		defined[e.Out] = true
+		prod[e.Out] = i
 	}
 	for i, d := range defined {
 		if !d {
@@ -116,5 +122,5 @@ func (g *Graph) validate(reinfer bool) error {
 			return graphError("state %q has no output", v.Name)
 		}
 	}
-	return nil
+	return g.validateComposites(prod)
 }

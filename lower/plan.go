@@ -23,20 +23,46 @@ type Target struct {
 	// rounding: every MatMul runs as a generic kernel that accumulates in
 	// float64 and quantizes no activations.
 	Exact bool
+	// Kinds lists the kernel kinds the backend runs besides Generic, Init
+	// and Alias, which every backend runs. The planner makes no kernel of
+	// another kind: a pass whose kernels the target lacks is skipped, and a
+	// contraction without Contract runs as a generic kernel.
+	Kinds []Kind
+	// Composites names the composites the backend runs as fused kernels
+	// (FusedAttention); any other composite runs as its body.
+	Composites []string
 }
+
+// FusedAttention is the name of the composite the FlashAttention kernel
+// runs ("attention", recorded by ops.Attention).
+const FusedAttention = "attention"
+
+// Runs reports whether the target runs kernels of kind k.
+func (t Target) Runs(k Kind) bool {
+	return k == Generic || k == Init || k == Alias || slices.Contains(t.Kinds, k)
+}
+
+// Fuses reports whether the target runs the composite called name as one
+// fused kernel.
+func (t Target) Fuses(name string) bool { return slices.Contains(t.Composites, name) }
 
 // Options switch passes off for tests and debugging.
 type Options struct {
-	// Disabled names the passes not to run ("flash_attention",
-	// "elementwise", "reduce_fusion", "inplace").
+	// Disabled names the passes not to run; Passes lists them.
 	Disabled []string
 }
 
 func (o Options) on(pass string) bool { return !slices.Contains(o.Disabled, pass) }
 
-// Passes lists the optional passes in the order they run.
+// Passes lists the optional passes in the order they run:
+// flash_attention, elementwise, reduce_fusion, row_fusion, concat_stores
+// and inplace.
 func Passes() []string {
-	return []string{"flash_attention", "elementwise", "reduce_fusion", "row_fusion", "concat_stores", "inplace"}
+	names := make([]string, len(passes))
+	for i, p := range passes {
+		names[i] = p.name
+	}
+	return names
 }
 
 // Kind is what a kernel does.
@@ -258,7 +284,11 @@ func Build(g *poot.Graph, target Target, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	for _, pass := range passes {
-		if opts.on(pass.name) {
+		runs := true
+		for _, k := range pass.needs {
+			runs = runs && target.Runs(k)
+		}
+		if runs && opts.on(pass.name) {
 			if err := pass.run(p); err != nil {
 				return nil, fmt.Errorf("lower: pass %s: %w", pass.name, err)
 			}
@@ -272,17 +302,19 @@ func Build(g *poot.Graph, target Target, opts Options) (*Plan, error) {
 	return plan, nil
 }
 
-// passes are the optional rewrites, in order.
+// passes are the optional rewrites, in order, with the kernel kinds each
+// needs the target to run.
 var passes = []struct {
-	name string
-	run  func(*planner) error
+	name  string
+	run   func(*planner) error
+	needs []Kind
 }{
-	{"flash_attention", (*planner).flashAttention},
-	{"elementwise", (*planner).elementwise},
-	{"reduce_fusion", (*planner).reduceFusion},
-	{"row_fusion", (*planner).rowFusion},
-	{"concat_stores", (*planner).concatStores},
-	{"inplace", (*planner).inPlace},
+	{"flash_attention", (*planner).flashAttention, []Kind{FlashAttention}},
+	{"elementwise", (*planner).elementwise, []Kind{Elementwise}},
+	{"reduce_fusion", (*planner).reduceFusion, []Kind{Reduce}},
+	{"row_fusion", (*planner).rowFusion, []Kind{Rows}},
+	{"concat_stores", (*planner).concatStores, []Kind{Elementwise}},
+	{"inplace", (*planner).inPlace, nil},
 }
 
 func (p *planner) scope(i int) string { return p.g.Scope(p.eqns[i].Scope) }
@@ -302,7 +334,7 @@ func (p *planner) legalize() error {
 		case poot.MatMul, poot.IndexedMatMul:
 			wt := p.g.Type(e.Inputs[1]).DType
 			rank := len(p.g.Type(e.Inputs[1]).Shape)
-			fast := !p.target.Exact && slices.Contains(p.target.MatMulWeights, wt) &&
+			fast := !p.target.Exact && p.target.Runs(Contract) && slices.Contains(p.target.MatMulWeights, wt) &&
 				(e.Op == poot.MatMul && rank == 2 || e.Op == poot.IndexedMatMul)
 			if fast {
 				k.Kind = Contract

@@ -525,7 +525,7 @@ func TestErrorPosition(t *testing.T) {
 	g.RMSNorm(x, g.Weight("w", 4), 1e-5) // the bad call: line+1
 	want := fmt.Sprintf("errors_test.go:%d", line+1)
 	var e *poot.Error
-	if !errors.As(g.Err(), &e) || e.Pos != want || !strings.Contains(e.Error(), "rms_norm") {
+	if !errors.As(g.Err(), &e) || e.Pos != want || !strings.Contains(e.Error(), "rmsnorm") {
 		t.Errorf("error %v at %q, want at %s", g.Err(), e.Pos, want)
 	}
 	m := funcModel(func(g *nb.Graph, x nb.Value) (nb.Value, error) {

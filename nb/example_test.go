@@ -32,20 +32,11 @@ func ExampleTrace() {
 	// Output:
 	// graph: traced at each Run; the shapes of "x", "w" come from its data
 	// [0.8485 2.2627] <nil>
-	// graph: 0 constants, 2 slots, 0 states, 10 equations (10 dispatches)
+	// graph: 0 constants, 2 slots, 0 states, 10 equations (10 dispatches), 1 composite
 	//   %0 = slot "x" f32[2]
 	//   %1 = slot "w" f32[2]
-	// rms_norm:
-	//   %2 : f32[2] = mul %0 %0
-	//   %3 : f32[1] = reduce_sum[axis=0] %2
-	//   %4 : f32[1] = literal[shape=[1] dtype=f32 value=0.5]
-	//   %5 : f32[1] = mul %3 %4
-	//   %6 : f32[1] = literal[shape=[1] dtype=f32 value=1e-06]
-	//   %7 : f32[1] = add %5 %6
-	//   %8 : f32[1] = rsqrt %7
-	//   %9 : f32[2] = broadcast[shape=[2]] %8
-	//   %10 : f32[2] = mul %0 %9
-	//   %11 : f32[2] = mul %10 %1
+	// (root):
+	//   %11 : f32[2] = rmsnorm[epsilon=1e-06 one_plus=false] %0 %1  {10 equations}
 	// outputs: %11
 }
 

@@ -245,6 +245,6 @@ func (g *Graph) DOT() string {
 		return fmt.Sprintf("digraph poot {\n  error [shape=box, label=%q];\n}\n", err.Error())
 	}
 	var sb strings.Builder
-	_ = pg.DOT(&sb, "")
+	_ = pg.DOT(&sb, "", poot.PrintOptions{})
 	return sb.String()
 }

@@ -16,9 +16,11 @@ import (
 // Bool [R·T, S]: row i says which cache positions of its own sequence query
 // row i may see. Positions are I32 [R·T], absolute.
 //
-// The attention core, recorded in one scope named "attention" so that the
-// planner's flash-attention rewrite can recognise it, is exactly this
-// sequence (bracketed steps appear only when configured):
+// The attention core is recorded as the composite "attention" (attributes
+// heads, kv_heads, head_dim, value_dim, rows, scale, soft_cap and sinks;
+// operands q, k, v, mask and the F32 sinks or none), so that a backend can
+// run a fused kernel in its place. Its body is this sequence (bracketed
+// steps appear only when configured):
 //
 //	q:    Reshape [R,T,H,D], Transpose(0,2,1,3)             -> [R,H,T,D]
 //	k:    Reshape [R,S,Hkv,D], Transpose(0,2,1,3)           -> [R,Hkv,S,D]
@@ -104,7 +106,7 @@ func CausalMask[B any](b *poot.Builder[B], pos poot.Traced[B], keys, window, chu
 	if window < 0 || chunk < 0 {
 		return fail(b, "causal_mask", "window %d and chunk %d must not be negative", window, chunk)
 	}
-	return scoped(b, "causal_mask", func() poot.Traced[B] {
+	return composite(b, "causal_mask", poot.Attrs{attr("keys", keys), attr("window", window), attr("chunk", chunk)}, in(pos), func() poot.Traced[B] {
 		n := b.Dim(pos, 0)
 		if b.Rank(pos) != 1 {
 			return fail(b, "causal_mask", "positions %v must be a vector", b.Shape(pos))
@@ -129,7 +131,14 @@ func CausalMask[B any](b *poot.Builder[B], pos poot.Traced[B], keys, window, chu
 // documented at the top of this file.
 func Attention[B any](b *poot.Builder[B], q, k, v, mask poot.Traced[B], cfg AttentionConfig[B]) poot.Traced[B] {
 	c := cfg.normalised()
-	return scoped(b, "attention", func() poot.Traced[B] {
+	var sinks poot.Traced[B]
+	if present(c.Sinks) {
+		sinks = AsF32(b, c.Sinks)
+	}
+	attrs := poot.Attrs{attr("heads", c.Heads), attr("kv_heads", c.KVHeads), attr("head_dim", c.HeadDim),
+		attr("value_dim", c.ValueDim), attr("rows", c.Rows), attr("scale", c.Scale), attr("soft_cap", c.SoftCap),
+		attr("sinks", present(sinks))}
+	return composite(b, "attention", attrs, in(q, k, v, mask, sinks), func() poot.Traced[B] {
 		h, hkv, d, dv, r := c.Heads, c.KVHeads, c.HeadDim, c.ValueDim, c.Rows
 		nq, nk := b.Dim(q, 0), b.Dim(k, 0)
 		if h < 1 || hkv < 1 || h%hkv != 0 || d < 1 || dv < 1 || r < 1 || nq%r != 0 || nk%r != 0 {
@@ -151,12 +160,12 @@ func Attention[B any](b *poot.Builder[B], q, k, v, mask poot.Traced[B], cfg Atte
 		}
 		m := b.Broadcast(b.Reshape(mask, r, 1, t, s), r, h, t, s)
 		sc = b.Select(m, sc, b.FullLike(sc, negInf))
-		if present(c.Sinks) {
-			sink := b.Broadcast(b.Reshape(AsF32(b, c.Sinks), 1, h, 1, 1), r, h, t, 1)
+		if present(sinks) {
+			sink := b.Broadcast(b.Reshape(sinks, 1, h, 1, 1), r, h, t, 1)
 			sc = b.Concat(3, sc, sink)
 		}
 		p := softmax(b, sc, 3)
-		if present(c.Sinks) {
+		if present(sinks) {
 			p = b.SliceAxis(p, 3, 0, s)
 		}
 		o := b.MatMul(p, vh)

@@ -28,35 +28,35 @@ func geluErf[B any](b *poot.Builder[B], x poot.Traced[B]) poot.Traced[B] {
 // GeLU returns the tanh approximation of the Gaussian error linear unit,
 // 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))) (GPT-2, Gemma).
 func GeLU[B any](b *poot.Builder[B], x poot.Traced[B]) poot.Traced[B] {
-	return scoped(b, "gelu", func() poot.Traced[B] { return gelu(b, x) })
+	return composite(b, "gelu", nil, in(x), func() poot.Traced[B] { return gelu(b, x) })
 }
 
 // GeLUErf returns the exact Gaussian error linear unit, 0.5·x·(1 + erf(x/√2))
 // (BERT and most encoders).
 func GeLUErf[B any](b *poot.Builder[B], x poot.Traced[B]) poot.Traced[B] {
-	return scoped(b, "gelu_erf", func() poot.Traced[B] { return geluErf(b, x) })
+	return composite(b, "gelu_erf", nil, in(x), func() poot.Traced[B] { return geluErf(b, x) })
 }
 
 // SwiGLU returns SiLU(gate) · up (Llama, Qwen, Mistral).
 func SwiGLU[B any](b *poot.Builder[B], gate, up poot.Traced[B]) poot.Traced[B] {
-	return scoped(b, "swiglu", func() poot.Traced[B] { return b.Mul(silu(b, gate), up) })
+	return composite(b, "swiglu", nil, in(gate, up), func() poot.Traced[B] { return b.Mul(silu(b, gate), up) })
 }
 
 // GeGLU returns GeLU(gate) · up with the tanh approximation (Gemma).
 func GeGLU[B any](b *poot.Builder[B], gate, up poot.Traced[B]) poot.Traced[B] {
-	return scoped(b, "geglu", func() poot.Traced[B] { return b.Mul(gelu(b, gate), up) })
+	return composite(b, "geglu", nil, in(gate, up), func() poot.Traced[B] { return b.Mul(gelu(b, gate), up) })
 }
 
 // GeGLUErf returns GeLUErf(gate) · up.
 func GeGLUErf[B any](b *poot.Builder[B], gate, up poot.Traced[B]) poot.Traced[B] {
-	return scoped(b, "geglu_erf", func() poot.Traced[B] { return b.Mul(geluErf(b, gate), up) })
+	return composite(b, "geglu_erf", nil, in(gate, up), func() poot.Traced[B] { return b.Mul(geluErf(b, gate), up) })
 }
 
 // SwiGLUClamped returns gpt-oss's clamped SwiGLU: the gate is clamped to at
 // most limit and up to [-limit, limit], and the result is
 // (up + 1) · gate · sigmoid(alpha · gate). gpt-oss uses limit 7, alpha 1.702.
 func SwiGLUClamped[B any](b *poot.Builder[B], gate, up poot.Traced[B], limit, alpha float64) poot.Traced[B] {
-	return scoped(b, "swiglu_clamped", func() poot.Traced[B] {
+	return composite(b, "swiglu_clamped", poot.Attrs{attr("limit", limit), attr("alpha", alpha)}, in(gate, up), func() poot.Traced[B] {
 		g := b.Min(gate, b.FullLike(gate, limit))
 		u := b.Max(b.Min(up, b.FullLike(up, limit)), b.FullLike(up, -limit))
 		glu := b.Mul(g, sigmoid(b, MulScalar(b, g, alpha)))
@@ -90,7 +90,7 @@ func SoftCap[B any](b *poot.Builder[B], x poot.Traced[B], limit float64) poot.Tr
 	if !(limit > 0) {
 		return fail(b, "soft_cap", "cap %v must be positive", limit)
 	}
-	return scoped(b, "soft_cap", func() poot.Traced[B] {
+	return composite(b, "soft_cap", poot.Attrs{attr("cap", limit)}, in(x), func() poot.Traced[B] {
 		return MulScalar(b, b.Tanh(MulScalar(b, x, 1/limit)), limit)
 	})
 }

@@ -9,7 +9,7 @@ import "github.com/pootlabs/poot"
 // [..., N]. x is viewed as a matrix [M, K] for the contraction and the
 // result viewed back, so the planner sees one plain matrix product.
 func Linear[B any](b *poot.Builder[B], x, w, bias poot.Traced[B]) poot.Traced[B] {
-	return scoped(b, "linear", func() poot.Traced[B] {
+	return composite(b, "linear", nil, in(x, w, bias), func() poot.Traced[B] {
 		k := b.Dim(x, -1)
 		n := b.Dim(w, 0)
 		r := b.Rank(x)

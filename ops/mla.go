@@ -88,7 +88,11 @@ type MLAWeights[B any] struct {
 // (sequence-major), and the cache is [R, capacity, KVLoraRank+RopeDim]:
 // each sequence writes and attends to its own rows.
 func LatentAttention[B any](b *poot.Builder[B], x, pos, cache poot.Traced[B], rot Rotary[B], w MLAWeights[B], cfg MLAConfig) (out, newCache poot.Traced[B]) {
-	b.Scope("latent_attention", func() {
+	attrs := poot.Attrs{attr("heads", cfg.Heads), attr("nope_dim", cfg.NopeDim), attr("rope_dim", cfg.RopeDim),
+		attr("value_dim", cfg.ValueDim), attr("kv_lora_rank", cfg.KVLoraRank), attr("epsilon", cfg.Eps), attr("scale", cfg.Scale),
+		attr("mscale", cfg.MScale), attr("absorb", cfg.Absorb)}
+	operands := in(x, pos, cache, rot.Cos, rot.Sin, w.Q, w.QA, w.QANorm, w.QB, w.KVA, w.KVANorm, w.KB, w.KBT, w.VB, w.O)
+	record(b, "latent_attention", attrs, operands, func() {
 		h, nope, rope, vd, lora := cfg.Heads, cfg.NopeDim, cfg.RopeDim, cfg.ValueDim, cfg.KVLoraRank
 		qk, kw := nope+rope, lora+rope
 		r := sequences(b, cache, 2)
@@ -186,6 +190,6 @@ func LatentAttention[B any](b *poot.Builder[B], x, pos, cache poot.Traced[B], ro
 			})
 		}
 		out = Linear(b, ctx, w.O, none)
-	})
+	}, &out, &newCache)
 	return out, newCache
 }

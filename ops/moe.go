@@ -255,7 +255,7 @@ func limitGroups[B any](b *poot.Builder[B], choice poot.Traced[B], cfg MoEConfig
 // each (token, choice) pair is a row contracted with its own expert by
 // IndexedMatMul. The result is [T, D].
 func MoESparse[B any](b *poot.Builder[B], x poot.Traced[B], w MoEWeights[B], cfg MoEConfig) poot.Traced[B] {
-	return moe(b, "moe_sparse", x, w, cfg, false)
+	return moe(b, "sparse", x, w, cfg, false)
 }
 
 // MoEGrouped is MoESparse with the rows sorted by expert before the expert
@@ -263,12 +263,28 @@ func MoESparse[B any](b *poot.Builder[B], x poot.Traced[B], w MoEWeights[B], cfg
 // grouped GEMM) and put back in token order after them. The result is
 // [T, D], equal to MoESparse's.
 func MoEGrouped[B any](b *poot.Builder[B], x poot.Traced[B], w MoEWeights[B], cfg MoEConfig) poot.Traced[B] {
-	return moe(b, "moe_grouped", x, w, cfg, true)
+	return moe(b, "grouped", x, w, cfg, true)
+}
+
+// moeAttrs are the attributes of a "moe" composite of the given form
+// ("sparse", "grouped" or "dense").
+func moeAttrs(cfg MoEConfig, form string) poot.Attrs {
+	return poot.Attrs{attr("form", form), attr("top_k", cfg.TopK), attr("gating", int(cfg.Gating)),
+		attr("groups", cfg.Groups), attr("top_groups", cfg.TopGroups), attr("group_score", int(cfg.GroupScore)),
+		attr("renormalize", cfg.Renormalize), attr("scale", cfg.Scale), attr("scale_inputs", cfg.ScaleInputs),
+		attr("activation", int(cfg.Activation)), attr("alpha", cfg.Alpha), attr("limit", cfg.Limit)}
+}
+
+// moeOperands lists a "moe" composite's operands: x, then every weight of
+// w in its field order (absent ones as the zero handle).
+func moeOperands[B any](x poot.Traced[B], w MoEWeights[B]) []poot.Traced[B] {
+	return in(x, w.Router, w.RouterBias, w.SelectionBias, w.Gate, w.Up, w.Down, w.GateBias, w.UpBias, w.DownBias,
+		w.SharedGate, w.SharedUp, w.SharedDown, w.SharedRouter)
 }
 
 func moe[B any](b *poot.Builder[B], name string, x poot.Traced[B], w MoEWeights[B], cfg MoEConfig, grouped bool) poot.Traced[B] {
 	var out poot.Traced[B]
-	b.Scope(name, func() {
+	record(b, "moe", moeAttrs(cfg, name), moeOperands(x, w), func() {
 		r := Route(b, x, w, cfg)
 		t, d, k := b.Dim(x, 0), b.Dim(x, 1), b.Dim(r.Experts, 1)
 		rows := t * k
@@ -300,7 +316,7 @@ func moe[B any](b *poot.Builder[B], name string, x poot.Traced[B], w MoEWeights[
 			out = b.Reshape(b.ReduceSum(b.Reshape(y, t, k, d), 1), t, d)
 		})
 		out = addShared(b, x, out, w)
-	})
+	}, &out)
 	return out
 }
 
@@ -334,7 +350,7 @@ func expertActivation[B any](b *poot.Builder[B], gate, up poot.Traced[B], cfg Mo
 // [T, D], equal to MoESparse's; it costs E expert evaluations a token.
 func MoEDense[B any](b *poot.Builder[B], x poot.Traced[B], w MoEWeights[B], cfg MoEConfig) poot.Traced[B] {
 	var out poot.Traced[B]
-	b.Scope("moe_dense", func() {
+	record(b, "moe", moeAttrs(cfg, "dense"), moeOperands(x, w), func() {
 		r := Route(b, x, w, cfg)
 		t, d, e := b.Dim(x, 0), b.Dim(x, 1), b.Dim(w.Gate, 0)
 		b.Scope("experts", func() {
@@ -366,7 +382,7 @@ func MoEDense[B any](b *poot.Builder[B], x poot.Traced[B], w MoEWeights[B], cfg 
 			out = b.Reshape(b.ReduceSum(y, 0), t, d)
 		})
 		out = addShared(b, x, out, w)
-	})
+	}, &out)
 	return out
 }
 

@@ -36,11 +36,16 @@ func RMSNorm[B any](b *poot.Builder[B], x, w poot.Traced[B], eps float64, opts .
 	for _, f := range opts {
 		f(&o)
 	}
-	return scoped(b, "rms_norm", func() poot.Traced[B] {
-		ms := Mean(b, b.Mul(x, x), -1)
-		r := b.Rsqrt(AddScalar(b, ms, eps))
-		return scaleBy(b, b.Mul(x, Like(b, r, x)), w, o)
+	return composite(b, "rmsnorm", poot.Attrs{attr("epsilon", eps), attr("one_plus", o.onePlus)}, in(x, w), func() poot.Traced[B] {
+		return rmsNorm(b, x, w, eps, o)
 	})
+}
+
+// rmsNorm is RMSNorm's body.
+func rmsNorm[B any](b *poot.Builder[B], x, w poot.Traced[B], eps float64, o normOptions) poot.Traced[B] {
+	ms := Mean(b, b.Mul(x, x), -1)
+	r := b.Rsqrt(AddScalar(b, ms, eps))
+	return scaleBy(b, b.Mul(x, Like(b, r, x)), w, o)
 }
 
 // LayerNorm normalises x over its last axis to zero mean and unit variance
@@ -52,7 +57,7 @@ func LayerNorm[B any](b *poot.Builder[B], x, w, bias poot.Traced[B], eps float64
 	for _, f := range opts {
 		f(&o)
 	}
-	return scoped(b, "layer_norm", func() poot.Traced[B] {
+	return composite(b, "layernorm", poot.Attrs{attr("epsilon", eps), attr("one_plus", o.onePlus)}, in(x, w, bias), func() poot.Traced[B] {
 		c := b.Sub(x, Like(b, Mean(b, x, -1), x))
 		v := Mean(b, b.Mul(c, c), -1)
 		y := b.Mul(c, Like(b, b.Rsqrt(AddScalar(b, v, eps)), x))
@@ -68,10 +73,13 @@ func LayerNorm[B any](b *poot.Builder[B], x, w, bias poot.Traced[B], eps float64
 // y = x / sqrt(Σx² + eps), the form of the gated delta rule's query and key
 // normalisation.
 func L2Norm[B any](b *poot.Builder[B], x poot.Traced[B], eps float64) poot.Traced[B] {
-	return scoped(b, "l2_norm", func() poot.Traced[B] {
-		ss := b.ReduceSum(b.Mul(x, x), -1)
-		return b.Mul(x, Like(b, b.Rsqrt(AddScalar(b, ss, eps)), x))
-	})
+	return composite(b, "l2norm", poot.Attrs{attr("epsilon", eps)}, in(x), func() poot.Traced[B] { return l2Norm(b, x, eps) })
+}
+
+// l2Norm is L2Norm's body.
+func l2Norm[B any](b *poot.Builder[B], x poot.Traced[B], eps float64) poot.Traced[B] {
+	ss := b.ReduceSum(b.Mul(x, x), -1)
+	return b.Mul(x, Like(b, b.Rsqrt(AddScalar(b, ss, eps)), x))
 }
 
 // RMSNormHeads applies RMSNorm to each head of x [..., H*D] separately, with
@@ -79,16 +87,20 @@ func L2Norm[B any](b *poot.Builder[B], x poot.Traced[B], eps float64) poot.Trace
 // norms). w may be the zero handle: that is Llama 4's unweighted query and
 // key norm.
 func RMSNormHeads[B any](b *poot.Builder[B], x, w poot.Traced[B], heads int, eps float64, opts ...NormOption) poot.Traced[B] {
-	return scoped(b, "rms_norm_heads", func() poot.Traced[B] {
+	var o normOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return composite(b, "rmsnorm", poot.Attrs{attr("epsilon", eps), attr("one_plus", o.onePlus), attr("heads", heads)}, in(x, w), func() poot.Traced[B] {
 		h := SplitHeads(b, x, heads)
-		return b.Reshape(RMSNorm(b, h, w, eps, opts...), dims(b, x)...)
+		return b.Reshape(rmsNorm(b, h, w, eps, o), dims(b, x)...)
 	})
 }
 
 // L2NormHeads applies L2Norm to each head of x [..., H*D] separately.
 func L2NormHeads[B any](b *poot.Builder[B], x poot.Traced[B], heads int, eps float64) poot.Traced[B] {
-	return scoped(b, "l2_norm_heads", func() poot.Traced[B] {
+	return composite(b, "l2norm", poot.Attrs{attr("epsilon", eps), attr("heads", heads)}, in(x), func() poot.Traced[B] {
 		h := SplitHeads(b, x, heads)
-		return b.Reshape(L2Norm(b, h, eps), dims(b, x)...)
+		return b.Reshape(l2Norm(b, h, eps), dims(b, x)...)
 	})
 }

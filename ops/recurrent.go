@@ -24,7 +24,7 @@ import (
 // For R sequences of T new tokens each, x is [R·T, C] (sequence-major) and
 // state is [R, taps-1, C]: every sequence convolves over its own rows.
 func CausalConv1D[B any](b *poot.Builder[B], x, state, weight, bias poot.Traced[B]) (y, newState poot.Traced[B]) {
-	b.Scope("causal_conv1d", func() {
+	record(b, "causal_conv", nil, in(x, state, weight, bias), func() {
 		r := sequences(b, state, 2)
 		rows, c := b.Dim(x, 0), b.Dim(x, 1)
 		taps := b.Dim(weight, 0)
@@ -53,7 +53,7 @@ func CausalConv1D[B any](b *poot.Builder[B], x, state, weight, bias poot.Traced[
 			y = b.Add(y, broadcastRow(b, AsF32(b, bias), rows))
 		}
 		newState = b.Reshape(b.SliceAxis(window, 1, t, t+taps-1), dims(b, state)...)
-	})
+	}, &y, &newState)
 	return y, newState
 }
 
@@ -126,10 +126,12 @@ func (c GatedDeltaConfig) or(v, def float64) float64 {
 // for R sequences, as GatedDeltaRule describes) and normWeight [Dv] (or the
 // zero handle). It returns [T, Hv·Dv] and the new state.
 func GatedDelta[B any](b *poot.Builder[B], q, k, v, g, beta, z, normWeight, state poot.Traced[B], cfg GatedDeltaConfig) (out, newState poot.Traced[B]) {
-	b.Scope("gated_delta", func() {
+	attrs := poot.Attrs{attr("key_heads", cfg.KeyHeads), attr("value_heads", cfg.ValueHeads), attr("tiled_heads", cfg.TiledHeads),
+		attr("scale", cfg.Scale), attr("l2_eps", cfg.L2Eps), attr("norm_eps", cfg.or(cfg.NormEps, 1e-6)), attr("chunk", cfg.ChunkSize)}
+	record(b, "gated_delta", attrs, in(q, k, v, g, beta, z, normWeight, state), func() {
 		o, s := GatedDeltaRule(b, q, k, v, g, beta, state, cfg)
 		out, newState = GatedRMSNorm(b, o, z, normWeight, cfg.ValueHeads, cfg.or(cfg.NormEps, 1e-6)), s
-	})
+	}, &out, &newState)
 	return out, newState
 }
 
@@ -175,7 +177,9 @@ func softplus[B any](b *poot.Builder[B], x poot.Traced[B]) poot.Traced[B] {
 // For R sequences of T new tokens each, the rows are [R·T, ...]
 // (sequence-major) and the state is [R, Hv, Dv, Dk].
 func GatedDeltaRule[B any](b *poot.Builder[B], q, k, v, g, beta, state poot.Traced[B], cfg GatedDeltaConfig) (o, newState poot.Traced[B]) {
-	b.Scope("gated_delta_rule", func() {
+	attrs := poot.Attrs{attr("key_heads", cfg.KeyHeads), attr("value_heads", cfg.ValueHeads), attr("tiled_heads", cfg.TiledHeads),
+		attr("scale", cfg.Scale), attr("l2_eps", cfg.L2Eps), attr("chunk", cfg.ChunkSize)}
+	record(b, "gated_delta_rule", attrs, in(q, k, v, g, beta, state), func() {
 		hk, hv := cfg.KeyHeads, cfg.ValueHeads
 		r := sequences(b, state, 3)
 		rows := b.Dim(q, 0)
@@ -217,7 +221,7 @@ func GatedDeltaRule[B any](b *poot.Builder[B], q, k, v, g, beta, state poot.Trac
 		}
 		o = rowsFirst(b, oh, r, hv)
 		newState = b.Reshape(s, dims(b, state)...)
-	})
+	}, &o, &newState)
 	return o, newState
 }
 
@@ -375,7 +379,8 @@ type Mamba2Config struct {
 // norm that follow in a Mamba2 block are Mamba2Gate. For R sequences of T
 // new tokens each, the rows are [R·T, ...] and the state [R, H, P, N].
 func Mamba2SSM[B any](b *poot.Builder[B], x, dt, bm, cm, dtBias, aLog, d, state poot.Traced[B], cfg Mamba2Config) (y, newState poot.Traced[B]) {
-	b.Scope("mamba2_ssm", func() {
+	attrs := poot.Attrs{attr("heads", cfg.Heads), attr("groups", cfg.Groups), attr("chunk", cfg.ChunkSize)}
+	record(b, "mamba2_ssm", attrs, in(x, dt, bm, cm, dtBias, aLog, d, state), func() {
 		h, g := cfg.Heads, cfg.Groups
 		r := sequences(b, state, 3)
 		rows := b.Dim(x, 0)
@@ -416,7 +421,7 @@ func Mamba2SSM[B any](b *poot.Builder[B], x, dt, bm, cm, dtBias, aLog, d, state 
 		skip := b.Mul(x, perHead(broadcastRow(b, AsF32(b, d), rows)))
 		y = b.Add(rowsFirst(b, oh, r, h), skip)
 		newState = b.Reshape(s, dims(b, state)...)
-	})
+	}, &y, &newState)
 	return y, newState
 }
 

@@ -253,7 +253,11 @@ func RopeTables[B any](b *poot.Builder[B], pos, invFreq poot.Traced[B], attnFact
 // r's layout and the remaining D - n channels pass through unchanged
 // (partial rotary). Rows of x correspond to rows of the tables.
 func RoPE[B any](b *poot.Builder[B], x poot.Traced[B], heads int, r Rotary[B]) poot.Traced[B] {
-	return scoped(b, "rope", func() poot.Traced[B] {
+	layout := "neox"
+	if r.Layout == RopeInterleaved {
+		layout = "interleaved"
+	}
+	return composite(b, "rope", poot.Attrs{attr("heads", heads), attr("layout", layout), attr("dims", 2*b.Dim(r.Cos, -1))}, in(x, r.Cos, r.Sin), func() poot.Traced[B] {
 		t, c := b.Dim(x, 0), b.Dim(x, -1)
 		half := b.Dim(r.Cos, -1)
 		n := 2 * half

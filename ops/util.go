@@ -60,6 +60,36 @@ func scoped[B any](b *poot.Builder[B], name string, fn func() poot.Traced[B]) po
 	return out
 }
 
+// composite records fn, which returns one result, as the composite name
+// with attrs over operands (see poot.Builder.Composite); the zero handle is
+// an absent optional operand.
+func composite[B any](b *poot.Builder[B], name string, attrs poot.Attrs, operands []poot.Traced[B], fn func() poot.Traced[B]) poot.Traced[B] {
+	return b.Composite(name, attrs, operands, func() []poot.Traced[B] { return []poot.Traced[B]{fn()} })[0]
+}
+
+// record records fn, which sets the composite's results through results,
+// as the composite name with attrs over operands, and sets them to the
+// composite's results.
+func record[B any](b *poot.Builder[B], name string, attrs poot.Attrs, operands []poot.Traced[B], fn func(), results ...*poot.Traced[B]) {
+	res := b.Composite(name, attrs, operands, func() []poot.Traced[B] {
+		fn()
+		out := make([]poot.Traced[B], len(results))
+		for i, r := range results {
+			out[i] = *r
+		}
+		return out
+	})
+	for i, r := range results {
+		*r = res[i]
+	}
+}
+
+// in lists a composite's operands.
+func in[B any](operands ...poot.Traced[B]) []poot.Traced[B] { return operands }
+
+// attr makes one attribute.
+func attr(name string, v any) poot.Attr { return poot.Attr{Name: name, Value: v} }
+
 // BroadcastTo returns x repeated to the extents dims. When x has a lower
 // rank it is first reshaped to len(dims) axes by prepending axes of extent 1
 // (numpy's rule); x's own extents must each be 1 or equal to the target.
@@ -122,12 +152,12 @@ func silu[B any](b *poot.Builder[B], x poot.Traced[B]) poot.Traced[B] {
 
 // Sigmoid returns 1/(1+exp(-x)), elementwise.
 func Sigmoid[B any](b *poot.Builder[B], x poot.Traced[B]) poot.Traced[B] {
-	return scoped(b, "sigmoid", func() poot.Traced[B] { return sigmoid(b, x) })
+	return composite(b, "sigmoid", nil, in(x), func() poot.Traced[B] { return sigmoid(b, x) })
 }
 
 // SiLU returns x·sigmoid(x), written x/(1+exp(-x)) (also called swish).
 func SiLU[B any](b *poot.Builder[B], x poot.Traced[B]) poot.Traced[B] {
-	return scoped(b, "silu", func() poot.Traced[B] { return silu(b, x) })
+	return composite(b, "silu", nil, in(x), func() poot.Traced[B] { return silu(b, x) })
 }
 
 // softmax is the numerically stable softmax over axis, without a scope:
@@ -143,14 +173,14 @@ func softmax[B any](b *poot.Builder[B], x poot.Traced[B], axis int) poot.Traced[
 // computed as exp(x - max) / Σ exp(x - max) so that large logits do not
 // overflow. A slice that is entirely -Inf gives NaN, as in exact arithmetic.
 func Softmax[B any](b *poot.Builder[B], x poot.Traced[B], axis int) poot.Traced[B] {
-	return scoped(b, "softmax", func() poot.Traced[B] { return softmax(b, x, axis) })
+	return composite(b, "softmax", poot.Attrs{attr("axis", axis)}, in(x), func() poot.Traced[B] { return softmax(b, x, axis) })
 }
 
 // LogSumExp returns log Σ exp(x) over axis, keeping the axis with extent 1,
 // computed as max + log Σ exp(x - max). A slice that is entirely -Inf gives
 // NaN.
 func LogSumExp[B any](b *poot.Builder[B], x poot.Traced[B], axis int) poot.Traced[B] {
-	return scoped(b, "logsumexp", func() poot.Traced[B] {
+	return composite(b, "logsumexp", poot.Attrs{attr("axis", axis)}, in(x), func() poot.Traced[B] {
 		m := b.ReduceMax(x, axis)
 		e := b.Exp(b.Sub(x, b.Broadcast(m, dims(b, x)...)))
 		return b.Add(m, b.Log(b.ReduceSum(e, axis)))

@@ -89,6 +89,7 @@ func cmdTrace(args []string, stdout, stderr io.Writer) error {
 	all := fs.Bool("all", false, "return the logits of every token")
 	capacity := fs.Int("ctx", 0, "cache capacity (0: the model's context, at most 4096)")
 	dot := fs.Bool("dot", false, "print Graphviz DOT")
+	unfold := fs.Bool("unfold", false, "show every primitive equation of each composite's body (composites print folded, one line or node with its attributes, by default)")
 	plan := fs.Bool("plan", false, "print the cpu backend's plan of the step (kernels, fused equations, arena offsets, bytes and flops) instead of the graph; with -m the weights are bound as stored first")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -123,10 +124,11 @@ func cmdTrace(args []string, stdout, stderr io.Writer) error {
 		_, err = io.WriteString(stdout, p.String())
 		return err
 	}
+	po := poot.PrintOptions{Unfold: *unfold}
 	if *dot {
-		return g.DOT(stdout, "")
+		return g.DOT(stdout, "", po)
 	}
-	return g.Format(stdout)
+	return g.Print(stdout, po)
 }
 
 // traceStep traces the decode step (prefill 0) or a prefill step.

@@ -1,0 +1,123 @@
+package pootest
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/interp"
+	"github.com/pootlabs/poot/ops"
+	"github.com/pootlabs/poot/tensor"
+	"pgregory.net/rapid"
+)
+
+// compositeGens are the generators of graphs around one composite, by the
+// composite's name: random attributes, shapes and data, for holding a
+// backend's fused kernel to the composite's body (see GenComposite).
+var compositeGens = map[string]func() *rapid.Generator[*GraphCase]{
+	"attention": genAttention,
+}
+
+// Composites lists the composites GenComposite has generators for.
+func Composites() []string {
+	names := make([]string, 0, len(compositeGens))
+	for n := range compositeGens {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// GenComposite generates graphs whose work is one composite called name,
+// recorded through package ops with random attributes and inputs (data
+// include special values), so that an interpreter that runs a fused kernel
+// for it can be compared with the oracle, which runs its body. ok is false
+// for a composite without a generator: a backend that fuses a composite
+// should add one here.
+func GenComposite(name string) (gen *rapid.Generator[*GraphCase], ok bool) {
+	f, ok := compositeGens[name]
+	if !ok {
+		return nil, false
+	}
+	return f(), true
+}
+
+// AgreeComposite checks that in computes what the oracle computes on random
+// graphs around the composite called name, within tol: a fused kernel
+// against the body it replaces. It fails t when there is no generator for
+// name.
+func AgreeComposite(t rapid.TB, in interp.Interpreter, name string, tol Tolerance) {
+	gen, ok := GenComposite(name)
+	if !ok {
+		t.Fatalf("pootest: no generator for composite %q (have %v)", name, Composites())
+		return
+	}
+	rapid.Check(t, func(rt *rapid.T) {
+		c := gen.Draw(rt, name)
+		Agree(rt, interp.Oracle{}, in, c.Graph, c.Consts, c.Slots, c.State, tol)
+	})
+}
+
+// genAttention records ops.CachedAttention of one layer: random rows,
+// new tokens, capacity, grouped heads, head widths, soft cap, sinks,
+// sliding window and scale, with the cache written at random positions.
+func genAttention() *rapid.Generator[*GraphCase] {
+	return rapid.Custom(func(t *rapid.T) *GraphCase {
+		g := newGen(t)
+		rows := rapid.IntRange(1, 2).Draw(t, "rows")
+		newT := rapid.IntRange(1, 3).Draw(t, "new")
+		capacity := rapid.IntRange(newT, 6).Draw(t, "capacity")
+		kvHeads := rapid.IntRange(1, 2).Draw(t, "kv_heads")
+		rep := rapid.IntRange(1, 3).Draw(t, "rep")
+		d := rapid.IntRange(1, 5).Draw(t, "d")
+		dv := rapid.IntRange(1, 5).Draw(t, "dv")
+		softCap := rapid.SampledFrom([]float64{0, 0, 2.5, 30}).Draw(t, "soft_cap")
+		scale := rapid.SampledFrom([]float64{0, 0, 0.125, 1}).Draw(t, "scale")
+		window := rapid.SampledFrom([]int{0, 0, 1, 2}).Draw(t, "window")
+		h := kvHeads * rep
+		n := rows * newT
+		b := g.b
+		f32 := func(dims ...int) tensor.Tensor {
+			x, err := tensor.FromF32(poot.Shape(dims), g.floats(int(poot.Shape(dims).Size()), true))
+			if err != nil {
+				g.fail(err)
+			}
+			return x
+		}
+		q := b.SlotNamed("q", poot.T(poot.F32, n, h*d))
+		k := b.SlotNamed("k", poot.T(poot.F32, n, kvHeads*d))
+		v := b.SlotNamed("v", poot.T(poot.F32, n, kvHeads*dv))
+		pos := b.Slot(poot.SlotPos, poot.Shape{n}, 0, int64(capacity-1))
+		kc := b.StateInput("cache.k", poot.T(poot.F32, rows*capacity, kvHeads*d))
+		vc := b.StateInput("cache.v", poot.T(poot.F32, rows*capacity, kvHeads*dv))
+		cfg := ops.AttentionConfig[GenBrand]{Heads: h, KVHeads: kvHeads, HeadDim: d, ValueDim: dv, Rows: rows, SoftCap: softCap, Scale: scale}
+		if rapid.Bool().Draw(t, "sinks") {
+			cfg.Sinks = b.Constant("sinks", poot.T(poot.F32, h))
+			g.consts["sinks"] = f32(h)
+		}
+		var out, kn, vn poot.Traced[GenBrand]
+		b.Scope("layer.0", func() {
+			mask := ops.CausalMask(b, pos, capacity, window, 0)
+			out, kn, vn = ops.CachedAttention(b, q, k, v, kc, vc, pos, mask, cfg)
+		})
+		graph, err := b.Finish(poot.Out(out).WithState(kc, kn).WithState(vc, vn))
+		if err != nil {
+			g.fail(err)
+		}
+		ps := make([]int32, n)
+		for r := range rows {
+			start := rapid.IntRange(0, capacity-newT).Draw(t, fmt.Sprintf("start%d", r))
+			for i := range newT {
+				ps[r*newT+i] = int32(start + i)
+			}
+		}
+		pt, err := tensor.FromI32(poot.Shape{n}, ps)
+		if err != nil {
+			g.fail(err)
+		}
+		slots := interp.Slots{"q": f32(n, h*d), "k": f32(n, kvHeads*d), "v": f32(n, kvHeads*dv), "pos": pt}
+		state := &interp.State{Tensors: map[string]tensor.Tensor{
+			"cache.k": f32(rows*capacity, kvHeads*d), "cache.v": f32(rows*capacity, kvHeads*dv)}}
+		return &GraphCase{Graph: graph, Consts: g.consts, Slots: slots, State: state}
+	})
+}
