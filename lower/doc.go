@@ -2,7 +2,9 @@
 // capabilities into a [Plan] that a backend executes step after step.
 //
 // The pipeline is a short list of named passes over a list of kernels, each
-// of which a caller can switch off by name ([Options]):
+// of which a caller can switch off by name ([Options]; [Passes] lists them).
+// A pass runs only when the target runs the kernel kinds it makes
+// ([Target].Kinds), so a backend is never handed a kernel it cannot run:
 //
 //  1. legalize: one kernel per equation. Literal and Iota become init
 //     kernels (computed once, at compile time), Reshape an alias (no work),
@@ -10,11 +12,13 @@
 //     as stored (packed blocks decoded in registers); every other equation
 //     a generic kernel of its primitive. A weight dtype the target cannot
 //     read is a *[LegalizeError].
-//  2. flash_attention: the attention core that ops.Attention records (in a
-//     scope whose name ends in "attention") becomes one fused kernel that
-//     reads q, the K and V caches directly (sharing K/V rows between the
-//     n_rep query heads of a group), the mask, scale, soft cap and sinks,
-//     and runs an online softmax per query row.
+//  2. flash_attention: each "attention" composite that ops.Attention
+//     records (found by its record, read by [AttentionOf]: name,
+//     attributes, operands) becomes one fused kernel that reads q, the K and
+//     V caches directly (sharing K/V rows between the n_rep query heads of a
+//     group), the mask, scale, soft cap and sinks, and runs an online
+//     softmax per query row. It runs only for a target that fuses the
+//     composite ([Target].Composites).
 //  3. elementwise: runs of elementwise equations over the same number of
 //     elements (with broadcasts of their operands folded in as strided
 //     loads, and literals as immediates) become one [Program]: a small

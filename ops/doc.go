@@ -1,15 +1,59 @@
 // Package ops holds the composite operations that model families are written
-// in: normalisations, projections, rotary embeddings, attention, activations
-// and feed-forward blocks (and, in the files of its second author, mixtures of
-// experts, recurrent mixers and latent attention).
+// in: normalisations, projections, rotary embeddings, attention, activations,
+// feed-forward blocks, mixtures of experts, recurrent mixers and latent
+// attention.
 //
 // Every function here is an ordinary generic Go function over a
 // [poot.Builder] and its [poot.Traced] handles. It appends primitive equations
-// only, inside a named scope (b.Scope), so printers show the structure and
-// passes such as the planner's flash-attention rewrite can find a composite by
-// its scope. None of them is an opcode: an interpreter that implements the
-// primitives runs every composite, and the composites are the specification
-// that fused kernels are checked against.
+// only. The named operations record themselves as composites
+// ([poot.Builder.Composite]): a record with the composite's name, typed
+// attributes, operands and results around its body, so printers fold them,
+// the streamed lowering writes each as one statement and a backend may run a
+// fused kernel chosen by name and attributes. None of them is an opcode: an
+// interpreter that implements the primitives runs every body, and the bodies
+// are the specification that fused kernels are checked against.
+//
+// The composites and their attributes (operands in order; "_" marks one
+// that may be absent):
+//
+//	rmsnorm          x, w_          epsilon, one_plus[, heads]
+//	layernorm        x, w_, bias_   epsilon, one_plus
+//	l2norm           x              epsilon[, heads]
+//	linear           x, w, bias_
+//	rope             x, cos, sin    heads, layout ("neox", "interleaved"), dims
+//	causal_mask      pos            keys, window, chunk
+//	attention        q, k, v, mask, sinks_
+//	                                heads, kv_heads, head_dim, value_dim, rows,
+//	                                scale, soft_cap, sinks
+//	softmax          x              axis
+//	logsumexp        x              axis
+//	sigmoid, silu, gelu, gelu_erf   x
+//	swiglu, geglu, geglu_erf        gate, up
+//	swiglu_clamped   gate, up       limit, alpha
+//	soft_cap         x              cap
+//	moe              x, router, router_bias_, selection_bias_, gate, up, down,
+//	                 gate_bias_, up_bias_, down_bias_, shared_gate_,
+//	                 shared_up_, shared_down_, shared_router_
+//	                                form ("sparse", "grouped", "dense"), top_k,
+//	                                gating, groups, top_groups, group_score,
+//	                                renormalize, scale, scale_inputs,
+//	                                activation, alpha, limit
+//	causal_conv      x, state, weight, bias_            (results y, state)
+//	gated_delta      q, k, v, g, beta, z, norm_weight_, state
+//	                                key_heads, value_heads, tiled_heads, scale,
+//	                                l2_eps, norm_eps, chunk (results o, state)
+//	gated_delta_rule q, k, v, g, beta, state            (as gated_delta)
+//	mamba2_ssm       x, dt, b, c, dt_bias, a_log, d, state
+//	                                heads, groups, chunk (results y, state)
+//	latent_attention x, pos, cache, cos, sin, q_, q_a_, q_a_norm_, q_b_,
+//	                 kv_a, kv_a_norm, k_b, k_b_t_, v_b, o
+//	                                heads, nope_dim, rope_dim, value_dim,
+//	                                kv_lora_rank, epsilon, scale, mscale,
+//	                                absorb (results out, cache)
+//
+// The other functions (feed-forward blocks, the gated delta net mixer, the
+// router, cache indices) record plain scopes around the composites they
+// call.
 //
 // What ops is for: the arithmetic of a model, written so a family reads like
 // its paper. There is no error plumbing: the builder keeps the first error
