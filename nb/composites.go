@@ -14,7 +14,7 @@ import (
 // RMSNorm returns x / sqrt(mean(x²) + eps) · w over x's last axis; w has
 // x's last extent, or is the zero Value for no weight.
 func (g *Graph) RMSNorm(x, w Value, eps float64) Value {
-	return g.apply("rms_norm", 1<<1, func(b *builder, in []handle) handle {
+	return g.apply("rms_norm", mayOmit(1), func(b *builder, in []handle) handle {
 		return ops.RMSNorm(b, in[0], in[1], eps)
 	}, x, w)
 }
@@ -22,7 +22,7 @@ func (g *Graph) RMSNorm(x, w Value, eps float64) Value {
 // LayerNorm returns (x - mean) / sqrt(var + eps) · w + bias over x's last
 // axis; w and bias may be the zero Value.
 func (g *Graph) LayerNorm(x, w, bias Value, eps float64) Value {
-	return g.apply("layer_norm", 1<<1|1<<2, func(b *builder, in []handle) handle {
+	return g.apply("layer_norm", mayOmit(1, 2), func(b *builder, in []handle) handle {
 		return ops.LayerNorm(b, in[0], in[1], in[2], eps)
 	}, x, w, bias)
 }
@@ -35,7 +35,7 @@ func (g *Graph) L2Norm(x Value, eps float64) Value {
 // RMSNormHeads applies RMSNorm to each of the heads of x [..., heads·D]
 // with one weight w [D] (or none).
 func (g *Graph) RMSNormHeads(x, w Value, heads int, eps float64) Value {
-	return g.apply("rms_norm_heads", 1<<1, func(b *builder, in []handle) handle {
+	return g.apply("rms_norm_heads", mayOmit(1), func(b *builder, in []handle) handle {
 		return ops.RMSNormHeads(b, in[0], in[1], heads, eps)
 	}, x, w)
 }
@@ -44,7 +44,7 @@ func (g *Graph) RMSNormHeads(x, w Value, heads int, eps float64) Value {
 // [out, in], any float dtype, read as stored), bias [N] or the zero Value;
 // the result is [..., N].
 func (g *Graph) Linear(x, w, bias Value) Value {
-	return g.apply("linear", 1<<2, func(b *builder, in []handle) handle {
+	return g.apply("linear", mayOmit(2), func(b *builder, in []handle) handle {
 		return ops.Linear(b, in[0], in[1], in[2])
 	}, x, w, bias)
 }
@@ -145,7 +145,7 @@ func (g *Graph) GatedFFN(x, wGate, wUp, wDown Value, act string) Value {
 // feed-forward; the biases may be the zero Value; act is "gelu",
 // "gelu_erf" or "silu".
 func (g *Graph) FFN(x, wUp, upBias, wDown, downBias Value, act string) Value {
-	return g.apply("ffn", 1<<2|1<<4, func(b *builder, in []handle) handle {
+	return g.apply("ffn", mayOmit(2, 4), func(b *builder, in []handle) handle {
 		f, ok := activation(act)
 		if !ok {
 			b.Failf(poot.ErrType, "ffn", "unknown activation %q (want gelu, gelu_erf or silu)", act)
@@ -216,7 +216,7 @@ func (c RoPEConfig) opsConfig(d int) (ops.RopeConfig, ops.RopeLayout, bool) {
 // pos holds the i32 positions [T], or is the zero Value for 0, 1, …, T-1.
 // The frequencies are computed in the graph from cfg.
 func (g *Graph) RoPE(x, pos Value, heads int, cfg RoPEConfig) Value {
-	return g.apply("rope", 1<<1, func(b *builder, in []handle) handle {
+	return g.apply("rope", mayOmit(1), func(b *builder, in []handle) handle {
 		x, p := in[0], in[1]
 		t, c := b.Dim(x, 0), b.Dim(x, -1)
 		if heads < 1 {
@@ -253,7 +253,7 @@ type AttentionConfig struct {
 // bool [T, S], or the zero Value for the causal mask of queries at the
 // last T of the S positions (self-attention when T = S).
 func (g *Graph) Attention(q, k, v, mask Value, cfg AttentionConfig) Value {
-	return g.apply("attention", 1<<3, func(b *builder, in []handle) handle {
+	return g.apply("attention", mayOmit(3), func(b *builder, in []handle) handle {
 		q, k, v, m := in[0], in[1], in[2], in[3]
 		c := ops.AttentionConfig[brand]{Heads: cfg.Heads, KVHeads: cfg.KVHeads, HeadDim: cfg.HeadDim, ValueDim: cfg.ValueDim, Scale: cfg.Scale, SoftCap: cfg.SoftCap}
 		if c.KVHeads == 0 {

@@ -193,9 +193,22 @@ func (g *Graph) resolve(op string, i int, v Value, optional bool) (int32, handle
 	return id, g.h[id]
 }
 
-// apply records fn over the operands vs (those whose bit is set in
-// optional may be the zero Value) and returns its result.
-func (g *Graph) apply(op string, optional uint, fn func(b *builder, in []handle) handle, vs ...Value) Value {
+// omittable says which operands of a call may be the zero Value (absent):
+// operand i may when bit i is set.
+type omittable uint
+
+// mayOmit marks the operands at the given positions as omittable.
+func mayOmit(positions ...int) omittable {
+	var m omittable
+	for _, i := range positions {
+		m |= 1 << i
+	}
+	return m
+}
+
+// apply records fn over the operands vs (those marked in optional may be
+// the zero Value) and returns its result.
+func (g *Graph) apply(op string, optional omittable, fn func(b *builder, in []handle) handle, vs ...Value) Value {
 	if g == nil || g.b == nil {
 		return Value{}
 	}

@@ -118,8 +118,9 @@ func (g *Graph) MoE(x Value, w MoEWeights, cfg MoEConfig) Value {
 	vs := []Value{x, w.Router, w.Gate, w.Up, w.Down,
 		w.RouterBias, w.SelectionBias, w.GateBias, w.UpBias, w.DownBias,
 		w.SharedGate, w.SharedUp, w.SharedDown, w.SharedRouter}
-	optional := uint(1<<len(vs)-1) &^ (1<<5 - 1)
-	return g.apply("moe", optional, func(b *builder, in []handle) handle {
+	// x, the router and the three expert stacks are required; the biases
+	// and the shared expert may be absent.
+	return g.apply("moe", mayOmit(5, 6, 7, 8, 9, 10, 11, 12, 13), func(b *builder, in []handle) handle {
 		gating, ok1 := gatings[cfg.Gating]
 		score, ok2 := groupScores[cfg.GroupScore]
 		if !ok1 || !ok2 {
