@@ -2,6 +2,7 @@ package poot_test
 
 import (
 	"errors"
+	"github.com/google/go-cmp/cmp"
 	"strings"
 	"testing"
 
@@ -108,11 +109,14 @@ func TestEditsKeepGraphsValid(t *testing.T) {
 			t.Fatal("RemoveDead added equations")
 		}
 		d2, err := d.RemoveDead()
-		if err != nil || d2.String() != d.String() {
-			t.Fatalf("RemoveDead is not idempotent: %v", err)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if g.String() != before {
-			t.Fatal("an edit changed its receiver")
+		if diff := cmp.Diff(d.String(), d2.String()); diff != "" {
+			t.Fatalf("RemoveDead is not idempotent (-once +twice):\n%s", diff)
+		}
+		if diff := cmp.Diff(before, g.String()); diff != "" {
+			t.Fatalf("an edit changed its receiver (-before +after):\n%s", diff)
 		}
 	})
 }
@@ -256,8 +260,11 @@ func TestRetypeConstants(t *testing.T) {
 		t.Errorf("unknown constant: %v", err)
 	}
 	same, err := g.RetypeConstants(map[string]poot.DType{"w": poot.F32})
-	if err != nil || same.String() != g.String() {
-		t.Errorf("retyping to the declared dtype changed the graph: %v", err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(g.String(), same.String()); d != "" {
+		t.Errorf("retyping to the declared dtype changed the graph (-before +after):\n%s", d)
 	}
 }
 
