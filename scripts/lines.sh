@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The line budget, as tinygrad keeps one: counts the code lines (neither
+# blank nor only a comment) of the non-test Go files of the IR core (the
+# root package) and of the whole tree, prints both, and fails when either
+# is over its budget. Raise a budget only on purpose, in the commit that
+# needs it, and say why.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+core_budget=3000
+tree_budget=30000
+
+count() { awk '!/^[[:space:]]*$/ && !/^[[:space:]]*\/\//' "$@" | wc -l | tr -d ' '; }
+
+core=$(count $(ls ./*.go | grep -v '_test\.go$'))
+tree=$(count $(find . -name '*.go' ! -name '*_test.go' ! -path '*/testdata/*'))
+echo "code lines: IR core $core (budget $core_budget), tree $tree (budget $tree_budget)"
+status=0
+if [ "$core" -gt "$core_budget" ]; then
+	echo "the IR core is over its budget by $((core - core_budget)) lines"
+	status=1
+fi
+if [ "$tree" -gt "$tree_budget" ]; then
+	echo "the tree is over its budget by $((tree - tree_budget)) lines"
+	status=1
+fi
+exit $status
