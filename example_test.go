@@ -71,3 +71,30 @@ func Example_errors() {
 	// Output:
 	// poot: layer.0: add(f32[4], f32[8]): invalid types: shapes differ: [4] and [8] (broadcast explicitly) (at example_test.go:66)
 }
+
+// A composite records its name, attributes, operands and results around the
+// primitive equations of its body; printing folds it into one line.
+func ExampleBuilder_Composite() {
+	b := poot.NewBuilder[tinyModel](poot.Limits{})
+	x := b.SlotNamed("x", poot.T(poot.F32, 2))
+	y := b.Composite("scaled_tanh", poot.Attrs{{Name: "scale", Value: 2.0}}, []poot.Traced[tinyModel]{x},
+		func() []poot.Traced[tinyModel] {
+			return []poot.Traced[tinyModel]{b.Tanh(b.Mul(x, b.FullLike(x, 2)))}
+		})[0]
+	g, err := b.Finish(poot.Out(y))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(g)
+	c := g.Composite(1)
+	scale, _ := c.Attrs.Float("scale")
+	fmt.Println(c.Name, scale, c.Operands, c.Results, c.Lo, c.Hi)
+	// Output:
+	// graph: 0 constants, 1 slot, 0 states, 3 equations (3 dispatches), 1 composite
+	//   %0 = slot "x" f32[2]
+	// (root):
+	//   %3 : f32[2] = scaled_tanh[scale=2] %0  {3 equations}
+	// outputs: %3
+	// scaled_tanh 2 [0] [3] 0 3
+}
