@@ -26,15 +26,21 @@ var (
 	ErrNonFinite = errors.New("non-finite logits")
 )
 
-// InterpreterError reports an interpreter name that is not registered.
+// InterpreterError reports an interpreter name that is not registered;
+// Hint, when set, says how to register it.
 type InterpreterError struct {
 	Name  string
 	Known []string
+	Hint  string
 }
 
 // Error formats the error on one line, listing the registered names.
 func (e *InterpreterError) Error() string {
-	return fmt.Sprintf("unknown interpreter %q (registered: %s)", e.Name, strings.Join(e.Known, ", "))
+	msg := fmt.Sprintf("unknown interpreter %q (registered: %s)", e.Name, strings.Join(e.Known, ", "))
+	if e.Hint != "" {
+		msg += ": " + e.Hint
+	}
+	return msg
 }
 
 // Unwrap returns ErrUnknownInterpreter.
