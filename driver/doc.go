@@ -11,8 +11,11 @@
 //
 // Interpreters are found by name in a small registry (RegisterInterpreter):
 // "oracle" (package interp, exact and slow) is registered here; faster
-// backends register themselves under their own names ("cpu") and slot in
-// through the same interp.Interpreter interface.
+// backends register themselves under their own names from their own
+// packages and slot in through the same interp.Interpreter interface. The
+// CPU backend, the default, registers as "cpu" when a program imports
+// github.com/pootlabs/poot/lower/cpu/register (a package apart from
+// lower/cpu, so that the backend does not depend on the driver).
 //
 // The context is fixed when the session opens (Options.Capacity). A prompt
 // that does not fit is a *ContextError. Generation that reaches the end of

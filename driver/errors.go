@@ -20,17 +20,27 @@ var (
 	ErrEmptyPrompt = errors.New("empty prompt")
 	// ErrOptions: an option has an unusable value.
 	ErrOptions = errors.New("bad option")
+	// ErrClosed: the session has been closed.
+	ErrClosed = errors.New("session closed")
+	// ErrNonFinite: a step produced NaN or infinite logits.
+	ErrNonFinite = errors.New("non-finite logits")
 )
 
-// InterpreterError reports an interpreter name that is not registered.
+// InterpreterError reports an interpreter name that is not registered;
+// Hint, when set, says how to register it.
 type InterpreterError struct {
 	Name  string
 	Known []string
+	Hint  string
 }
 
 // Error formats the error on one line, listing the registered names.
 func (e *InterpreterError) Error() string {
-	return fmt.Sprintf("unknown interpreter %q (registered: %s)", e.Name, strings.Join(e.Known, ", "))
+	msg := fmt.Sprintf("unknown interpreter %q (registered: %s)", e.Name, strings.Join(e.Known, ", "))
+	if e.Hint != "" {
+		msg += ": " + e.Hint
+	}
+	return msg
 }
 
 // Unwrap returns ErrUnknownInterpreter.
@@ -99,3 +109,27 @@ func (e *StepError) Error() string {
 
 // Unwrap returns the cause.
 func (e *StepError) Unwrap() error { return e.Err }
+
+// NonFiniteError reports a step whose logits hold a NaN or an infinity,
+// as a checkpoint with non-finite weights (or an overflow) produces: no
+// token can be sampled from them. Position is the context position of the
+// token whose logits they are (0-based), Token the vocabulary index of
+// the first non-finite logit and Value that logit; Count of Vocab logits
+// of the row are non-finite. The session's cache is emptied.
+type NonFiniteError struct {
+	Program  string // "prefill" or "decode"
+	Position int
+	Token    int
+	Value    float32
+	Count    int
+	Vocab    int
+}
+
+// Error formats the error on one line.
+func (e *NonFiniteError) Error() string {
+	return fmt.Sprintf("%s step: the logits at position %d are not finite: logit %d is %v (%d of %d non-finite); the weights or the arithmetic produced NaN or infinity",
+		e.Program, e.Position, e.Token, e.Value, e.Count, e.Vocab)
+}
+
+// Unwrap returns ErrNonFinite.
+func (e *NonFiniteError) Unwrap() error { return ErrNonFinite }

@@ -89,13 +89,21 @@ func (s Stats) Summary() string {
 // (whole UTF-8 characters, never the text of a stop string). It stops on an
 // end-of-generation token, the budget, a stop string or a full context
 // (Stats.Stop says which), or when ctx is done (returning ctx.Err()).
-// A prompt that does not fit is a *ContextError.
+// A prompt that does not fit is a *ContextError; logits that are NaN or
+// infinite are a *NonFiniteError. The session is held while Generate
+// runs, except while onToken runs: onToken may Close it (Generate then
+// returns ErrClosed), and a Close from another goroutine takes effect
+// between two tokens.
 func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOptions, onToken func(piece string)) (Stats, error) {
-	ids, err := s.Encode(prompt, opts)
+	if err := s.lock(); err != nil {
+		return Stats{}, err
+	}
+	defer s.mu.Unlock()
+	ids, err := s.encode(prompt, opts)
 	if err != nil {
 		return Stats{}, err
 	}
-	return s.GenerateTokens(ctx, ids, opts, onToken)
+	return s.generate(ctx, ids, opts, onToken)
 }
 
 // Encode tokenizes a prompt as Generate does: with the BOS token the
@@ -103,6 +111,14 @@ func (s *Session) Generate(ctx context.Context, prompt string, opts GenerateOpti
 // tokens parsed when opts.ParseSpecial. Tokens that would not fit after the
 // cache's are a *ContextError.
 func (s *Session) Encode(prompt string, opts GenerateOptions) ([]int32, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	return s.encode(prompt, opts)
+}
+
+func (s *Session) encode(prompt string, opts GenerateOptions) ([]int32, error) {
 	if s.tok == nil {
 		return nil, s.tokErr
 	}
@@ -122,6 +138,17 @@ func (s *Session) Encode(prompt string, opts GenerateOptions) ([]int32, error) {
 
 // GenerateTokens is Generate from token ids instead of text.
 func (s *Session) GenerateTokens(ctx context.Context, ids []int32, opts GenerateOptions, onToken func(piece string)) (Stats, error) {
+	if err := s.lock(); err != nil {
+		return Stats{PromptTokens: len(ids)}, err
+	}
+	defer s.mu.Unlock()
+	return s.generate(ctx, ids, opts, onToken)
+}
+
+// generate is GenerateTokens with the session held. It lets go of the
+// session while onToken runs and reports ErrClosed when the session was
+// closed meanwhile.
+func (s *Session) generate(ctx context.Context, ids []int32, opts GenerateOptions, onToken func(piece string)) (Stats, error) {
 	st := Stats{PromptTokens: len(ids)}
 	if s.tok == nil {
 		return st, s.tokErr
@@ -135,8 +162,17 @@ func (s *Session) GenerateTokens(ctx context.Context, ids []int32, opts Generate
 	if need := len(s.history) + len(ids); need > s.capacity {
 		return st, &ContextError{Need: need, Capacity: s.capacity}
 	}
-	if onToken == nil {
-		onToken = func(string) {}
+	deliver := func(string) error { return nil }
+	if onToken != nil {
+		deliver = func(piece string) error {
+			s.mu.Unlock()
+			onToken(piece)
+			s.mu.Lock()
+			if s.closed {
+				return ErrClosed
+			}
+			return nil
+		}
 	}
 	t0 := time.Now()
 	rows, err := s.feed(ids, false)
@@ -150,28 +186,33 @@ func (s *Session) GenerateTokens(ctx context.Context, ids []int32, opts Generate
 	sampler := NewSampler(opts.SamplerOptions)
 	dec := tokenizer.NewStreamDecoder(s.tok)
 	stop := stopFilter{stops: opts.Stop}
-	emit := func(text string) bool {
+	emit := func(text string) (bool, error) {
 		out, hit := stop.push(text)
 		if out != "" {
-			onToken(out)
+			if err := deliver(out); err != nil {
+				return hit, err
+			}
 		}
-		return hit
+		return hit, nil
 	}
 	finish := func(reason StopReason) (Stats, error) {
 		st.Stop = reason
+		st.GenerateTime = time.Since(t1)
 		if reason != StopString {
+			// The decoder and the stop filter are the session's no more:
+			// what they hold goes out even if onToken closes the session.
 			out, hit := stop.push(dec.Flush())
-			if out != "" {
-				onToken(out)
-			}
 			if hit {
 				reason = StopString
-			} else if rest := stop.flush(); rest != "" {
-				onToken(rest)
+			}
+			if !hit {
+				out += stop.flush()
+			}
+			st.Stop = reason
+			if out != "" {
+				deliver(out)
 			}
 		}
-		st.Stop = reason
-		st.GenerateTime = time.Since(t1)
 		return st, nil
 	}
 	for {
@@ -187,7 +228,11 @@ func (s *Session) GenerateTokens(ctx context.Context, ids []int32, opts Generate
 		}
 		st.GeneratedTokens++
 		st.Tokens = append(st.Tokens, id)
-		if emit(dec.Add(id)) {
+		hit, err := emit(dec.Add(id))
+		if err != nil {
+			return st, err
+		}
+		if hit {
 			return finish(StopString)
 		}
 		if opts.MaxTokens > 0 && st.GeneratedTokens >= opts.MaxTokens {

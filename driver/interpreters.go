@@ -6,25 +6,33 @@ import (
 	"sync"
 
 	"github.com/pootlabs/poot/interp"
-	"github.com/pootlabs/poot/lower/cpu"
 )
 
 // InterpreterFactory makes a fresh interpreter. It is called once per session.
 type InterpreterFactory func() (interp.Interpreter, error)
 
+// The registry holds the oracle from the start; every other interpreter
+// is registered by its own package (the CPU backend by lower/cpu/register),
+// so that the driver depends on no backend and a backend not on the
+// driver.
 var (
 	interpMu  sync.Mutex
 	interpReg = map[string]InterpreterFactory{
 		"oracle": func() (interp.Interpreter, error) { return interp.Oracle{}, nil },
-		"cpu":    func() (interp.Interpreter, error) { return cpu.Interpreter{}, nil },
 	}
 )
 
 // DefaultInterpreter is the interpreter a session uses when Options.Interp
 // is empty: the planner's CPU backend, which agrees with the oracle on every
 // reference model (package lower/cpu states the tolerances) and is an order
-// of magnitude faster. "oracle" remains the reference.
+// of magnitude faster. It is registered by importing
+// github.com/pootlabs/poot/lower/cpu/register; without that import the
+// default is an *InterpreterError that says so. "oracle" is always there.
 const DefaultInterpreter = "cpu"
+
+// cpuRegistration is the package that registers DefaultInterpreter, for
+// the error that reports it missing.
+const cpuRegistration = "github.com/pootlabs/poot/lower/cpu/register"
 
 // RegisterInterpreter makes an interpreter available under name, so that
 // Options.Interp (and the poot command's --interp) can choose it. A backend
@@ -65,7 +73,11 @@ func NewInterpreter(name string) (interp.Interpreter, error) {
 	f, ok := interpReg[name]
 	interpMu.Unlock()
 	if !ok {
-		return nil, &InterpreterError{Name: name, Known: Interpreters()}
+		e := &InterpreterError{Name: name, Known: Interpreters()}
+		if name == DefaultInterpreter {
+			e.Hint = "import _ \"" + cpuRegistration + "\" to register it"
+		}
+		return nil, e
 	}
 	return f()
 }

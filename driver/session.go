@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/pootlabs/poot"
@@ -73,9 +74,19 @@ type step struct {
 	exe   interp.Executable
 }
 
-// Session is one opened model with its KV state. It is not safe for
-// concurrent use.
+// Session is one opened model with its KV state. Its steps run one at a
+// time: a method that runs the model holds the session while it does, so
+// calls from several goroutines are serialised rather than interleaved
+// (a conversation is still one sequence of calls, and the cache follows
+// whichever call came last). Close may come from any goroutine, at any
+// time, even from a Generate callback: it waits for the step that is
+// running, and every later call returns ErrClosed.
 type Session struct {
+	// mu is held by every method that touches the checkpoint, the
+	// compiled steps or the state; Close takes it to release them.
+	mu     sync.Mutex
+	closed bool
+
 	ckpt     *load.Checkpoint
 	model    families.Model
 	schema   families.Schema
@@ -198,18 +209,53 @@ func TokenizerOf(c *load.Checkpoint) (*tokenizer.Tokenizer, error) {
 	return tokenizer.FromHFJSON(js, cfgs...)
 }
 
-// Close releases the checkpoint. The session must not be used afterwards.
-func (s *Session) Close() error { return s.ckpt.Close() }
+// Close waits for a running step to finish, releases the compiled steps,
+// the state and the checkpoint, and marks the session closed: every later
+// call of a method with an error result returns ErrClosed (Close itself
+// included), and the others return what they would for an empty session.
+// It is safe to call from any goroutine.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	for _, st := range s.steps {
+		if c, ok := st.exe.(interface{ Close() }); ok {
+			c.Close()
+		}
+	}
+	s.steps, s.recent, s.state, s.history = nil, nil, nil, nil
+	return s.ckpt.Close()
+}
+
+// lock takes the session for a method, or reports ErrClosed (and leaves
+// it unlocked) when it has been closed.
+func (s *Session) lock() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
+}
 
 // Model returns the configured model.
 func (s *Session) Model() families.Model { return s.model }
 
-// Checkpoint returns the opened checkpoint.
+// Checkpoint returns the opened checkpoint (closed once the session is).
 func (s *Session) Checkpoint() *load.Checkpoint { return s.ckpt }
 
 // Tokenizer returns the model's tokenizer, or an error wrapping
-// ErrNoTokenizer (or the tokenizer's load error).
-func (s *Session) Tokenizer() (*tokenizer.Tokenizer, error) { return s.tok, s.tokErr }
+// ErrNoTokenizer (or the tokenizer's load error), or ErrClosed.
+func (s *Session) Tokenizer() (*tokenizer.Tokenizer, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	return s.tok, s.tokErr
+}
 
 // Interpreter returns the session's interpreter.
 func (s *Session) Interpreter() interp.Interpreter { return s.interp }
@@ -217,14 +263,29 @@ func (s *Session) Interpreter() interp.Interpreter { return s.interp }
 // Capacity returns the number of cache positions.
 func (s *Session) Capacity() int { return s.capacity }
 
-// Len returns the number of tokens in the cache.
-func (s *Session) Len() int { return len(s.history) }
+// Len returns the number of tokens in the cache (0 once closed).
+func (s *Session) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.history)
+}
 
-// History returns a copy of the tokens in the cache, in position order.
-func (s *Session) History() []int32 { return append([]int32(nil), s.history...) }
+// History returns a copy of the tokens in the cache, in position order
+// (none once closed).
+func (s *Session) History() []int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int32(nil), s.history...)
+}
 
-// Reset empties the cache.
+// Reset empties the cache; on a closed session it does nothing.
 func (s *Session) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reset()
+}
+
+func (s *Session) reset() {
 	s.history = s.history[:0]
 	if s.state != nil {
 		for _, t := range s.state.Tensors {
@@ -233,8 +294,13 @@ func (s *Session) Reset() {
 	}
 }
 
-// DecodeInfo describes the decode step (one token, last logits).
+// DecodeInfo describes the decode step (one token, last logits); it is
+// the zero StepInfo once the session is closed.
 func (s *Session) DecodeInfo() StepInfo {
+	if s.lock() != nil {
+		return StepInfo{}
+	}
+	defer s.mu.Unlock()
 	st, _ := s.step(1, families.LastToken, nil)
 	if st == nil {
 		return StepInfo{}
@@ -245,6 +311,10 @@ func (s *Session) DecodeInfo() StepInfo {
 // Step returns the description of the step of n new tokens with the given
 // logits mode, making it if needed.
 func (s *Session) Step(n int, logits families.LogitsMode) (StepInfo, *poot.Graph, error) {
+	if err := s.lock(); err != nil {
+		return StepInfo{}, nil, err
+	}
+	defer s.mu.Unlock()
 	st, err := s.step(n, logits, nil)
 	if err != nil {
 		return StepInfo{}, nil, err
@@ -322,6 +392,14 @@ func (s *Session) touch(shape families.StepShape) {
 
 // CheckTokens validates token ids against the vocabulary.
 func (s *Session) CheckTokens(tokens []int32) error {
+	if err := s.lock(); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	return s.checkTokens(tokens)
+}
+
+func (s *Session) checkTokens(tokens []int32) error {
 	for i, id := range tokens {
 		if id < 0 || int(id) >= s.schema.Vocab {
 			return &TokenError{Index: i, ID: id, Vocab: s.schema.Vocab}
@@ -335,7 +413,7 @@ func (s *Session) CheckTokens(tokens []int32) error {
 // last token, or of every token when all is set (rows of the vocabulary's
 // width). On error the cache holds the chunks that succeeded.
 func (s *Session) feed(tokens []int32, all bool) ([][]float32, error) {
-	if err := s.CheckTokens(tokens); err != nil {
+	if err := s.checkTokens(tokens); err != nil {
 		return nil, err
 	}
 	if need := len(s.history) + len(tokens); need > s.capacity {
@@ -392,14 +470,48 @@ func (s *Session) run(chunk []int32, mode families.LogitsMode) ([]float32, error
 		// written some rows before a fault inside the graph; empty the
 		// cache rather than continue from a state the history does not
 		// describe.
-		s.Reset()
+		s.reset()
 		return nil, &StepError{Program: st.info.Program, Stage: "run", New: len(chunk), Err: err}
 	}
 	if len(out) == 0 {
 		return nil, &StepError{Program: st.info.Program, Stage: "run", New: len(chunk), Err: errors.New("the step has no outputs")}
 	}
+	logits := out[0].F32()
+	if err := checkFinite(st.info.Program, logits, s.schema.Vocab, len(s.history)+len(chunk)); err != nil {
+		// The cache now holds what the broken arithmetic wrote; empty it
+		// so that nothing later attends to it.
+		s.reset()
+		return nil, err
+	}
 	s.history = append(s.history, chunk...)
-	return out[0].F32(), nil
+	return logits, nil
+}
+
+// checkFinite returns a *NonFiniteError for the first row of logits
+// (vocab wide, the last of them at position end-1) holding a NaN or an
+// infinity: no token can be chosen from such a row, and an argmax would
+// silently pick one anyway.
+func checkFinite(program string, logits []float32, vocab, end int) error {
+	if vocab <= 0 {
+		return nil
+	}
+	rows := len(logits) / vocab
+	for r := range rows {
+		row := logits[r*vocab : (r+1)*vocab]
+		first, count := -1, 0
+		for i, v := range row {
+			if v-v != 0 { // NaN or ±Inf
+				if first < 0 {
+					first = i
+				}
+				count++
+			}
+		}
+		if first >= 0 {
+			return &NonFiniteError{Program: program, Position: end - rows + r, Token: first, Value: row[first], Count: count, Vocab: vocab}
+		}
+	}
+	return nil
 }
 
 // Logits scores tokens from position 0 in an emptied cache and returns the
@@ -407,13 +519,17 @@ func (s *Session) run(chunk []int32, mode families.LogitsMode) ([]float32, error
 // only. The ids are used as given (no BOS is added). Afterwards the cache
 // holds the tokens, so Generate-style decoding could continue from them.
 func (s *Session) Logits(tokens []int32, all bool) ([][]float32, error) {
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
 	if len(tokens) == 0 {
 		return nil, ErrEmptyPrompt
 	}
-	s.Reset()
+	s.reset()
 	rows, err := s.feed(tokens, all)
 	if err != nil {
-		s.Reset()
+		s.reset()
 		return nil, err
 	}
 	out := make([][]float32, len(rows))

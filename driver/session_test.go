@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pootlabs/poot"
@@ -222,12 +223,23 @@ func (c counting) Compile(g *poot.Graph, consts interp.Consts) (interp.Executabl
 	return interp.Oracle{}.Compile(g, consts)
 }
 
+// countingCompiles is what the registered "counting" interpreter counts;
+// it is registered once per process, so that the test can run again
+// (go test -count).
+var (
+	countingCompiles int
+	registerCounting = sync.OnceValue(func() error {
+		return driver.RegisterInterpreter("counting", func() (interp.Interpreter, error) { return counting{&countingCompiles}, nil })
+	})
+)
+
 func TestInterpreterRegistry(t *testing.T) {
-	compiles := 0
-	if err := driver.RegisterInterpreter("counting", func() (interp.Interpreter, error) { return counting{&compiles}, nil }); err != nil {
+	if err := registerCounting(); err != nil {
 		t.Fatal(err)
 	}
-	if err := driver.RegisterInterpreter("counting", func() (interp.Interpreter, error) { return counting{&compiles}, nil }); err == nil {
+	countingCompiles = 0
+	compiles := &countingCompiles
+	if err := driver.RegisterInterpreter("counting", func() (interp.Interpreter, error) { return counting{compiles}, nil }); err == nil {
 		t.Error("a name was registered twice")
 	}
 	if names := driver.Interpreters(); !slices.Contains(names, "counting") || !slices.Contains(names, "oracle") || !slices.Contains(names, "cpu") || !slices.IsSorted(names) {
@@ -240,12 +252,12 @@ func TestInterpreterRegistry(t *testing.T) {
 	}
 	// Decode (1), prefill of 4 every position (1), and the tail of 3 (1);
 	// the same shapes again compile nothing.
-	if compiles != 3 {
-		t.Errorf("%d compiles, want 3", compiles)
+	if *compiles != 3 {
+		t.Errorf("%d compiles, want 3", *compiles)
 	}
 	b, err := s.Logits(someTokens, true)
-	if err != nil || compiles != 3 {
-		t.Errorf("second run: %v, %d compiles", err, compiles)
+	if err != nil || *compiles != 3 {
+		t.Errorf("second run: %v, %d compiles", err, *compiles)
 	}
 	for i := range a {
 		if maxDiff(a[i], b[i]) != 0 {
@@ -259,12 +271,12 @@ func TestInterpreterRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := compiles
-	if _, err := s.Logits(someTokens[:2], false); err != nil || compiles != before+1 {
-		t.Errorf("the least recently used prefill step was kept: %v, %d compiles after %d", err, compiles, before)
+	before := *compiles
+	if _, err := s.Logits(someTokens[:2], false); err != nil || *compiles != before+1 {
+		t.Errorf("the least recently used prefill step was kept: %v, %d compiles after %d", err, *compiles, before)
 	}
-	if _, err := s.Logits(someTokens[:2+driver.MaxPrefillSteps], false); err != nil || compiles != before+1 {
-		t.Errorf("a recent prefill step was recompiled: %v, %d compiles", err, compiles)
+	if _, err := s.Logits(someTokens[:2+driver.MaxPrefillSteps], false); err != nil || *compiles != before+1 {
+		t.Errorf("a recent prefill step was recompiled: %v, %d compiles", err, *compiles)
 	}
 	_, err = driver.Open(tinyPath, driver.Options{Interp: "warp"})
 	var ie *driver.InterpreterError

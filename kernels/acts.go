@@ -42,11 +42,15 @@ type Acts struct {
 	T, K int // rows and elements per row of the last Prepare
 
 	kind actKind
-	x    []float32 // actF32: the caller's rows, not copied
-	q    []int8    // quantized rows, T*K
-	d    []float32 // per block scale: T*K/32 (actQ8) or T*K/256 (actQ8K)
-	s    []float32 // actQ8: d * sum(q) per block, for the min-offset dtypes
-	bs   []int16   // actQ8K: sum of each 16 consecutive quants, T*K/16
+	x    []float32 // the caller's rows, not copied
+	// nonFinite marks the rows (quantized kinds) that hold a NaN or an
+	// infinity, which int8 blocks cannot carry: their products are taken
+	// exactly instead (see exactNonFinite).
+	nonFinite []bool
+	q         []int8    // quantized rows, T*K
+	d         []float32 // per block scale: T*K/32 (actQ8) or T*K/256 (actQ8K)
+	s         []float32 // actQ8: d * sum(q) per block, for the min-offset dtypes
+	bs        []int16   // actQ8K: sum of each 16 consecutive quants, T*K/16
 
 	job    matJob           // the parallel product's arguments, see MatMul
 	run    func(lo, hi int) // job.do bound to runFor.job
@@ -54,10 +58,11 @@ type Acts struct {
 }
 
 // Prepare makes x (T rows of K elements, row-major) ready for a product with
-// weights of dtype wt. For F32, F16 and BF16 weights x is kept by reference
-// and must not change until the product is done; for quantized weights it is
-// quantized here (to blocks of 32 or, for the K-quants, of 256 elements) and
-// may be reused at once. K must be a whole number of wt's blocks.
+// weights of dtype wt. x is kept by reference and must not change until
+// the product is done; for quantized weights it is also quantized here (to
+// blocks of 32 or, for the K-quants, of 256 elements), and read again only
+// for outputs that are not finite (see [MatMulRows]). K must be a whole
+// number of wt's blocks.
 func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	kind := actKindFor(wt)
 	if kind == actNone {
@@ -73,9 +78,8 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 		return sizeError("Prepare", "activations have %d elements, want %dx%d", len(x), T, K)
 	}
 	a.T, a.K, a.kind = T, K, kind
+	a.x = x[:T*K]
 	switch kind {
-	case actF32:
-		a.x = x[:T*K]
 	case actQ8:
 		a.grow(T*K, T*K/32, 0)
 		quantizeQ8(a.q, a.d, a.s, x[:T*K])
@@ -83,7 +87,34 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 		a.grow(T*K, T*K/256, T*K/16)
 		quantizeQ8K(a.q, a.d, a.bs, x[:T*K])
 	}
+	if kind != actF32 {
+		if cap(a.nonFinite) < T {
+			a.nonFinite = make([]bool, T)
+		}
+		a.nonFinite = a.nonFinite[:T]
+		for t := range T {
+			a.nonFinite[t] = !finite(x[t*K : (t+1)*K])
+		}
+	}
 	return nil
+}
+
+// finite reports whether x holds neither NaN nor an infinity (v-v is 0
+// exactly for finite v and NaN otherwise).
+func finite(x []float32) bool {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := (*[4]float32)(x[i : i+4])
+		s0 += v[0] - v[0]
+		s1 += v[1] - v[1]
+		s2 += v[2] - v[2]
+		s3 += v[3] - v[3]
+	}
+	for ; i < len(x); i++ {
+		s0 += x[i] - x[i]
+	}
+	return s0+s1+s2+s3 == 0
 }
 
 func (a *Acts) grow(nq, nd, nbs int) {

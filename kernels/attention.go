@@ -74,8 +74,14 @@ func (at *Attention) headStride() int {
 //
 //	Out[h] = sum_s softmax_s(Scale * Q[h]·K[s] + Mask[s]) * V[s]
 //
-// A head with no attendable position (S = 0 or all masked) gets zeros. Out
-// must not overlap Q, K or V (it is cleared and used as the accumulator). Workers
+// Non-finite values propagate as in that definition (and as the oracle
+// computes it): a head with a NaN or +Inf score, or with no score above
+// -inf (S = 0, every position masked), gets NaN throughout; a NaN or an
+// infinity in the V row of a position the mask leaves visible reaches the
+// output even where its weight is 0 (0·Inf is NaN). Positions the mask
+// excludes (-inf) are never read, so their K and V rows may hold anything.
+// Out must not overlap Q, K or V (it is cleared and used as the
+// accumulator). Workers
 // may split the heads of one step; splitting at multiples of Heads/KVHeads
 // lets each read its cache rows once for all the query heads that share them.
 // It allocates nothing.
@@ -122,11 +128,12 @@ const attnBlock = 64
 func attendHeads(at *Attention, h0, h1 int) {
 	d := at.HeadDim
 	rep := at.Heads / at.KVHeads
-	negInf := float32(math.Inf(-1))
+	negInf, posInf := float32(math.Inf(-1)), float32(math.Inf(1))
 	half := at.K == nil
 	hs := at.headStride()
 	var (
 		m, l   [maxRep]float32
+		bad    [maxRep]bool // a score is NaN or +Inf: the head's softmax is NaN
 		scores [maxRep][attnBlock]float32
 		o      [4]float32
 		row    [512]float32 // a binary16 cache row widened
@@ -146,7 +153,7 @@ func attendHeads(at *Attention, h0, h1 int) {
 		q := at.Q[h*d : hEnd*d]
 		out := at.Out[h*d : hEnd*d]
 		for i := range nh {
-			m[i], l[i] = negInf, 0
+			m[i], l[i], bad[i] = negInf, 0, false
 		}
 		clear(out)
 		for s0 := 0; s0 < at.S; s0 += attnBlock {
@@ -174,7 +181,9 @@ func attendHeads(at *Attention, h0, h1 int) {
 				for i := 0; i < n4; i += 4 {
 					dot4Heads(kr, q[i*d:], d, &o)
 					for r := range 4 {
-						scores[i+r][j] = o[r]*at.Scale + bias
+						v := o[r]*at.Scale + bias
+						scores[i+r][j] = v
+						bad[i+r] = bad[i+r] || !(v < posInf)
 					}
 				}
 				for i := n4; i < nh; i++ {
@@ -184,10 +193,15 @@ func attendHeads(at *Attention, h0, h1 int) {
 					} else {
 						v = dotVec(q[i*d:(i+1)*d], at.K[off:off+d])
 					}
-					scores[i][j] = v*at.Scale + bias
+					v = v*at.Scale + bias
+					scores[i][j] = v
+					bad[i] = bad[i] || !(v < posInf)
 				}
 			}
 			for i := range nh {
+				if bad[i] {
+					continue // its output is NaN whatever the rest is
+				}
 				sc := scores[i][:nb]
 				bm := maxVec(sc)
 				if math.IsInf(float64(bm), -1) {
@@ -206,6 +220,11 @@ func attendHeads(at *Attention, h0, h1 int) {
 				l[i] += expSubSumVec(sc, m[i])
 			}
 			for j := range nb {
+				if at.Mask != nil && math.IsInf(float64(at.Mask[s0+j]), -1) {
+					continue // masked: weight 0, and the row is not read
+				}
+				// A visible position is added even at weight 0, so that a
+				// non-finite V value turns the output NaN as 0·Inf does.
 				off := (s0+j)*at.KVStride + g*hs
 				var vr []float32
 				if half && n4 > 0 {
@@ -216,15 +235,10 @@ func attendHeads(at *Attention, h0, h1 int) {
 				}
 				for i := 0; i < n4; i += 4 {
 					o = [4]float32{scores[i][j], scores[i+1][j], scores[i+2][j], scores[i+3][j]}
-					if o != [4]float32{} {
-						axpy4Heads(out[i*d:], vr, d, &o)
-					}
+					axpy4Heads(out[i*d:], vr, d, &o)
 				}
 				for i := n4; i < nh; i++ {
 					p := scores[i][j]
-					if p == 0 {
-						continue
-					}
 					if half {
 						axpyVecF16(out[i*d:(i+1)*d], at.V16[off:off+d], p)
 					} else {
@@ -234,8 +248,16 @@ func attendHeads(at *Attention, h0, h1 int) {
 			}
 		}
 		for i := range nh {
-			if l[i] > 0 {
-				scaleVec(out[i*d:(i+1)*d], out[i*d:(i+1)*d], 1/l[i])
+			o := out[i*d : (i+1)*d]
+			switch {
+			case bad[i] || math.IsInf(float64(m[i]), -1):
+				// A NaN or +Inf maximum, or none above -inf: exp(x - max)
+				// is NaN for every position in the definition.
+				for k := range o {
+					o[k] = float32(math.NaN())
+				}
+			case l[i] > 0:
+				scaleVec(o, o, 1/l[i])
 			}
 		}
 		h = hEnd

@@ -22,3 +22,7 @@ func QuantizeQ8(x []float32) ([]int8, float32) {
 	d, _ := quantizeBlockVec(q, x)
 	return q, d
 }
+
+// NewPoolFinishing is NewPool with a function that each worker finishing a
+// loop last calls between counting itself done and signalling the caller.
+func NewPoolFinishing(n int, finished func()) *Pool { return newPool(n, finished) }

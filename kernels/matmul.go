@@ -1,9 +1,11 @@
 package kernels
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/quant"
 )
 
 // MatMulRows computes, for every activation row t of a and every weight row n
@@ -19,6 +21,13 @@ import (
 // ranges with the same a, y and w. w must hold at least n1 rows and y at
 // least (a.T-1)*ldy+n1 elements. F32 weights are read in place and should be
 // 4-byte aligned (as GGUF tensor data is). It allocates nothing.
+//
+// NaN and infinity propagate exactly as in the float64 product of the
+// decoded weights with x (the oracle's): an output that comes out NaN or
+// infinite, and every output of an activation row holding a NaN or an
+// infinity (which int8 blocks would hide), is computed again that way.
+// Finite inputs give such outputs only when a sum overflows, so the fast
+// path is untouched.
 func MatMulRows(wt poot.DType, y []float32, ldy int, w []byte, a *Acts, n0, n1 int) error {
 	if err := checkMatMul(wt, y, w, a, ldy, n1); err != nil {
 		return err
@@ -104,6 +113,49 @@ func matmulRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
 	if n0 >= n1 {
 		return
 	}
+	fastRows(wt, y, w, a, N, n0, n1)
+	exactNonFinite(wt, y, w, a, N, n0, n1)
+}
+
+// exactNonFinite recomputes with exactDot the outputs of weight rows
+// [n0, n1) that are NaN or infinite, and all of those of an activation
+// row marked non-finite.
+func exactNonFinite(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
+	rb := int(wt.RowBytes(int64(a.K)))
+	for t := range a.T {
+		all := a.nonFinite != nil && a.nonFinite[t]
+		yr := y[t*N+n0 : t*N+n1]
+		x := a.x[t*a.K : (t+1)*a.K]
+		for i, v := range yr {
+			if all || v-v != 0 {
+				n := n0 + i
+				yr[i] = exactDot(wt, w[n*rb:(n+1)*rb], x)
+			}
+		}
+	}
+}
+
+// exactDot is the oracle's product of x with one stored weight row: the
+// row decoded a chunk at a time and the products summed in float64 in
+// element order, rounded once.
+func exactDot(wt poot.DType, row []byte, x []float32) float32 {
+	var buf [256]float32 // a multiple of every block size
+	var s float64
+	for k0 := 0; k0 < len(x); k0 += len(buf) {
+		c := min(len(buf), len(x)-k0)
+		lo, hi := wt.RowBytes(int64(k0)), wt.RowBytes(int64(k0+c))
+		if quant.DequantizeRow(wt, buf[:c], row[lo:hi]) != nil {
+			return float32(math.NaN()) // unreachable: the shapes were checked
+		}
+		for i, v := range buf[:c] {
+			s += float64(x[k0+i]) * float64(v)
+		}
+	}
+	return float32(s)
+}
+
+// fastRows runs the product's kernel for the dtype.
+func fastRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
 	switch wt {
 	case poot.F32:
 		if useAsm {

@@ -23,7 +23,15 @@ type Pool struct {
 	wake    []chan struct{}
 	parked  []atomic.Bool // worker i is parked (or about to park) on wake[i]
 	done    chan struct{}
-	waiting atomic.Bool // the caller is parked on done
+	// waiting is the generation of the loop whose end the caller is parked
+	// on (0: none). The worker that finishes that loop last, and only it,
+	// hands the caller a token on done; tagging the flag with the loop
+	// keeps a worker that is slow to signal the end of one loop from
+	// waking the caller in the middle of the next.
+	waiting atomic.Uint64
+	// finished, when set (by tests), runs in a worker between counting
+	// itself done with a loop and signalling the caller.
+	finished func()
 
 	// The current loop, written by Run before it publishes a new gen.
 	fn      func(lo, hi int)
@@ -39,11 +47,13 @@ type Pool struct {
 const spinFor = 100 * time.Microsecond
 
 // NewPool starts a pool of n workers (n < 1 means runtime.GOMAXPROCS(0)).
-func NewPool(n int) *Pool {
+func NewPool(n int) *Pool { return newPool(n, nil) }
+
+func newPool(n int, finished func()) *Pool {
 	if n < 1 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{workers: n, done: make(chan struct{}, 1)}
+	p := &Pool{workers: n, done: make(chan struct{}, 1), finished: finished}
 	p.wake = make([]chan struct{}, n-1)
 	p.parked = make([]atomic.Bool, n-1)
 	for i := range p.wake {
@@ -96,31 +106,31 @@ func (p *Pool) RunGrain(n, grain int, fn func(lo, hi int)) {
 	p.fn, p.n, p.chunk = fn, n, chunk
 	p.next.Store(0)
 	p.pending.Store(int32(len(p.wake)))
-	p.gen.Add(1) // publishes fn, n, chunk and next to spinning workers
+	gen := p.gen.Add(1) // publishes fn, n, chunk and next to spinning workers
 	for i := range p.wake {
 		if p.parked[i].CompareAndSwap(true, false) {
 			p.wake[i] <- struct{}{}
 		}
 	}
 	p.work()
-	p.waitWorkers()
+	p.waitWorkers(gen)
 	p.fn = nil
 }
 
-// waitWorkers returns once every worker has finished the current loop.
-func (p *Pool) waitWorkers() {
+// waitWorkers returns once every worker has finished loop gen.
+func (p *Pool) waitWorkers(gen uint64) {
 	start := time.Now()
 	for i := 0; p.pending.Load() != 0; i++ {
 		if i&63 == 63 {
 			if time.Since(start) > spinFor {
-				p.waiting.Store(true)
-				if p.pending.Load() == 0 {
-					// The last worker finished before it could see the flag.
-					if !p.waiting.CompareAndSwap(true, false) {
-						<-p.done
-					}
+				p.waiting.Store(gen)
+				if p.pending.Load() == 0 && p.waiting.CompareAndSwap(gen, 0) {
+					// The last worker finished before it could see the
+					// flag, and will not signal.
 					return
 				}
+				// The last worker has taken the flag or will: its token
+				// is on its way.
 				<-p.done
 				return
 			}
@@ -175,8 +185,13 @@ func (p *Pool) worker(i int) {
 		}
 		seen = p.gen.Load()
 		p.work()
-		if p.pending.Add(-1) == 0 && p.waiting.CompareAndSwap(true, false) {
-			p.done <- struct{}{}
+		if p.pending.Add(-1) == 0 {
+			if p.finished != nil {
+				p.finished()
+			}
+			if p.waiting.CompareAndSwap(seen, 0) {
+				p.done <- struct{}{}
+			}
 		}
 	}
 }

@@ -59,19 +59,33 @@ func scaleTo(dst, x []float32, s float32) {
 	}
 }
 
-// Softmax replaces x with exp(x-max)/sum(exp(x-max)). Elements equal to -inf
-// become 0; a row of only -inf becomes all 0.
+// Softmax replaces x with exp(x-max)/sum(exp(x-max)), as ops.Softmax
+// defines it: elements equal to -inf become 0; a row holding a NaN or
+// +inf, or only -inf, becomes all NaN (exp(x-max) is NaN for every
+// element of it).
 func Softmax(x []float32) {
 	if len(x) == 0 {
 		return
 	}
 	m := maxVec(x)
-	if math.IsInf(float64(m), -1) {
-		clear(x)
+	if math.IsInf(float64(m), 0) || hasNaN(x) {
+		for i := range x {
+			x[i] = float32(math.NaN())
+		}
 		return
 	}
 	sum := expSubSumVec(x, m)
 	scaleVec(x, x, 1/sum)
+}
+
+// hasNaN reports whether x holds a NaN (maxVec may miss one).
+func hasNaN(x []float32) bool {
+	for _, v := range x {
+		if v != v {
+			return true
+		}
+	}
+	return false
 }
 
 // SiLUMul writes dst[i] = silu(gate[i]) * up[i] (SwiGLU's gating) for the

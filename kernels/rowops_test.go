@@ -121,23 +121,34 @@ func testSoftmax(t *testing.T) {
 		}
 		want := make([]float64, n)
 		for i, v := range x {
+			want[i] = math.NaN() // a row of -inf only
 			if !math.IsInf(m, -1) {
 				want[i] = math.Exp(float64(v)-m) / s
 			}
 		}
 		kernels.Softmax(x)
 		for i := range x {
-			if !close32(x[i], want[i], 2e-6*want[i]+1e-12) {
+			if math.IsNaN(want[i]) != (x[i] != x[i]) || (x[i] == x[i] && !close32(x[i], want[i], 2e-6*want[i]+1e-12)) {
 				rt.Fatalf("p[%d] = %g, want %g", i, x[i], want[i])
 			}
 		}
 	})
-	x := []float32{float32(math.Inf(-1)), float32(math.Inf(-1))}
-	kernels.Softmax(x)
-	if x[0] != 0 || x[1] != 0 {
-		t.Errorf("all -inf row: %v", x)
+	// As ops.Softmax: a NaN or +inf anywhere, or -inf everywhere, makes
+	// the whole row NaN (this row once became zeros, and a NaN was
+	// dropped by the maximum).
+	inf := float32(math.Inf(1))
+	for _, row := range [][]float32{{-inf, -inf}, {1, 2, nan32(), 3, 4, 5, 6, 7, 8, 9}, {1, inf, 2}, {nan32(), -inf}} {
+		x := append([]float32(nil), row...)
+		kernels.Softmax(x)
+		for i, v := range x {
+			if v == v {
+				t.Errorf("Softmax(%v)[%d] = %g, want NaN", row, i, v)
+			}
+		}
 	}
 }
+
+func nan32() float32 { return float32(math.NaN()) }
 
 func TestSiLUMulAdd(t *testing.T) { modes(t, testSiLUMulAdd) }
 
@@ -410,10 +421,14 @@ func testAttention(t *testing.T) {
 					mag += p * math.Abs(float64(V[off(s, g)+i]))
 					den += p
 				}
-				want := 0.0
-				if den > 0 {
-					want, mag = num/den, mag/den
+				if den == 0 { // no position to attend to: NaN, as softmax of -inf
+					if got := at.Out[h*d+i]; got == got {
+						rt.Fatalf("out[%d][%d] = %g with every position masked, want NaN", h, i, got)
+					}
+					continue
 				}
+				want := num / den
+				mag /= den
 				if got := at.Out[h*d+i]; !close32(got, want, (2*scoreErr+1e-5)*(mag+1)) {
 					rt.Fatalf("out[%d][%d] = %g, want %g", h, i, got, want)
 				}

@@ -60,23 +60,19 @@ func compileFlash(c *compiler, k *lower.Kernel) (func() error, error) {
 }
 
 // fastRow computes query row `row` with package kernels' attention using
-// part p's scratch; it reports false (computing nothing) for a row that
-// sees no position, where the kernels give zeros and the definition NaN.
-func (f *flash) fastRow(p, row int, pool *kernels.Pool) (bool, error) {
+// part p's scratch. The kernels propagate NaN and infinity as the
+// definition does (a row that sees no position is NaN).
+func (f *flash) fastRow(p, row int, pool *kernels.Pool) error {
 	a := &f.a
 	r := row / a.T
 	mask := f.mask.b[row*a.S : (row+1)*a.S]
 	km := f.kmask[p]
-	any := false
 	for s, vis := range mask {
 		if vis != 0 {
-			km[s], any = 0, true
+			km[s] = 0
 		} else {
 			km[s] = float32(math.Inf(-1))
 		}
-	}
-	if !any {
-		return false, nil
 	}
 	at := &f.kat[p]
 	kw := a.KVHeads * a.D
@@ -86,9 +82,9 @@ func (f *flash) fastRow(p, row int, pool *kernels.Pool) (bool, error) {
 	at.Out = f.out.f[row*a.Heads*a.D : (row+1)*a.Heads*a.D]
 	at.Mask = km
 	if pool != nil {
-		return true, kernels.Attend(pool, at)
+		return kernels.Attend(pool, at)
 	}
-	return true, kernels.AttendHeads(at, 0, a.Heads)
+	return kernels.AttendHeads(at, 0, a.Heads)
 }
 
 // doRows runs the fast path over parts [lo, hi) of the query rows.
@@ -104,7 +100,7 @@ func (f *flash) doRows(lo, hi int) {
 // they refuse is computed by the portable path instead.
 func (f *flash) fastRows(p, r0, r1 int) {
 	for row := r0; row < r1; row++ {
-		if ok, err := f.fastRow(p, row, nil); !ok || err != nil {
+		if err := f.fastRow(p, row, nil); err != nil {
 			f.part(p, row*f.a.KVHeads, (row+1)*f.a.KVHeads)
 		}
 	}
@@ -141,7 +137,7 @@ func (f *flash) runFast() error {
 		if big {
 			pool = f.x.pool
 		}
-		if ok, err := f.fastRow(0, 0, pool); !ok || err != nil {
+		if err := f.fastRow(0, 0, pool); err != nil {
 			f.part(0, 0, a.KVHeads)
 		}
 	case len(f.kat) == 1 || !big:
@@ -163,7 +159,11 @@ func (f *flash) do(lo, hi int) {
 // key/value head: a first pass over the visible cache rows computes the
 // scores of the unit's Rep query heads and their maxima, a second
 // accumulates exp(score - max)·V, each K and V row read once for all Rep
-// heads.
+// heads. NaN and infinity propagate as in the definition: the maximum is
+// Go's max, which keeps a NaN; a NaN, +Inf or all--inf maximum makes every
+// exp(score - max) NaN; a visible V row is added even at weight 0. Like
+// package kernels' attention it does not read the K and V rows of masked
+// positions, whose weight is 0.
 func (f *flash) part(p, u0, u1 int) {
 	a := &f.a
 	D, Dv, rep, S := a.D, a.Dv, a.Rep, a.S

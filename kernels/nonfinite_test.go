@@ -1,0 +1,147 @@
+package kernels_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/kernels"
+)
+
+// TestMatMulNonFinite: activations holding NaN or infinities give, for
+// every weight dtype, what the float64 product gives (NaN against a zero
+// weight, an infinity of the right sign otherwise), where int8
+// activation blocks once turned them into finite numbers. Rows without
+// them are untouched.
+func TestMatMulNonFinite(t *testing.T) { modes(t, testMatMulNonFinite) }
+
+func testMatMulNonFinite(t *testing.T) {
+	inf := float32(math.Inf(1))
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K} {
+		const T, N, K = 3, 9, 256
+		r := rand.New(rand.NewPCG(1, uint64(dt)))
+		w := randWeights(r, dt, N, K)
+		x := randActs(r, T*K)
+		x[5] = nan32()    // row 0: NaN everywhere
+		x[K+7] = inf      // row 1: ±Inf (or NaN at a zero weight)
+		x[K+9] = -inf / 2 // … both signs: NaN wherever both weights are nonzero
+		var a kernels.Acts
+		if err := a.Prepare(dt, x, T, K); err != nil {
+			t.Fatal(err)
+		}
+		y := make([]float32, T*N)
+		if err := kernels.MatMul(nil, dt, y, w, &a, N); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := refProduct(dt, w, x, T, N, K)
+		for i, v := range y {
+			wv := want[i]
+			switch {
+			case math.IsNaN(wv) || v != v:
+				if !math.IsNaN(wv) || v == v {
+					t.Fatalf("%v: y[%d,%d] = %g, want %g", dt, i/N, i%N, v, wv)
+				}
+			case math.IsInf(wv, 0) || math.IsInf(float64(v), 0):
+				if float64(v) != wv {
+					t.Fatalf("%v: y[%d,%d] = %g, want %g", dt, i/N, i%N, v, wv)
+				}
+			}
+			if i >= 2*N && v-v != 0 {
+				t.Fatalf("%v: finite row 2 gave %g", dt, v)
+			}
+		}
+	}
+}
+
+// TestAttendNonFinite: NaN and infinities in the scores and the visible
+// values propagate as the definition says (and the oracle computes);
+// masked positions are not read.
+func TestAttendNonFinite(t *testing.T) { modes(t, testAttendNonFinite) }
+
+func testAttendNonFinite(t *testing.T) {
+	const S, H, KVH, D = 70, 8, 2, 16 // four query heads share a cache head
+	inf := float32(math.Inf(1))
+	base := func() kernels.Attention {
+		r := rand.New(rand.NewPCG(3, 3))
+		at := kernels.Attention{Q: randActs(r, H*D), K: randActs(r, S*KVH*D), V: randActs(r, S*KVH*D),
+			Out: make([]float32, H*D), Mask: make([]float32, S), S: S, Heads: H, KVHeads: KVH, HeadDim: D,
+			KVStride: KVH * D, Scale: 0.25}
+		at.Mask[S-1] = float32(math.Inf(-1)) // the last position is masked
+		return at
+	}
+	nanHeads := func(at *kernels.Attention) (heads []bool) {
+		for h := range H {
+			n := 0
+			for _, v := range at.Out[h*D : (h+1)*D] {
+				if v != v {
+					n++
+				}
+			}
+			heads = append(heads, n == D)
+			if n != 0 && n != D {
+				t.Fatalf("head %d: %d of %d outputs NaN", h, n, D)
+			}
+		}
+		return heads
+	}
+	for _, c := range []struct {
+		name string
+		poke func(at *kernels.Attention)
+		nan  []int // heads that must be NaN; the others finite
+	}{
+		{"clean", func(*kernels.Attention) {}, nil},
+		{"NaN query", func(at *kernels.Attention) { at.Q[1*D+3] = nan32() }, []int{1}},
+		{"+Inf score", func(at *kernels.Attention) {
+			at.K[10*KVH*D+1*D] = inf
+			for h := 4; h < 8; h++ {
+				at.Q[h*D] = 1 // +Inf for heads 4-7 (a negative weight would give -Inf: weight 0)
+			}
+		}, []int{4, 5, 6, 7}},
+		{"NaN key", func(at *kernels.Attention) { at.K[3*KVH*D+2] = nan32() }, []int{0, 1, 2, 3}},
+		{"masked NaN key and value", func(at *kernels.Attention) {
+			at.K[(S-1)*KVH*D] = nan32()
+			at.V[(S-1)*KVH*D] = nan32()
+		}, nil},
+		{"all masked", func(at *kernels.Attention) {
+			for s := range S {
+				at.Mask[s] = float32(math.Inf(-1))
+			}
+		}, []int{0, 1, 2, 3, 4, 5, 6, 7}},
+	} {
+		at := base()
+		c.poke(&at)
+		if err := kernels.AttendHeads(&at, 0, H); err != nil {
+			t.Fatal(err)
+		}
+		got := nanHeads(&at)
+		for h := range H {
+			want := false
+			for _, n := range c.nan {
+				want = want || n == h
+			}
+			if got[h] != want {
+				t.Errorf("%s: head %d NaN = %v, want %v", c.name, h, got[h], want)
+			}
+			for _, v := range at.Out[h*D : (h+1)*D] {
+				if !want && math.IsInf(float64(v), 0) {
+					t.Errorf("%s: head %d is infinite", c.name, h)
+				}
+			}
+		}
+	}
+	// A NaN value at a visible position whose weight underflows to 0 still
+	// reaches the output: 0·NaN is NaN.
+	at := base()
+	at.Mask[7] = -200
+	at.V[7*KVH*D+3] = nan32()
+	if err := kernels.AttendHeads(&at, 0, H); err != nil {
+		t.Fatal(err)
+	}
+	for h := range H {
+		v := at.Out[h*D+3]
+		if isNaN := v != v; isNaN != (h < 4) {
+			t.Errorf("value NaN at weight 0: head %d element 3 = %g", h, v)
+		}
+	}
+}
