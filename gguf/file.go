@@ -336,6 +336,9 @@ func (f *File) DataOffset() int64 { return f.dataOffset }
 // KVs returns the metadata entries in file order.
 func (f *File) KVs() []KV { return slices.Clone(f.kvs) }
 
+// NumTensors is the number of entries in the tensor table.
+func (f *File) NumTensors() int { return len(f.tensors) }
+
 // Tensors returns the tensor table in file order.
 func (f *File) Tensors() []TensorInfo { return slices.Clone(f.tensors) }
 

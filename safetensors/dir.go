@@ -192,6 +192,9 @@ func (d *Dir) GenerationConfigJSON() []byte { return d.genConfig }
 // Shards returns the weight files' names, in the order they were opened.
 func (d *Dir) Shards() []string { return slices.Clone(d.names) }
 
+// NumTensors is the number of tensors across all shards.
+func (d *Dir) NumTensors() int { return len(d.order) }
+
 // Tensors returns every tensor, shard by shard in header order.
 func (d *Dir) Tensors() []TensorInfo { return slices.Clone(d.order) }
 

@@ -224,3 +224,20 @@ func asFault(r any) (*FaultError, bool) {
 	}
 	return &FaultError{Addr: addr.Addr()}, true
 }
+
+// ReadHead returns the first n bytes of the regular file at path (fewer
+// when the file is shorter), refusing what is not a regular file as Open
+// does: enough to sniff a container's magic.
+func ReadHead(path string, n int) ([]byte, error) {
+	f, _, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	k, err := io.ReadFull(f, b)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b[:k], nil
+}
