@@ -29,7 +29,7 @@ func FromGGUF(f *gguf.File) (families.Model, error) { return llama.FromGGUF(f) }
 func FromHF(cfg map[string]any) (families.Model, error) {
 	d, r := families.HFDecoder(cfg, "mixtral", false)
 	d.MoE = &families.MoE{
-		Experts: r.Positive("num_local_experts"),
+		Experts: r.PositiveAtMost("num_local_experts", families.MaxExperts),
 		Used:    r.Positive("num_experts_per_tok"),
 		FFN:     r.Positive("intermediate_size"),
 		Gating:  ops.TopKSoftmax,
