@@ -15,8 +15,8 @@ import (
 // table is consulted. Both are far beyond any published model (which have
 // at most a few hundred layers and experts).
 const (
-	MaxLayers  = 1 << 14
-	MaxExperts = 1 << 14
+	MaxLayers  = 1 << 12
+	MaxExperts = 1 << 12
 )
 
 // ErrShape is wrapped by a TensorError for a stored tensor whose shape is
