@@ -33,7 +33,7 @@ func TestTruncatedWhileMapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fe *mmap.FaultError
-	if _, err := c.CheckData("b"); !errors.As(err, &fe) {
+	if _, err := c.CheckData("b"); !errors.As(err, &fe) || !errors.Is(err, load.ErrFault) {
 		t.Errorf("CheckData on a truncated file = %v, want a FaultError", err)
 	}
 	b := poot.NewBuilder[struct{}](poot.Limits{})

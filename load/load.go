@@ -42,6 +42,15 @@ const (
 // model directory.
 var ErrFormat = errors.New("not a GGUF file or a safetensors model directory")
 
+// ErrNotRegular is wrapped by Open's error for a path (or a file of a
+// model directory) that is a device, a FIFO, a socket or a directory where
+// a file belongs: such paths are refused before they are read.
+var ErrNotRegular = mmap.ErrNotRegular
+
+// ErrFault is wrapped by the error of a read that faulted because a mapped
+// file was truncated or rewritten while in use (see Bind and CheckData).
+var ErrFault = mmap.ErrFault
+
 // Checkpoint is an opened GGUF file or safetensors directory. Its tensors are
 // views of memory-mapped files, valid until Close.
 type Checkpoint struct {

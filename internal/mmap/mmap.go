@@ -170,6 +170,9 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
+// ErrFault is wrapped by every *FaultError.
+var ErrFault = errors.New("memory fault reading a mapped file")
+
 // FaultError reports a memory fault while reading a mapped file: the file
 // was truncated or rewritten in place while it was in use (or the storage
 // behind it failed). What names the reader's activity.
@@ -186,6 +189,9 @@ func (e *FaultError) Error() string {
 	}
 	return fmt.Sprintf("mmap: memory fault at %#x while %s: the file changed or was truncated while in use", e.Addr, what)
 }
+
+// Unwrap returns ErrFault.
+func (e *FaultError) Unwrap() error { return ErrFault }
 
 // Guard runs f and turns a memory fault inside it, on this goroutine, into
 // a *FaultError naming what (for example "binding blk.3.attn_q.weight").
