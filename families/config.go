@@ -224,6 +224,20 @@ func (r *Reader) Positive(key string) int {
 	return n
 }
 
+// PositiveAtMost reads a required integer in [1, limit]: a count (layers,
+// experts) that sizes tables, which must be bounded before they are made.
+// An out-of-range value is recorded as an error and read as 0.
+func (r *Reader) PositiveAtMost(key string, limit int) int {
+	n := r.Positive(key)
+	if r.err == nil && n > limit {
+		r.Fail(key, ErrWrongType, "%d is more than the %d poot accepts", n, limit)
+	}
+	if r.err != nil {
+		return 0
+	}
+	return n
+}
+
 // Float reads a required number.
 func (r *Reader) Float(key string) float64 {
 	if v, ok := r.raw(key, true); ok {

@@ -119,7 +119,9 @@ func TestDecoderValidate(t *testing.T) {
 func ggufFile(t *testing.T, kvs []gguf.KV) *gguf.File {
 	t.Helper()
 	var buf bytes.Buffer
-	ts := []gguf.WriterTensor{{Name: "token_embd.weight", DType: poot.F32, Shape: poot.Shape{32, 16}, Data: make([]byte, 32*16*4)}}
+	ts := []gguf.WriterTensor{{Name: "token_embd.weight", DType: poot.F32, Shape: poot.Shape{32, 16}, Data: make([]byte, 32*16*4)},
+		{Name: "blk.0.attn_norm.weight", DType: poot.F32, Shape: poot.Shape{16}, Data: make([]byte, 16*4)},
+		{Name: "blk.1.attn_norm.weight", DType: poot.F32, Shape: poot.Shape{16}, Data: make([]byte, 16*4)}}
 	if err := gguf.Write(&buf, kvs, ts, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +159,7 @@ func TestGGUFDecoderErrors(t *testing.T) {
 		{"missing", func(k []gguf.KV) []gguf.KV { return k[:2] }, "llama.block_count", families.ErrMissing},
 		{"wrong type", func(k []gguf.KV) []gguf.KV { k[2].Value = gguf.ValueOf("two"); return k }, "llama.block_count", families.ErrWrongType},
 		{"zero", func(k []gguf.KV) []gguf.KV { k[2].Value = gguf.ValueOf(uint32(0)); return k }, "llama.block_count", families.ErrWrongType},
+		{"beyond MaxLayers", func(k []gguf.KV) []gguf.KV { k[2].Value = gguf.ValueOf(uint32(2_000_000_000)); return k }, "llama.block_count", families.ErrWrongType},
 		{"width", func(k []gguf.KV) []gguf.KV { k[1].Value = gguf.ValueOf(uint32(8)); return k }, "llama.embedding_length", families.ErrInconsistent},
 		{"vocab", func(k []gguf.KV) []gguf.KV { return append(k, kv("llama.vocab_size", gguf.ValueOf(uint32(33)))) }, "llama.vocab_size", families.ErrInconsistent},
 		{"per-layer kv heads", func(k []gguf.KV) []gguf.KV {
@@ -169,6 +172,40 @@ func TestGGUFDecoderErrors(t *testing.T) {
 		var ce *families.ConfigError
 		if !errors.Is(err, c.err) || !errors.As(err, &ce) || ce.Key != c.key || ce.Source != "gguf" {
 			t.Errorf("%s: got %v, want %v on %s", c.name, err, c.err, c.key)
+		}
+	}
+}
+
+// A layer count the tensor table does not hold is an error naming the first
+// layer's first tensor, found without sizing anything by the count.
+func TestGGUFDecoderLayersBeyondFile(t *testing.T) {
+	kvs := []gguf.KV{
+		{Key: "general.architecture", Value: gguf.ValueOf("llama")},
+		{Key: "llama.embedding_length", Value: gguf.ValueOf(uint32(16))},
+		{Key: "llama.block_count", Value: gguf.ValueOf(uint32(1000))},
+		{Key: "llama.attention.head_count", Value: gguf.ValueOf(uint32(4))},
+		{Key: "llama.feed_forward_length", Value: gguf.ValueOf(uint32(24))},
+	}
+	d, r := families.GGUFDecoder(ggufFile(t, kvs), "llama", ops.RopeInterleaved)
+	_, err := families.Finish(d, r)
+	var te *families.TensorError
+	if !errors.As(err, &te) || te.Tensor != "blk.2.attn_norm.weight" || !errors.Is(err, families.ErrMissing) {
+		t.Fatalf("got %v, want a TensorError for blk.2.attn_norm.weight", err)
+	}
+	if !strings.Contains(err.Error(), "llama.block_count is 1000") {
+		t.Errorf("the error does not name the key: %v", err)
+	}
+}
+
+func TestCheckVocab(t *testing.T) {
+	for _, c := range []struct {
+		rows, tokens int
+		ok           bool
+	}{{512, 512, true}, {151936, 151665, true}, {512, 3, false}, {512, 513, false}, {512, 448, true}, {512, 447, false}} {
+		err := families.CheckVocab(c.rows, c.tokens)
+		var ve *families.VocabError
+		if (err == nil) != c.ok || (err != nil && !errors.As(err, &ve)) {
+			t.Errorf("CheckVocab(%d rows, %d tokens) = %v", c.rows, c.tokens, err)
 		}
 	}
 }

@@ -17,7 +17,12 @@ func GGUFDecoder(f *gguf.File, arch string, layout ops.RopeLayout) (*Decoder, *R
 	r := GGUFReader(f, arch)
 	d := &Decoder{Name: arch, Weight: WeightMap{Container: GGUF}, GGUF: GGUFStyle{Architecture: arch}}
 	d.Dim = r.Positive("embedding_length")
-	d.Layers = r.Positive("block_count")
+	// The layer count is checked against the tensor table before anything
+	// is sized by it.
+	d.Layers = r.PositiveAtMost("block_count", MaxLayers)
+	if d.Layers > 0 && !checkLayerTensors(f, r, arch, "block_count", d.Layers) {
+		d.Layers = 0
+	}
 	d.Heads = r.Positive("attention.head_count")
 	kv := r.IntOrPerLayer("attention.head_count_kv", max(d.Layers, 1), d.Heads)
 	d.KVHeads = kv[0]
@@ -51,13 +56,15 @@ func GGUFDecoder(f *gguf.File, arch string, layout ops.RopeLayout) (*Decoder, *R
 	default:
 		r.Fail("rope.scaling.type", ErrUnsupported, "rope scaling %q", s)
 	}
-	if e := r.IntOr("expert_count", 0); e > 0 {
-		d.MoE = &MoE{Experts: e, Used: r.Positive("expert_used_count"), FFN: r.IntOr("expert_feed_forward_length", d.FFN)}
+	if r.Has("expert_count") && r.IntOr("expert_count", 0) > 0 {
+		d.MoE = &MoE{Experts: r.PositiveAtMost("expert_count", MaxExperts), Used: r.Positive("expert_used_count"), FFN: r.IntOr("expert_feed_forward_length", d.FFN)}
 	}
 	emb, ok := f.Tensor("token_embd.weight")
 	switch {
 	case !ok:
-		r.Fail("token_embd.weight", ErrMissing, "the file has no token embedding")
+		if r.err == nil {
+			r.err = &TensorError{Model: arch, Tensor: "token_embd.weight", Err: ErrMissing, Detail: "the file has no token embedding"}
+		}
 	case len(emb.Dims) != 2 || int(emb.Dims[0]) != d.Dim:
 		r.Fail("embedding_length", ErrInconsistent, "token_embd.weight has dims %v, want [%d, vocab]", emb.Dims, d.Dim)
 	default:
@@ -87,7 +94,7 @@ func HFDecoder(cfg map[string]any, name string, tiedDefault bool) (*Decoder, *Re
 	r := HFReader(cfg)
 	d := &Decoder{Name: name, Weight: HFNames().In(Safetensors)}
 	d.Dim = r.Positive("hidden_size")
-	d.Layers = r.Positive("num_hidden_layers")
+	d.Layers = r.PositiveAtMost("num_hidden_layers", MaxLayers)
 	d.Heads = r.Positive("num_attention_heads")
 	d.KVHeads = r.IntOr("num_key_value_heads", d.Heads)
 	if d.Heads > 0 {

@@ -6,14 +6,19 @@ import (
 )
 
 // FormatError reports a malformed file: Offset is the byte offset at which
-// the problem was found (the start of the offending field).
+// the problem was found (the start of the offending field). Path is the
+// file's path when it came from Open.
 type FormatError struct {
+	Path   string
 	Offset int64
 	What   string
 }
 
 // Error formats the FormatError for people.
 func (e *FormatError) Error() string {
+	if e.Path != "" {
+		return fmt.Sprintf("gguf: %s: malformed at byte %d: %s", e.Path, e.Offset, e.What)
+	}
 	return fmt.Sprintf("gguf: malformed file at byte %d: %s", e.Offset, e.What)
 }
 

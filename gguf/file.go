@@ -2,6 +2,7 @@ package gguf
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -88,44 +89,52 @@ type File struct {
 	tensors     []TensorInfo
 	tensorIndex map[string]int
 
-	data   []byte // the whole file
-	m      *mmap.Map
-	closed bool
+	m *mmap.Map // the whole file: a memory map from Open, or Parse's bytes
 }
 
 // Open memory-maps and parses the GGUF file at path. The File owns the map;
-// call Close to release it.
+// call Close to release it. A path that is not a regular file is refused
+// (an *mmap.FileError); a malformed file is a *FormatError naming path.
+// Parsing reads the mapping under mmap.Guard, so a file truncated meanwhile
+// is an *mmap.FaultError, not a crash.
 func Open(path string) (*File, error) {
 	m, err := mmap.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
 	}
-	f, err := Parse(m.Bytes())
+	var f *File
+	err = mmap.Guard("parsing "+path, func() (err error) {
+		f, err = parse(m)
+		return err
+	})
 	if err != nil {
 		m.Close()
-		return nil, fmt.Errorf("gguf: %s: %w", path, err)
+		var fe *FormatError
+		if errors.As(err, &fe) {
+			fe.Path = path
+			return nil, fe
+		}
+		return nil, fmt.Errorf("gguf: %w", err)
 	}
-	f.m = m
 	return f, nil
 }
 
 // Close releases the memory map of a File from Open; for a File from Parse it
 // only marks the File closed. Data slices obtained earlier become invalid.
+// Closing twice is not an error.
 func (f *File) Close() error {
-	if f.closed {
+	if f.m.Closed() {
 		return nil
 	}
-	f.closed = true
-	f.data = nil
-	if f.m != nil {
-		return f.m.Close()
-	}
-	return nil
+	return f.m.Close()
 }
 
 // Parse reads a GGUF file held in data. The File keeps data (tensor data are
 // views into it), so data must not change while the File is in use.
-func Parse(data []byte) (*File, error) {
+func Parse(data []byte) (*File, error) { return parse(mmap.FromBytes(data)) }
+
+func parse(m *mmap.Map) (*File, error) {
+	data := m.Bytes()
 	d := &decoder{buf: data}
 	magic, err := d.take(4, "magic")
 	if err != nil {
@@ -158,7 +167,7 @@ func Parse(data []byte) (*File, error) {
 		return nil, err
 	}
 
-	f := &File{version: version, alignment: DefaultAlignment, data: data}
+	f := &File{version: version, alignment: DefaultAlignment, m: m}
 	f.kvs = make([]KV, 0, prealloc(nKV))
 	f.kvIndex = make(map[string]int, prealloc(nKV))
 	for range nKV {
@@ -327,6 +336,9 @@ func (f *File) DataOffset() int64 { return f.dataOffset }
 // KVs returns the metadata entries in file order.
 func (f *File) KVs() []KV { return slices.Clone(f.kvs) }
 
+// NumTensors is the number of entries in the tensor table.
+func (f *File) NumTensors() int { return len(f.tensors) }
+
 // Tensors returns the tensor table in file order.
 func (f *File) Tensors() []TensorInfo { return slices.Clone(f.tensors) }
 
@@ -360,7 +372,7 @@ func (f *File) RawTensorData(name string) ([]byte, error) {
 	if !ok {
 		return nil, &TensorError{Name: name, Err: ErrTensorNotFound}
 	}
-	if f.closed {
+	if f.m.Closed() {
 		return nil, &TensorError{Name: name, Err: ErrClosed}
 	}
 	if t.Size < 0 {
@@ -368,7 +380,7 @@ func (f *File) RawTensorData(name string) ([]byte, error) {
 	}
 	start := f.dataOffset + int64(t.Offset)
 	end := start + t.Size
-	return f.data[start:end:end], nil
+	return f.m.Bytes()[start:end:end], nil
 }
 
 // littleEndian is shared by the writer.

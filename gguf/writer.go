@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
+	"strings"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/internal/atomicfile"
 )
 
 // WriterTensor is one tensor for Write. Its element type is DType when that
@@ -41,17 +42,16 @@ func (t WriterTensor) ggmlType() (GGMLType, error) {
 	return g, nil
 }
 
-// WriteFile writes a GGUF file at path; see Write.
+// WriteFile writes a GGUF file at path (see Write), atomically: the file is
+// written under a temporary name in path's directory and renamed into place
+// once complete, replacing what was there. A reader that has the old file
+// mapped keeps it intact, and a failed write leaves path as it was.
 func WriteFile(path string, kvs []KV, tensors []WriterTensor, alignment int) error {
-	f, err := os.Create(path)
-	if err != nil {
+	err := atomicfile.WriteFile(path, atomicfile.Replace, func(w io.Writer) error { return Write(w, kvs, tensors, alignment) })
+	if err != nil && !strings.HasPrefix(err.Error(), "gguf:") {
 		return fmt.Errorf("gguf: %w", err)
 	}
-	if err := Write(f, kvs, tensors, alignment); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return err
 }
 
 // Write writes a GGUF version 3 file with the given metadata (in order) and

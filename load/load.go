@@ -24,6 +24,7 @@ import (
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/internal/mmap"
 	"github.com/pootlabs/poot/safetensors"
 	"github.com/pootlabs/poot/tensor"
 )
@@ -41,6 +42,15 @@ const (
 // model directory.
 var ErrFormat = errors.New("not a GGUF file or a safetensors model directory")
 
+// ErrNotRegular is wrapped by Open's error for a path (or a file of a
+// model directory) that is a device, a FIFO, a socket or a directory where
+// a file belongs: such paths are refused before they are read.
+var ErrNotRegular = mmap.ErrNotRegular
+
+// ErrFault is wrapped by the error of a read that faulted because a mapped
+// file was truncated or rewritten while in use (see Bind and CheckData).
+var ErrFault = mmap.ErrFault
+
 // Checkpoint is an opened GGUF file or safetensors directory. Its tensors are
 // views of memory-mapped files, valid until Close.
 type Checkpoint struct {
@@ -50,8 +60,11 @@ type Checkpoint struct {
 }
 
 // Open opens path: a directory is read as a Hugging Face safetensors model
-// directory, a file as GGUF. Anything else is an error wrapping ErrFormat
-// (or the container's own typed error, naming the byte offset).
+// directory, a regular file as GGUF. Anything else (a device such as
+// /dev/zero, a FIFO, a socket, also through a symbolic link) is refused
+// before it is read, with an *mmap.FileError; an empty file or one without
+// the GGUF magic is an error wrapping ErrFormat; a malformed container is
+// the container's own typed error, naming the file and the byte offset.
 func Open(path string) (*Checkpoint, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -60,26 +73,29 @@ func Open(path string) (*Checkpoint, error) {
 	if fi.IsDir() {
 		d, err := safetensors.OpenDir(path)
 		if err != nil {
-			return nil, fmt.Errorf("load: %w", err)
+			return nil, err
 		}
 		return &Checkpoint{path: path, st: d}, nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
+	magic, err := mmap.ReadHead(path, len(gguf.Magic))
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("load: %w", err)
-	}
-	var magic [4]byte
-	_, rerr := f.ReadAt(magic[:], 0)
-	f.Close()
-	if rerr != nil || string(magic[:]) != "GGUF" {
+	case len(magic) == 0:
+		return nil, fmt.Errorf("load: %s: %w (the file is empty)", path, ErrFormat)
+	case string(magic) != gguf.Magic:
 		return nil, fmt.Errorf("load: %s: %w", path, ErrFormat)
 	}
 	g, err := gguf.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("load: %w", err)
+		return nil, err
 	}
 	return &Checkpoint{path: path, gf: g}, nil
 }
+
+// FromGGUF wraps a parsed GGUF file (from gguf.Parse, say) as a
+// checkpoint; path is only for messages. Close closes f.
+func FromGGUF(f *gguf.File, path string) *Checkpoint { return &Checkpoint{path: path, gf: f} }
 
 // Close releases the memory maps. Tensors obtained from the checkpoint must
 // not be used afterwards.
@@ -128,6 +144,25 @@ func (c *Checkpoint) TensorNames() []string {
 		names = append(names, t.Name)
 	}
 	return names
+}
+
+// NumTensors is the number of stored tensors.
+func (c *Checkpoint) NumTensors() int {
+	if c.gf != nil {
+		return c.gf.NumTensors()
+	}
+	return c.st.NumTensors()
+}
+
+// TensorShape returns a stored tensor's shape in poot order, whatever its
+// dtype, and whether the checkpoint stores the tensor.
+func (c *Checkpoint) TensorShape(name string) (poot.Shape, bool) {
+	if c.gf != nil {
+		info, ok := c.gf.Tensor(name)
+		return info.Shape(), ok
+	}
+	info, ok := c.st.Tensor(name)
+	return info.Shape.Clone(), ok
 }
 
 // TensorType returns a stored tensor's type with its shape in poot order
@@ -219,7 +254,13 @@ func Bind(g *poot.Graph, c *Checkpoint, resolve Resolver) (*poot.Graph, map[stri
 		if !ok {
 			return nil, nil, &BindError{Const: v.Name, Want: v.Type, Err: ErrUnmapped}
 		}
-		t, err := c.materialize(src)
+		// Stacking, transposing and reordering copy mapped bytes: a file
+		// truncated meanwhile faults here, which Guard makes an error.
+		var t tensor.Tensor
+		err := mmap.Guard("binding "+v.Name+" from "+c.path, func() (err error) {
+			t, err = c.materialize(src)
+			return err
+		})
 		if err != nil {
 			var be *BindError
 			if errors.As(err, &be) {

@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/pootlabs/poot/internal/atomicfile"
+	"github.com/pootlabs/poot/internal/mmap"
 )
 
 // The file names of a Hugging Face model directory.
@@ -18,7 +21,18 @@ const (
 	SingleFile           = "model.safetensors"
 	IndexFile            = "model.safetensors.index.json"
 	TokenizerFile        = "tokenizer.json"
+	TokenizerConfigFile  = "tokenizer_config.json"
 	GenerationConfigFile = "generation_config.json"
+)
+
+// Caps on the side files of a model directory, which are read whole and
+// decoded: a link to /dev/zero, or a file of gigabytes, is refused before it
+// is read. The largest published tokenizer.json files are tens of megabytes;
+// config files are kilobytes, and an index lists each tensor once.
+const (
+	MaxConfigSize    = 16 << 20  // config.json, generation_config.json, tokenizer_config.json
+	MaxIndexSize     = 64 << 20  // model.safetensors.index.json
+	MaxTokenizerSize = 256 << 20 // tokenizer.json
 )
 
 // Dir is a Hugging Face model directory: config.json, the weights in one
@@ -30,6 +44,7 @@ type Dir struct {
 	config    []byte
 	configMap map[string]any
 	tokenizer []byte
+	tokConfig []byte
 	genConfig []byte
 	shards    []*File
 	names     []string       // shard file names, parallel to shards
@@ -43,20 +58,25 @@ type indexJSON struct {
 
 // OpenDir opens the model directory at dir. It prefers model.safetensors and
 // falls back to the index; a tensor name present in two shards, or listed in
-// the index but absent from its shard, is an error.
+// the index but absent from its shard, is an error. Every file it reads must
+// be a regular file (a link to one is fine) and the side files are read
+// with the caps above: anything else is an *mmap.FileError naming the file.
 func OpenDir(dir string) (*Dir, error) {
 	d := &Dir{path: dir, where: map[string]int{}}
 	var err error
-	if d.config, err = os.ReadFile(filepath.Join(dir, ConfigFile)); err != nil {
+	if d.config, err = mmap.ReadFile(filepath.Join(dir, ConfigFile), MaxConfigSize); err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
 	if err := json.Unmarshal(d.config, &d.configMap); err != nil || d.configMap == nil {
-		return nil, fmt.Errorf("safetensors: %s: not a JSON object: %v", filepath.Join(dir, ConfigFile), err)
+		return nil, fmt.Errorf("safetensors: %s: not a JSON object: %v", filepath.Join(dir, ConfigFile), oneLine(err))
 	}
-	if d.tokenizer, err = readOptional(filepath.Join(dir, TokenizerFile)); err != nil {
+	if d.tokenizer, err = readOptional(filepath.Join(dir, TokenizerFile), MaxTokenizerSize); err != nil {
 		return nil, err
 	}
-	if d.genConfig, err = readOptional(filepath.Join(dir, GenerationConfigFile)); err != nil {
+	if d.tokConfig, err = readOptional(filepath.Join(dir, TokenizerConfigFile), MaxConfigSize); err != nil {
+		return nil, err
+	}
+	if d.genConfig, err = readOptional(filepath.Join(dir, GenerationConfigFile), MaxConfigSize); err != nil {
 		return nil, err
 	}
 
@@ -99,7 +119,7 @@ func findShards(dir string) ([]string, map[string]string, error) {
 	if _, err := os.Stat(filepath.Join(dir, SingleFile)); err == nil {
 		return []string{SingleFile}, nil, nil
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, IndexFile))
+	raw, err := mmap.ReadFile(filepath.Join(dir, IndexFile), MaxIndexSize)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, fmt.Errorf("safetensors: %s has neither %s nor %s", dir, SingleFile, IndexFile)
@@ -129,8 +149,17 @@ func findShards(dir string) ([]string, map[string]string, error) {
 	return names, idx.WeightMap, nil
 }
 
-func readOptional(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+// oneLine gives a JSON error's text, or "empty" for the null that decodes
+// to a nil map without an error.
+func oneLine(err error) string {
+	if err == nil {
+		return "null"
+	}
+	return err.Error()
+}
+
+func readOptional(path string, limit int64) ([]byte, error) {
+	b, err := mmap.ReadFile(path, limit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -153,11 +182,18 @@ func (d *Dir) Config() map[string]any { return d.configMap }
 // TokenizerJSON returns tokenizer.json, or nil when the directory has none.
 func (d *Dir) TokenizerJSON() []byte { return d.tokenizer }
 
+// TokenizerConfigJSON returns tokenizer_config.json, or nil when the
+// directory has none.
+func (d *Dir) TokenizerConfigJSON() []byte { return d.tokConfig }
+
 // GenerationConfigJSON returns generation_config.json, or nil when absent.
 func (d *Dir) GenerationConfigJSON() []byte { return d.genConfig }
 
 // Shards returns the weight files' names, in the order they were opened.
 func (d *Dir) Shards() []string { return slices.Clone(d.names) }
+
+// NumTensors is the number of tensors across all shards.
+func (d *Dir) NumTensors() int { return len(d.order) }
 
 // Tensors returns every tensor, shard by shard in header order.
 func (d *Dir) Tensors() []TensorInfo { return slices.Clone(d.order) }
@@ -199,16 +235,67 @@ func (d *Dir) Close() error {
 	return errors.Join(errs...)
 }
 
-// WriteDir writes a model directory: config.json (which must be a JSON
-// object) and the tensors, in one model.safetensors when they fit in
-// shardSize bytes (or shardSize <= 0), otherwise in shards named
-// model-00001-of-0000N.safetensors of at most shardSize bytes of data each
-// (a larger tensor gets a shard of its own) plus model.safetensors.index.json.
-func WriteDir(dir string, config []byte, tensors []WriterTensor, shardSize int64) error {
+// DirContents is a model directory to write: config.json (which must be a
+// JSON object), the tensors, and further files by name (tokenizer.json,
+// tokenizer_config.json). The tensors go in one model.safetensors when they
+// fit in ShardSize bytes (or ShardSize <= 0), otherwise in shards named
+// model-00001-of-0000N.safetensors of at most ShardSize bytes of data each (a
+// larger tensor gets a shard of its own) plus model.safetensors.index.json.
+type DirContents struct {
+	Config    []byte
+	Tensors   []WriterTensor
+	ShardSize int64
+	Files     map[string][]byte
+	// Replace allows replacing a directory that exists at the path;
+	// without it that is an error wrapping atomicfile.ErrExists.
+	Replace bool
+}
+
+// Write writes the directory at dir atomically: it is built beside dir
+// under a temporary name and renamed into place once complete, so dir never
+// holds a partial checkpoint, and a reader with the old files mapped keeps
+// them intact.
+func (c DirContents) Write(dir string) error {
 	var probe map[string]any
-	if err := json.Unmarshal(config, &probe); err != nil || probe == nil {
-		return fmt.Errorf("safetensors: write: config is not a JSON object: %v", err)
+	if err := json.Unmarshal(c.Config, &probe); err != nil || probe == nil {
+		return fmt.Errorf("safetensors: write: config is not a JSON object: %v", oneLine(err))
 	}
+	for name := range c.Files {
+		if name != filepath.Base(name) || name == ConfigFile || name == SingleFile || name == IndexFile {
+			return fmt.Errorf("safetensors: write: extra file name %q is not a plain name or is reserved", name)
+		}
+	}
+	mode := atomicfile.NoReplace
+	if c.Replace {
+		mode = atomicfile.Replace
+	}
+	err := atomicfile.WriteDir(dir, mode, func(tmp string) error {
+		if err := writeTensorsDir(tmp, c.Config, c.Tensors, c.ShardSize); err != nil {
+			return err
+		}
+		for _, name := range slices.Sorted(maps.Keys(c.Files)) {
+			if err := os.WriteFile(filepath.Join(tmp, name), c.Files[name], 0o644); err != nil {
+				return fmt.Errorf("safetensors: write: %w", err)
+			}
+		}
+		return nil
+	})
+	var ee *atomicfile.ExistsError
+	if err != nil && !errors.As(err, &ee) && !strings.HasPrefix(err.Error(), "safetensors:") {
+		return fmt.Errorf("safetensors: write: %w", err)
+	}
+	return err
+}
+
+// WriteDir writes a model directory of config.json and the tensors,
+// replacing what is at dir; see DirContents.
+func WriteDir(dir string, config []byte, tensors []WriterTensor, shardSize int64) error {
+	return DirContents{Config: config, Tensors: tensors, ShardSize: shardSize, Replace: true}.Write(dir)
+}
+
+// writeTensorsDir writes config.json and the weight files into the
+// existing directory dir.
+func writeTensorsDir(dir string, config []byte, tensors []WriterTensor, shardSize int64) error {
 	sizes := make([]int64, len(tensors))
 	seen := make(map[string]bool, len(tensors))
 	var total int64
@@ -223,15 +310,12 @@ func WriteDir(dir string, config []byte, tensors []WriterTensor, shardSize int64
 		}
 		total += sizes[i]
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("safetensors: %w", err)
-	}
 	if err := os.WriteFile(filepath.Join(dir, ConfigFile), config, 0o644); err != nil {
 		return fmt.Errorf("safetensors: %w", err)
 	}
 	md := map[string]string{"format": "pt"}
 	if shardSize <= 0 || total <= shardSize {
-		return WriteFile(filepath.Join(dir, SingleFile), tensors, md)
+		return writeFile(filepath.Join(dir, SingleFile), tensors, md)
 	}
 
 	var groups [][]WriterTensor
@@ -250,7 +334,7 @@ func WriteDir(dir string, config []byte, tensors []WriterTensor, shardSize int64
 	weightMap := map[string]string{}
 	for g, group := range groups {
 		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", g+1, len(groups))
-		if err := WriteFile(filepath.Join(dir, name), group, md); err != nil {
+		if err := writeFile(filepath.Join(dir, name), group, md); err != nil {
 			return err
 		}
 		for _, t := range group {

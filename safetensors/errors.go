@@ -6,14 +6,19 @@ import (
 )
 
 // FormatError reports a malformed file; Offset is the byte offset (from the
-// start of the file) at which the problem was found.
+// start of the file) at which the problem was found, Path the file's path
+// when it came from Open.
 type FormatError struct {
 	Offset int64
 	What   string
+	Path   string
 }
 
 // Error formats the FormatError for people.
 func (e *FormatError) Error() string {
+	if e.Path != "" {
+		return fmt.Sprintf("safetensors: %s: malformed at byte %d: %s", e.Path, e.Offset, e.What)
+	}
 	return fmt.Sprintf("safetensors: malformed file at byte %d: %s", e.Offset, e.What)
 }
 

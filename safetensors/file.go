@@ -53,39 +53,43 @@ type File struct {
 	tensors    []TensorInfo
 	index      map[string]int
 	dataOffset int64
-	data       []byte // the whole file
-	m          *mmap.Map
-	closed     bool
+	m          *mmap.Map // the whole file: a memory map from Open, or Parse's bytes
 }
 
 // Open memory-maps and parses the safetensors file at path. The File owns
-// the map; call Close to release it.
+// the map; call Close to release it. A path that is not a regular file is
+// refused (an *mmap.FileError); a malformed file is a *FormatError naming
+// path. Parsing reads the mapping under mmap.Guard, so a file truncated
+// meanwhile is an *mmap.FaultError, not a crash.
 func Open(path string) (*File, error) {
 	m, err := mmap.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	f, err := Parse(m.Bytes())
+	var f *File
+	err = mmap.Guard("parsing "+path, func() (err error) {
+		f, err = parse(m)
+		return err
+	})
 	if err != nil {
 		m.Close()
-		return nil, fmt.Errorf("safetensors: %s: %w", path, err)
+		var fe *FormatError
+		if errors.As(err, &fe) {
+			fe.Path = path
+			return nil, fe
+		}
+		return nil, fmt.Errorf("safetensors: %w", err)
 	}
-	f.m = m
 	return f, nil
 }
 
 // Close releases the memory map of a File from Open; for a File from Parse
-// it only marks the File closed.
+// it only marks the File closed. Closing twice is not an error.
 func (f *File) Close() error {
-	if f.closed {
+	if f.m.Closed() {
 		return nil
 	}
-	f.closed = true
-	f.data = nil
-	if f.m != nil {
-		return f.m.Close()
-	}
-	return nil
+	return f.m.Close()
 }
 
 type rawEntry struct {
@@ -96,16 +100,19 @@ type rawEntry struct {
 
 // Parse reads a safetensors file held in data. The File keeps data (tensor
 // data are views into it), so data must not change while the File is used.
-func Parse(data []byte) (*File, error) {
+func Parse(data []byte) (*File, error) { return parse(mmap.FromBytes(data)) }
+
+func parse(m *mmap.Map) (*File, error) {
+	data := m.Bytes()
 	if len(data) < 8 {
-		return nil, &FormatError{0, fmt.Sprintf("file is %d bytes, shorter than the 8-byte header length", len(data))}
+		return nil, &FormatError{Offset: 0, What: fmt.Sprintf("file is %d bytes, shorter than the 8-byte header length", len(data))}
 	}
 	n := binary.LittleEndian.Uint64(data)
 	if n > MaxHeaderSize || n > uint64(len(data)-8) {
-		return nil, &FormatError{0, fmt.Sprintf("header length %d exceeds the file (%d bytes) or the %d-byte limit", n, len(data), MaxHeaderSize)}
+		return nil, &FormatError{Offset: 0, What: fmt.Sprintf("header length %d exceeds the file (%d bytes) or the %d-byte limit", n, len(data), MaxHeaderSize)}
 	}
 	header := data[8 : 8+n]
-	f := &File{dataOffset: int64(8 + n), data: data, index: map[string]int{}}
+	f := &File{dataOffset: int64(8 + n), m: m, index: map[string]int{}}
 	dataLen := int64(len(data)) - f.dataOffset
 
 	// The header is walked token by token so that duplicate names, which
@@ -301,9 +308,9 @@ func (f *File) RawTensorData(name string) ([]byte, error) {
 	if !ok {
 		return nil, &TensorError{Name: name, Err: ErrTensorNotFound}
 	}
-	if f.closed {
+	if f.m.Closed() {
 		return nil, &TensorError{Name: name, Err: ErrClosed}
 	}
 	start, end := f.dataOffset+t.Begin, f.dataOffset+t.End
-	return f.data[start:end:end], nil
+	return f.m.Bytes()[start:end:end], nil
 }

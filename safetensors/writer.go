@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
+	"strings"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/internal/atomicfile"
 )
 
 // WriterTensor is one tensor for Write.
@@ -134,15 +135,18 @@ func Write(w io.Writer, tensors []WriterTensor, metadata map[string]string) erro
 	return nil
 }
 
-// WriteFile writes one safetensors file at path; see Write.
+// WriteFile writes one safetensors file at path (see Write), atomically:
+// the file is written under a temporary name in path's directory and
+// renamed into place once complete, replacing what was there. A failed
+// write leaves path as it was.
 func WriteFile(path string, tensors []WriterTensor, metadata map[string]string) error {
-	f, err := os.Create(path)
-	if err != nil {
+	return writeFile(path, tensors, metadata)
+}
+
+func writeFile(path string, tensors []WriterTensor, metadata map[string]string) error {
+	err := atomicfile.WriteFile(path, atomicfile.Replace, func(w io.Writer) error { return Write(w, tensors, metadata) })
+	if err != nil && !strings.HasPrefix(err.Error(), "safetensors:") {
 		return fmt.Errorf("safetensors: %w", err)
 	}
-	if err := Write(f, tensors, metadata); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return err
 }

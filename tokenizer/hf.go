@@ -170,34 +170,74 @@ func ParseHFConfig(data []byte) (HFConfig, error) {
 // config, if given, supplies the BOS and EOS tokens from
 // tokenizer_config.json (see ParseHFConfig).
 func FromHFJSON(data []byte, config ...HFConfig) (*Tokenizer, error) {
-	fail := func(key string, err error) (*Tokenizer, error) {
-		return nil, &LoadError{Source: "tokenizer.json", Key: key, Err: err}
-	}
 	var f hfFile
 	if err := json.Unmarshal(data, &f); err != nil {
-		return fail("", err)
+		return nil, hfError("", err)
 	}
 	if f.Model.Type != "BPE" && !(f.Model.Type == "" && f.Model.Merges != nil) {
-		return fail("model.type", fmt.Errorf("model %q: %w", f.Model.Type, ErrUnsupported))
+		return nil, hfError("model.type", fmt.Errorf("model %q: %w", f.Model.Type, ErrUnsupported))
 	}
+	t, sp, err := hfVocabulary(&f)
+	if err != nil {
+		return nil, err
+	}
+	if t.ranks, err = parseHFMerges(f.Model.Merges); err != nil {
+		return nil, hfError("model.merges", err)
+	}
+	t.byteFallback = f.Model.ByteFallback
+	if err := hfNormalizer(t, &f); err != nil {
+		return nil, err
+	}
+	if err := hfPreTokenizer(t, &f); err != nil {
+		return nil, err
+	}
+	var cfg HFConfig
+	if len(config) > 0 {
+		cfg = config[0]
+	}
+	hfSpecialTokens(t, &f, cfg, &sp)
+	if err := t.finish("tokenizer.json", sp, ""); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
 
-	// Vocabulary: model.vocab plus added_tokens, holes filled.
+// hfError is a LoadError in tokenizer.json at key.
+func hfError(key string, err error) error {
+	return &LoadError{Source: "tokenizer.json", Key: key, Err: err}
+}
+
+// maxHFVocab bounds token ids; maxHFHoles bounds the ids that neither the
+// vocabulary nor the added tokens name, which are filled with [PAD] entries:
+// a small file naming one huge id must not cost memory in proportion to it.
+const (
+	maxHFVocab = 1 << 21
+	maxHFHoles = 1 << 12
+)
+
+// hfVocabulary builds the token table from model.vocab and added_tokens,
+// filling holes, and finds the unknown token.
+func hfVocabulary(f *hfFile) (*Tokenizer, specialIDs, error) {
+	sp := noSpecialIDs()
 	n := 0
 	for _, id := range f.Model.Vocab {
 		if id < 0 {
-			return fail("model.vocab", fmt.Errorf("negative id %d", id))
+			return nil, sp, hfError("model.vocab", fmt.Errorf("negative id %d", id))
 		}
 		n = max(n, int(id)+1)
 	}
 	for _, at := range f.AddedTokens {
 		if at.ID < 0 {
-			return fail("added_tokens", fmt.Errorf("negative id %d", at.ID))
+			return nil, sp, hfError("added_tokens", fmt.Errorf("negative id %d", at.ID))
 		}
 		n = max(n, int(at.ID)+1)
 	}
-	const maxVocab = 1 << 21
-	if n > maxVocab {
-		return fail("model.vocab", fmt.Errorf("token id %d too large", n-1))
+	if n > maxHFVocab {
+		return nil, sp, hfError("model.vocab", fmt.Errorf("token id %d too large", n-1))
+	}
+	if holes := n - len(f.Model.Vocab) - len(f.AddedTokens); holes > maxHFHoles {
+		return nil, sp, hfError("model.vocab", fmt.Errorf("ids run to %d but only %d tokens are named: more than %d unnamed ids", n-1,
+			len(f.Model.Vocab)+len(f.AddedTokens), maxHFHoles))
 	}
 	t := &Tokenizer{
 		tokens: make([]string, n),
@@ -231,22 +271,18 @@ func FromHFJSON(data []byte, config ...HFConfig) (*Tokenizer, error) {
 			t.attrs[i] = attrUnused
 		}
 	}
-	sp := noSpecialIDs()
 	if f.Model.UnkToken != nil {
 		if id, ok := f.Model.Vocab[*f.Model.UnkToken]; ok {
 			sp.unk = id
 			t.attrs[id] = attrUnknown
 		}
 	}
-	ranks, err := parseHFMerges(f.Model.Merges)
-	if err != nil {
-		return fail("model.merges", err)
-	}
-	t.ranks = ranks
-	t.byteFallback = f.Model.ByteFallback
+	return t, sp, nil
+}
 
-	// Normalizer and pre-tokenizer decide between byte-level and
-	// SentencePiece-like.
+// hfNormalizer reads the normalizer's SentencePiece conventions (a "▁"
+// prefix, spaces as "▁"); normalizations poot does not apply are errors.
+func hfNormalizer(t *Tokenizer, f *hfFile) error {
 	for _, c := range f.Normalizer.flatten() {
 		switch {
 		case c.Type == "Prepend" && c.Prepend == spaceMark:
@@ -256,65 +292,23 @@ func FromHFJSON(data []byte, config ...HFConfig) (*Tokenizer, error) {
 		case c.Type == "NFC":
 			// Not applied, as in llama.cpp: text is expected in NFC already.
 		case c.Type == "NFKC" || c.Type == "NFD" || c.Type == "NFKD" || c.Type == "Lowercase" || c.Type == "Strip" || c.Type == "StripAccents" || c.Type == "Replace" || c.Type == "Prepend" || c.Type == "Precompiled" || c.Type == "BertNormalizer":
-			return fail("normalizer", fmt.Errorf("normalizer %s: %w", c.Type, ErrUnsupported))
+			return hfError("normalizer", fmt.Errorf("normalizer %s: %w", c.Type, ErrUnsupported))
 		}
 	}
+	return nil
+}
+
+// hfPreTokenizer reads the pre-tokenizer and decoder, which decide between
+// byte-level BPE and SentencePiece-like BPE, and the splitting rules.
+func hfPreTokenizer(t *Tokenizer, f *hfFile) error {
 	var matchers []matcher
 	for _, c := range f.PreTokenizer.flatten() {
-		switch c.Type {
-		case "ByteLevel":
-			t.byteLevel = true
-			if c.AddPrefixSpace != nil && *c.AddPrefixSpace {
-				return fail("pre_tokenizer", fmt.Errorf("ByteLevel add_prefix_space: %w", ErrUnsupported))
-			}
-			if c.UseRegex == nil || *c.UseRegex {
-				matchers = append(matchers, matchGPT2)
-			}
-		case "Split":
-			if c.Pattern == nil || c.Invert || (c.Behavior != "Isolated" && c.Behavior != "") {
-				return fail("pre_tokenizer", fmt.Errorf("Split with behavior %q invert %v: %w", c.Behavior, c.Invert, ErrUnsupported))
-			}
-			var m matcher
-			switch {
-			case c.Pattern.Regex != nil:
-				var ok bool
-				if m, ok = regexMatcher(*c.Pattern.Regex); !ok {
-					return fail("pre_tokenizer", fmt.Errorf("Split regex %q: %w", *c.Pattern.Regex, ErrUnsupported))
-				}
-			case c.Pattern.String != nil && *c.Pattern.String != "":
-				lit := []rune(*c.Pattern.String)
-				m = func(seg []rune, pos int) int {
-					if pos+len(lit) <= len(seg) && string(seg[pos:pos+len(lit)]) == string(lit) {
-						return len(lit)
-					}
-					return 0
-				}
-			default:
-				return fail("pre_tokenizer", fmt.Errorf("Split without a pattern: %w", ErrUnsupported))
-			}
+		m, err := hfPreComponent(t, c)
+		if err != nil {
+			return err
+		}
+		if m != nil {
 			matchers = append(matchers, m)
-		case "Digits":
-			if c.Individual {
-				matchers = append(matchers, matchDigit)
-			} else {
-				matchers = append(matchers, matchDigits)
-			}
-		case "Metaspace":
-			if c.Replacement != "" && c.Replacement != spaceMark {
-				return fail("pre_tokenizer", fmt.Errorf("Metaspace replacement %q: %w", c.Replacement, ErrUnsupported))
-			}
-			t.escapeSpaces = true
-			switch c.PrependScheme {
-			case "never":
-			case "", "first", "always":
-				if c.AddPrefixSpace == nil || *c.AddPrefixSpace {
-					t.addSpacePrefix = true
-					t.prefixFirstOnly = c.PrependScheme == "first"
-				}
-			}
-			t.splitOnSpace = c.Split == nil || *c.Split
-		default:
-			return fail("pre_tokenizer", fmt.Errorf("pre-tokenizer %s: %w", c.Type, ErrUnsupported))
 		}
 	}
 	if !t.byteLevel {
@@ -326,28 +320,91 @@ func FromHFJSON(data []byte, config ...HFConfig) (*Tokenizer, error) {
 	}
 	if t.byteLevel {
 		if t.escapeSpaces || t.addSpacePrefix {
-			return fail("pre_tokenizer", fmt.Errorf("both byte-level and SentencePiece conventions: %w", ErrUnsupported))
+			return hfError("pre_tokenizer", fmt.Errorf("both byte-level and SentencePiece conventions: %w", ErrUnsupported))
 		}
 		t.model = BPE
 		t.pre = preTokenizer{matchers: matchers, ignoreMerges: f.Model.IgnoreMerges}
-	} else {
-		if len(matchers) > 0 {
-			return fail("pre_tokenizer", fmt.Errorf("Split or Digits without ByteLevel: %w", ErrUnsupported))
-		}
-		t.model = SPM
+		return nil
 	}
+	if len(matchers) > 0 {
+		return hfError("pre_tokenizer", fmt.Errorf("Split or Digits without ByteLevel: %w", ErrUnsupported))
+	}
+	t.model = SPM
+	return nil
+}
 
-	// BOS and EOS: the config, else the post-processor template, else the
-	// usual texts.
-	var cfg HFConfig
-	if len(config) > 0 {
-		cfg = config[0]
+// hfPreComponent applies one pre-tokenizer component, returning the
+// matcher it splits with, if any.
+func hfPreComponent(t *Tokenizer, c *hfComponent) (matcher, error) {
+	unsupported := func(format string, args ...any) (matcher, error) {
+		return nil, hfError("pre_tokenizer", fmt.Errorf(format+": %w", append(args, ErrUnsupported)...))
+	}
+	switch c.Type {
+	case "ByteLevel":
+		t.byteLevel = true
+		if c.AddPrefixSpace != nil && *c.AddPrefixSpace {
+			return unsupported("ByteLevel add_prefix_space")
+		}
+		if c.UseRegex == nil || *c.UseRegex {
+			return matchGPT2, nil
+		}
+		return nil, nil
+	case "Split":
+		if c.Pattern == nil || c.Invert || (c.Behavior != "Isolated" && c.Behavior != "") {
+			return unsupported("Split with behavior %q invert %v", c.Behavior, c.Invert)
+		}
+		switch {
+		case c.Pattern.Regex != nil:
+			m, ok := regexMatcher(*c.Pattern.Regex)
+			if !ok {
+				return unsupported("Split regex %q", *c.Pattern.Regex)
+			}
+			return m, nil
+		case c.Pattern.String != nil && *c.Pattern.String != "":
+			lit := []rune(*c.Pattern.String)
+			return func(seg []rune, pos int) int {
+				if pos+len(lit) <= len(seg) && string(seg[pos:pos+len(lit)]) == string(lit) {
+					return len(lit)
+				}
+				return 0
+			}, nil
+		}
+		return unsupported("Split without a pattern")
+	case "Digits":
+		if c.Individual {
+			return matchDigit, nil
+		}
+		return matchDigits, nil
+	case "Metaspace":
+		if c.Replacement != "" && c.Replacement != spaceMark {
+			return unsupported("Metaspace replacement %q", c.Replacement)
+		}
+		t.escapeSpaces = true
+		switch c.PrependScheme {
+		case "never":
+		case "", "first", "always":
+			if c.AddPrefixSpace == nil || *c.AddPrefixSpace {
+				t.addSpacePrefix = true
+				t.prefixFirstOnly = c.PrependScheme == "first"
+			}
+		}
+		t.splitOnSpace = c.Split == nil || *c.Split
+		return nil, nil
+	}
+	return unsupported("pre-tokenizer %s", c.Type)
+}
+
+// hfSpecialTokens finds BOS and EOS and whether they are added: the
+// tokenizer_config.json, else the post-processor template, else the usual
+// texts.
+func hfSpecialTokens(t *Tokenizer, f *hfFile, cfg HFConfig, sp *specialIDs) {
+	index := make(map[string]int32, len(t.tokens))
+	for i := len(t.tokens) - 1; i >= 0; i-- {
+		index[t.tokens[i]] = int32(i) // the lowest id of a text wins
 	}
 	lookup := func(s string) int32 {
-		for i, tok := range t.tokens {
-			if tok == s {
-				return int32(i)
-			}
+		if id, ok := index[s]; ok {
+			return id
 		}
 		return -1
 	}
@@ -403,13 +460,8 @@ func FromHFJSON(data []byte, config ...HFConfig) (*Tokenizer, error) {
 	if cfg.AddEOSToken != nil {
 		t.addEOS = *cfg.AddEOSToken
 	}
-	if err := t.finish("tokenizer.json", sp, ""); err != nil {
-		return nil, err
-	}
-	return t, nil
 }
 
-// parseHFMerges reads model.merges, given either as "left right" strings or
 // as [left, right] pairs; the rank is the index.
 func parseHFMerges(raw json.RawMessage) (map[pair]int32, error) {
 	if len(raw) == 0 || string(raw) == "null" {

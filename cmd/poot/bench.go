@@ -13,6 +13,7 @@ import (
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver"
 	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/families/registry"
 	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/lower/cpu"
@@ -39,130 +40,38 @@ type benchResult struct {
 	BandwidthFraction float64 `json:"bandwidth_fraction"`
 }
 
+// benchFlags are bench's settings.
+type benchFlags struct {
+	model, interp, cpuProfile  string
+	prompt, gen, threads, reps int
+	json                       bool
+}
+
+// maxThreadsPerCPU bounds --threads: more workers than this many per core
+// only cost memory (each holds buffers) and scheduling.
+const maxThreadsPerCPU = 4
+
 // cmdBench runs one prefill of --prompt tokens and --gen greedy decode
 // steps on the chosen interpreter and reports tokens per second, and for
 // generation the bytes read per token (weights and the KV cache) over the
 // time, as a fraction of the machine's read bandwidth measured here.
 func cmdBench(args []string, stdout, stderr io.Writer) error {
-	fs := flags("bench", "bench -m MODEL [--interp NAME] [--prompt N] [--gen N] [--threads T] [--reps R] [--json]", stderr)
-	var model, interpName string
-	modelFlags(fs, &model, &interpName, nil)
-	promptN := fs.Int("prompt", 64, "prompt tokens, processed in one prefill step")
-	genN := fs.Int("gen", 32, "tokens to generate, one decode step each")
-	threads := fs.Int("threads", 0, "worker threads of the cpu interpreter (0: all cores)")
-	asJSON := fs.Bool("json", false, "print one JSON object")
-	reps := fs.Int("reps", 3, "measured repetitions after one warm-up run; the figures are their means (as llama-bench's -r)")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measured runs to this file")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if model == "" {
-		return usagef("no model: give -m MODEL")
-	}
-	if *promptN < 1 || *genN < 1 || *reps < 1 {
-		return usagef("--prompt, --gen and --reps must be at least 1")
-	}
-	if interpName == "" {
-		interpName = driver.DefaultInterpreter
-	}
-	nThreads := *threads
-	if nThreads < 1 {
-		nThreads = runtime.GOMAXPROCS(0)
-	}
-	var in interp.Interpreter
-	if interpName == "cpu" {
-		in = cpu.Interpreter{Threads: nThreads}
-	} else {
-		var err error
-		if in, err = driver.NewInterpreter(interpName); err != nil {
-			return err
-		}
-	}
-	ckpt, err := load.Open(model)
+	bf, err := parseBench(args, stdout)
 	if err != nil {
 		return err
 	}
-	defer ckpt.Close()
-	m, err := driver.ModelOf(ckpt)
+	b, err := newBencher(bf)
 	if err != nil {
 		return err
 	}
-	capacity := *promptN + *genN
-	if mc := m.Schema().MaxContext; mc > 0 && capacity > mc {
-		return usagef("--prompt plus --gen is %d, beyond the model's context %d", capacity, mc)
-	}
-	compile := func(n int) (interp.Executable, *poot.Graph, error) {
-		g, err := m.Trace(families.StepSpec{Program: "bench", Shape: families.StepShape{Rows: 1, New: n, Capacity: capacity, Logits: families.LastToken}}, poot.Limits{})
-		if err != nil {
-			return nil, nil, err
-		}
-		bg, consts, err := load.Bind(g, ckpt, m.Weights().Resolver())
-		if err != nil {
-			return nil, nil, err
-		}
-		x, err := in.Compile(bg, interp.ConstMap(consts))
-		return x, bg, err
-	}
-	prefill, pg, err := compile(*promptN)
-	if err != nil {
-		return err
-	}
-	decode, dg, err := compile(1)
-	if err != nil {
-		return err
-	}
-	var state *interp.State
-	vocab := m.Schema().Vocab
-	toks := make([]int32, *promptN)
-	for i := range toks {
-		toks[i] = int32((i*7919 + 13) % vocab)
-	}
-	step := func(x interp.Executable, toks []int32, start int) ([]float32, error) {
-		pos := make([]int32, len(toks))
-		for i := range pos {
-			pos[i] = int32(start + i)
-		}
-		tt, _ := tensor.FromI32(poot.Shape{len(toks)}, toks)
-		pt, _ := tensor.FromI32(poot.Shape{len(toks)}, pos)
-		out, err := x.Run(interp.Slots{"token": tt, "pos": pt}, state)
-		if err != nil {
-			return nil, err
-		}
-		return out[0].F32(), nil
-	}
-	// run is one measured repetition: a prefill from an empty cache, then
-	// greedy decode steps.
-	run := func() (prefillTime, genTime time.Duration, err error) {
-		if state, err = interp.NewState(pg); err != nil {
-			return 0, 0, err
-		}
-		t0 := time.Now()
-		logits, err := step(prefill, toks, 0)
-		if err != nil {
-			return 0, 0, err
-		}
-		prefillTime = time.Since(t0)
-		t1 := time.Now()
-		for i := range *genN {
-			best := 0
-			for j, v := range logits {
-				if v > logits[best] {
-					best = j
-				}
-			}
-			if logits, err = step(decode, []int32{int32(best)}, *promptN+i); err != nil {
-				return 0, 0, err
-			}
-		}
-		return prefillTime, time.Since(t1), nil
-	}
+	defer b.ckpt.Close()
 	// The warm-up run touches every mapped weight page once, as
 	// llama-bench's warm-up does.
-	if _, _, err := run(); err != nil {
+	if _, _, err := b.run(); err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	if bf.cpuProfile != "" {
+		f, err := os.Create(bf.cpuProfile)
 		if err != nil {
 			return err
 		}
@@ -173,50 +82,201 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	var prefillTime, genTime time.Duration
-	for range *reps {
-		p, g, err := run()
+	for range bf.reps {
+		p, g, err := b.run()
 		if err != nil {
 			return err
 		}
 		prefillTime += p
 		genTime += g
 	}
-	prefillTime /= time.Duration(*reps)
-	genTime /= time.Duration(*reps)
-	// The bytes a decode step moves: the planner's count when the
-	// interpreter has a plan, otherwise every constant once and the
-	// filled half of the KV cache.
-	var bytes int64
-	if x, ok := decode.(*cpu.Exec); ok {
-		for _, k := range x.Plan().Kernels {
-			bytes += k.Bytes
-		}
-	} else {
-		for _, id := range dg.Inputs(poot.Const) {
-			bytes += dg.Type(id).Bytes()
-		}
-		for _, id := range dg.Inputs(poot.State) {
-			t := dg.Type(id)
-			bytes += t.Bytes() / int64(capacity) * int64(*promptN+*genN/2)
-		}
-	}
-	r := benchResult{Model: model, Interp: interpName, Threads: nThreads, PromptTokens: *promptN, GenTokens: *genN,
-		PromptTokensPerS: float64(*promptN) / prefillTime.Seconds(), GenTokensPerS: float64(*genN) / genTime.Seconds(),
-		BytesPerToken: bytes}
-	r.GenBandwidthGBs = float64(bytes) * r.GenTokensPerS / 1e9
-	r.PeakBandwidthGBs = readBandwidth(nThreads)
+	prefillTime /= time.Duration(bf.reps)
+	genTime /= time.Duration(bf.reps)
+	r := benchResult{Model: bf.model, Interp: bf.interp, Threads: bf.threads, PromptTokens: bf.prompt, GenTokens: bf.gen,
+		PromptTokensPerS: float64(bf.prompt) / prefillTime.Seconds(), GenTokensPerS: float64(bf.gen) / genTime.Seconds(),
+		BytesPerToken: b.decodeBytes()}
+	r.GenBandwidthGBs = float64(r.BytesPerToken) * r.GenTokensPerS / 1e9
+	r.PeakBandwidthGBs = readBandwidth(bf.threads)
 	if r.PeakBandwidthGBs > 0 {
 		r.BandwidthFraction = r.GenBandwidthGBs / r.PeakBandwidthGBs
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		return enc.Encode(r)
+	return r.print(stdout, bf.json)
+}
+
+// parseBench reads and validates bench's flags.
+func parseBench(args []string, stdout io.Writer) (benchFlags, error) {
+	var bf benchFlags
+	fs := flags("bench", "bench -m MODEL [--interp NAME] [--prompt N] [--gen N] [--threads T] [--reps R] [--json]", stdout)
+	modelFlags(fs, &bf.model, &bf.interp, nil)
+	fs.IntVar(&bf.prompt, "prompt", 64, "prompt tokens, processed in one prefill step")
+	fs.IntVar(&bf.gen, "gen", 32, "tokens to generate, one decode step each")
+	fs.IntVar(&bf.threads, "threads", 0, fmt.Sprintf("worker threads of the cpu interpreter (0: all cores; at most %d per core)", maxThreadsPerCPU))
+	fs.BoolVar(&bf.json, "json", false, "print one JSON object")
+	fs.IntVar(&bf.reps, "reps", 3, "measured repetitions after one warm-up run; the figures are their means (as llama-bench's -r)")
+	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured runs to this file")
+	if err := fs.parse(args); err != nil {
+		return bf, err
 	}
-	fmt.Fprintf(stdout, "model %s, interp %s, %d threads\n", model, interpName, nThreads)
-	fmt.Fprintf(stdout, "prompt  %5d tokens  %10.2f tokens/s\n", r.PromptTokens, r.PromptTokensPerS)
-	fmt.Fprintf(stdout, "gen     %5d tokens  %10.2f tokens/s  %.2f GB/s of %.2f GB/s read bandwidth (%.0f%%)\n",
+	limit := maxThreadsPerCPU * runtime.NumCPU()
+	switch {
+	case bf.model == "":
+		return bf, usagef("no model: give -m MODEL")
+	case bf.prompt < 1 || bf.gen < 1 || bf.reps < 1:
+		return bf, usagef("--prompt, --gen and --reps must be at least 1")
+	case bf.prompt > maxCtx || bf.gen > maxCtx:
+		return bf, usagef("--prompt and --gen must be at most %d", maxCtx)
+	case bf.threads < 0 || bf.threads > limit:
+		return bf, usagef("--threads %d: want 0 (all cores) up to %d (%d per core on %d cores)", bf.threads, limit, maxThreadsPerCPU, runtime.NumCPU())
+	}
+	if bf.interp == "" {
+		bf.interp = driver.DefaultInterpreter
+	}
+	if bf.threads == 0 {
+		bf.threads = runtime.GOMAXPROCS(0)
+	}
+	return bf, nil
+}
+
+// bencher holds a model's compiled prefill and decode steps.
+type bencher struct {
+	bf              benchFlags
+	ckpt            *load.Checkpoint
+	vocab, capacity int
+	prefill, decode interp.Executable
+	pg, dg          *poot.Graph
+	state           *interp.State
+	toks            []int32
+}
+
+// newBencher opens the model and compiles its two steps.
+func newBencher(bf benchFlags) (*bencher, error) {
+	var in interp.Interpreter
+	if bf.interp == "cpu" {
+		in = cpu.Interpreter{Threads: bf.threads}
+	} else {
+		var err error
+		if in, err = driver.NewInterpreter(bf.interp); err != nil {
+			return nil, err
+		}
+	}
+	ckpt, err := load.Open(bf.model)
+	if err != nil {
+		return nil, err
+	}
+	b := &bencher{bf: bf, ckpt: ckpt, capacity: bf.prompt + bf.gen}
+	ok := false
+	defer func() {
+		if !ok {
+			ckpt.Close()
+		}
+	}()
+	m, err := registry.FromCheckpoint(ckpt)
+	if err != nil {
+		return nil, err
+	}
+	if mc := m.Schema().MaxContext; mc > 0 && b.capacity > mc {
+		return nil, usagef("--prompt plus --gen is %d, beyond the model's context %d", b.capacity, mc)
+	}
+	compile := func(n int) (interp.Executable, *poot.Graph, error) {
+		g, err := m.Trace(families.StepSpec{Program: "bench", Shape: families.StepShape{Rows: 1, New: n, Capacity: b.capacity, Logits: families.LastToken}}, poot.Limits{})
+		if err != nil {
+			return nil, nil, err
+		}
+		bg, consts, err := load.Bind(g, ckpt, m.Weights().Resolver())
+		if err != nil {
+			return nil, nil, err
+		}
+		x, err := in.Compile(bg, interp.ConstMap(consts))
+		return x, bg, err
+	}
+	if b.prefill, b.pg, err = compile(bf.prompt); err != nil {
+		return nil, err
+	}
+	if b.decode, b.dg, err = compile(1); err != nil {
+		return nil, err
+	}
+	b.vocab = m.Schema().Vocab
+	b.toks = make([]int32, bf.prompt)
+	for i := range b.toks {
+		b.toks[i] = int32((i*7919 + 13) % b.vocab)
+	}
+	ok = true
+	return b, nil
+}
+
+// step runs one compiled step on toks at positions from start.
+func (b *bencher) step(x interp.Executable, toks []int32, start int) ([]float32, error) {
+	pos := make([]int32, len(toks))
+	for i := range pos {
+		pos[i] = int32(start + i)
+	}
+	tt, _ := tensor.FromI32(poot.Shape{len(toks)}, toks)
+	pt, _ := tensor.FromI32(poot.Shape{len(toks)}, pos)
+	out, err := x.Run(interp.Slots{"token": tt, "pos": pt}, b.state)
+	if err != nil {
+		return nil, err
+	}
+	return out[0].F32(), nil
+}
+
+// run is one measured repetition: a prefill from an empty cache, then
+// greedy decode steps.
+func (b *bencher) run() (prefillTime, genTime time.Duration, err error) {
+	if b.state, err = interp.NewState(b.pg); err != nil {
+		return 0, 0, err
+	}
+	t0 := time.Now()
+	logits, err := b.step(b.prefill, b.toks, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	prefillTime = time.Since(t0)
+	t1 := time.Now()
+	for i := range b.bf.gen {
+		best := 0
+		for j, v := range logits {
+			if v > logits[best] {
+				best = j
+			}
+		}
+		if logits, err = b.step(b.decode, []int32{int32(best)}, b.bf.prompt+i); err != nil {
+			return 0, 0, err
+		}
+	}
+	return prefillTime, time.Since(t1), nil
+}
+
+// decodeBytes is the bytes a decode step moves: the planner's count when
+// the interpreter has a plan, otherwise every constant once and the filled
+// half of the KV cache.
+func (b *bencher) decodeBytes() int64 {
+	var bytes int64
+	if x, ok := b.decode.(*cpu.Exec); ok {
+		for _, k := range x.Plan().Kernels {
+			bytes += k.Bytes
+		}
+		return bytes
+	}
+	for _, id := range b.dg.Inputs(poot.Const) {
+		bytes += b.dg.Type(id).Bytes()
+	}
+	for _, id := range b.dg.Inputs(poot.State) {
+		t := b.dg.Type(id)
+		bytes += t.Bytes() / int64(b.capacity) * int64(b.bf.prompt+b.bf.gen/2)
+	}
+	return bytes
+}
+
+// print writes the result as text or one JSON object.
+func (r benchResult) print(w io.Writer, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(r)
+	}
+	fmt.Fprintf(w, "model %s, interp %s, %d threads\n", r.Model, r.Interp, r.Threads)
+	fmt.Fprintf(w, "prompt  %5d tokens  %10.2f tokens/s\n", r.PromptTokens, r.PromptTokensPerS)
+	_, err := fmt.Fprintf(w, "gen     %5d tokens  %10.2f tokens/s  %.2f GB/s of %.2f GB/s read bandwidth (%.0f%%)\n",
 		r.GenTokens, r.GenTokensPerS, r.GenBandwidthGBs, r.PeakBandwidthGBs, 100*r.BandwidthFraction)
-	return nil
+	return err
 }
 
 // readBandwidth measures how fast goroutines read 256 MiB of written

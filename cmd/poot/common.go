@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"github.com/pootlabs/poot/driver"
+	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/load"
 )
 
 // parseTokens reads comma-separated token ids.
@@ -75,10 +78,48 @@ func (b *bar) clear() {
 	}
 }
 
-// openSession opens a model, drawing a progress bar on stderr.
+// maxCtx bounds --ctx: the cache is allocated in full when a session opens,
+// so the bound keeps a typo from asking for terabytes.
+const maxCtx = 1 << 20
+
+// checkCtx validates a --ctx value.
+func checkCtx(capacity int) error {
+	switch {
+	case capacity < 0:
+		return usagef("--ctx %d: want 0 (the model's context, at most %d) or more", capacity, driver.DefaultCapacity)
+	case capacity > maxCtx:
+		return usagef("--ctx %d: at most %d", capacity, maxCtx)
+	}
+	return nil
+}
+
+// checkModel configures the checkpoint at path and checks it against its
+// tensor table (registry.FromCheckpoint) before the driver traces it, so a
+// header whose hyperparameters the file does not hold is an error naming
+// the first missing tensor instead of a trace sized by the header.
+func checkModel(path string) error {
+	c, err := load.Open(path)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = registry.FromCheckpoint(c)
+	return err
+}
+
+// openSession opens a model, drawing a progress bar on stderr, after
+// checking it against its tensors, and checks that its tokenizer fits it.
 func openSession(path, interpName string, capacity int, stderr io.Writer) (*driver.Session, error) {
 	if path == "" {
 		return nil, usagef("no model: give -m MODEL (a GGUF file or a safetensors directory)")
+	}
+	if err := checkCtx(capacity); err != nil {
+		return nil, err
+	}
+	// driver.Open configures the model through driver.ModelOf, which does
+	// not yet consult the tensor table for safetensors directories.
+	if err := checkModel(path); err != nil {
+		return nil, err
 	}
 	b := newBar(stderr)
 	s, err := driver.Open(path, driver.Options{Interp: interpName, Capacity: capacity, Progress: func(p driver.Progress) {
@@ -86,7 +127,16 @@ func openSession(path, interpName string, capacity int, stderr io.Writer) (*driv
 		b.draw(p.Stage, float64(p.Done)/float64(p.Total))
 	}})
 	b.clear()
-	return s, err
+	if err != nil {
+		return nil, err
+	}
+	if tok, err := s.Tokenizer(); err == nil {
+		if err := families.CheckVocab(s.Model().Schema().Vocab, tok.VocabSize()); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // modelFlags registers -m/--model, --interp and --ctx.

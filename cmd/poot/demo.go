@@ -19,7 +19,7 @@ import (
 // cmdDemo shows the whole idea with no files: synthesize a tiny model,
 // trace its decode step, print part of the graph, run it, and generate.
 func cmdDemo(args []string, stdout, stderr io.Writer) error {
-	fs := flags("demo", "demo [--keep DIR] [--interp NAME]", stderr)
+	fs := flags("demo", "demo [--keep DIR] [--interp NAME]", stdout)
 	keep := fs.String("keep", "", "write the model into DIR and keep it (default: a temporary directory)")
 	interpName := fs.String("interp", driver.DefaultInterpreter, "the interpreter: "+join(driver.Interpreters()))
 	if err := fs.parse(args); err != nil {

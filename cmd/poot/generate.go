@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -22,10 +23,30 @@ func (l *stopList) String() string { return strings.Join(*l, ",") }
 // Set adds a stop string.
 func (l *stopList) Set(s string) error { *l = append(*l, s); return nil }
 
+// checkSampling validates the sampling flags against their help.
+func checkSampling(temp float64, topK int, topP, minP, penalty float64, lastN int) error {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case !finite(temp) || temp < 0:
+		return usagef("--temp %v: want 0 (greedy) or a positive number", temp)
+	case topK < 0:
+		return usagef("--top-k %d: want 0 (all tokens) or more", topK)
+	case !finite(topP) || topP <= 0 || topP > 1:
+		return usagef("--top-p %v: want a probability in (0, 1]", topP)
+	case !finite(minP) || minP < 0 || minP > 1:
+		return usagef("--min-p %v: want a number in [0, 1]", minP)
+	case !finite(penalty) || penalty <= 0:
+		return usagef("--repeat-penalty %v: want a positive number (1: none)", penalty)
+	case lastN < -1:
+		return usagef("--repeat-last-n %d: want -1 (all), 0 (none) or more", lastN)
+	}
+	return nil
+}
+
 // cmdGenerate prints the prompt followed by the generated text and a
 // newline, streaming the text as it is produced; the summary goes to stderr.
 func cmdGenerate(args []string, stdout, stderr io.Writer) error {
-	fs := flags("generate", "generate -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--stop S] [--interp NAME]", stderr)
+	fs := flags("generate", "generate -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--stop S] [--interp NAME]", stdout)
 	var model, interpName, prompt string
 	var capacity int
 	modelFlags(fs, &model, &interpName, &capacity)
@@ -54,6 +75,9 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if *n < 0 {
 		return usagef("-n %d: want 0 or more", *n)
 	}
+	if err := checkSampling(*temp, *topK, *topP, *minP, *penalty, *lastN); err != nil {
+		return err
+	}
 	s, err := openSession(model, interpName, capacity, stderr)
 	if err != nil {
 		return err
@@ -78,17 +102,29 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	out := bufio.NewWriter(stdout)
-	// Flush each piece: the text streams.
-	if _, err := out.WriteString(prompt); err != nil {
-		return err
+	// Flush each piece: the text streams. A failed write (a full disk, a
+	// closed pipe) stops generating and is the command's error.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var writeErr error
+	emit := func(text string) {
+		if writeErr != nil {
+			return
+		}
+		out.WriteString(text)
+		if writeErr = out.Flush(); writeErr != nil {
+			cancel()
+		}
 	}
-	out.Flush()
-	st, err := s.GenerateTokens(ctx, ids, opts, func(piece string) {
-		out.WriteString(piece)
-		out.Flush()
-	})
-	out.WriteString("\n")
-	out.Flush()
+	emit(prompt)
+	if writeErr != nil {
+		return &outputError{writeErr}
+	}
+	st, err := s.GenerateTokens(ctx, ids, opts, emit)
+	emit("\n")
+	if writeErr != nil {
+		return &outputError{writeErr}
+	}
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,22 @@ type inspection struct {
 	Hyperparameters map[string]any `json:"hyperparameters"`
 	Tensors         []tensorRow    `json:"tensors"`
 	Decode          stepRow        `json:"decode_step"`
+	Check           *checkRow      `json:"check,omitempty"`
+}
+
+// checkRow is what inspect --check found.
+type checkRow struct {
+	Tensors int         `json:"tensors_scanned"`
+	Bad     []badTensor `json:"bad_tensors"`
+}
+
+type badTensor struct {
+	Name    string `json:"name"`
+	Type    string `json:"type"`
+	What    string `json:"values"`
+	Checked int64  `json:"checked"`
+	Bad     int64  `json:"non_finite"`
+	First   int64  `json:"first"`
 }
 
 type tensorRow struct {
@@ -95,11 +111,12 @@ func ropeLayout(l ops.RopeLayout) string {
 // cmdInspect describes a checkpoint: architecture, family,
 // hyperparameters, tensors with their stored types, and the decode step.
 func cmdInspect(args []string, stdout, stderr io.Writer) error {
-	fs := flags("inspect", "inspect -m MODEL [--json] [--interp NAME]", stderr)
+	fs := flags("inspect", "inspect -m MODEL [--json] [--check] [--interp NAME]", stdout)
 	var model, interpName string
 	var capacity int
 	modelFlags(fs, &model, &interpName, &capacity)
 	asJSON := fs.Bool("json", false, "print JSON")
+	check := fs.Bool("check", false, "scan every tensor's data for NaN and infinite values (and packed blocks' scales), list each bad tensor, and fail if there is one")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -119,6 +136,13 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 		}
 		in.Tensors = append(in.Tensors, tensorRow{name, typ})
 	}
+	if *check {
+		cr, err := checkTensors(c)
+		if err != nil {
+			return err
+		}
+		in.Check = cr
+	}
 	d := s.DecodeInfo()
 	ms := func(x interface{ Seconds() float64 }) float64 { return x.Seconds() * 1e3 }
 	in.Decode = stepRow{Interpreter: s.Interpreter().Name(), Capacity: s.Capacity(), Equations: d.Equations,
@@ -126,7 +150,10 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		e := json.NewEncoder(stdout)
 		e.SetIndent("", "  ")
-		return e.Encode(in)
+		if err := e.Encode(in); err != nil {
+			return err
+		}
+		return in.Check.err()
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "path\t%s\nformat\t%s\narchitecture\t%s\nfamily\t%s\n", in.Path, in.Format, in.Architecture, in.Family)
@@ -138,5 +165,44 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	for _, t := range in.Tensors {
 		fmt.Fprintf(w, "  %s\t%s\n", t.Name, t.Type)
 	}
-	return w.Flush()
+	if cr := in.Check; cr != nil {
+		fmt.Fprintf(w, "check\t%d tensors scanned, %d with NaN or infinite values\n", cr.Tensors, len(cr.Bad))
+		for _, b := range cr.Bad {
+			fmt.Fprintf(w, "  %s\t%s: %d of %d %s are NaN or infinite (first at %d)\n", b.Name, b.Type, b.Bad, b.Checked, b.What, b.First)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return in.Check.err()
+}
+
+// checkTensors scans every stored tensor, as llama.cpp's --check-tensors
+// does. A tensor whose dtype poot cannot read is skipped (inspect lists it
+// as unreadable already).
+func checkTensors(c *load.Checkpoint) (*checkRow, error) {
+	cr := &checkRow{Bad: []badTensor{}}
+	for _, name := range c.TensorNames() {
+		if _, err := c.TensorType(name); err != nil {
+			continue
+		}
+		r, err := c.CheckData(name)
+		if err != nil {
+			return nil, err
+		}
+		cr.Tensors++
+		if r.Bad > 0 {
+			cr.Bad = append(cr.Bad, badTensor{Name: name, Type: r.DType.String(), What: r.What, Checked: r.Checked, Bad: r.Bad, First: r.First})
+		}
+	}
+	return cr, nil
+}
+
+// err is the check's verdict: an error when a tensor holds non-finite
+// values.
+func (cr *checkRow) err() error {
+	if cr == nil || len(cr.Bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d tensors hold NaN or infinite values, the first %s (%s)", len(cr.Bad), cr.Tensors, cr.Bad[0].Name, cr.Bad[0].What)
 }

@@ -13,7 +13,7 @@ import (
 // as the same float32; non-finite values are null. This output is a
 // contract for outside tests: keep it stable.
 func cmdLogits(args []string, stdout, stderr io.Writer) error {
-	fs := flags("logits", "logits -m MODEL --tokens 1,2,3 [--all] [--interp NAME]", stderr)
+	fs := flags("logits", "logits -m MODEL --tokens 1,2,3 [--all] [--interp NAME]", stdout)
 	var model, interpName, tokens string
 	var capacity int
 	modelFlags(fs, &model, &interpName, &capacity)

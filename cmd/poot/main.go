@@ -15,8 +15,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -65,7 +66,17 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 	name := args[0]
 	switch name {
 	case "-h", "-help", "--help", "help":
-		mainUsage(stdout)
+		if len(args) > 1 && name == "help" {
+			// poot help CMD is poot CMD --help.
+			name, args = args[1], []string{args[1], "--help"}
+			break
+		}
+		out := &checkedWriter{w: stdout}
+		mainUsage(out)
+		if out.err != nil {
+			fmt.Fprintf(stderr, "poot: writing the help: %s\n", oneLine(out.err.Error()))
+			return 1
+		}
 		return 0
 	}
 	c, ok := commands[name]
@@ -73,7 +84,15 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 		fmt.Fprintf(stderr, "poot: unknown command %q (run poot --help)\n", name)
 		return 2
 	}
-	err := c.run(args[1:], stdout, stderr)
+	// Every write to stdout goes through out, which keeps the first
+	// failure: a full disk or a closed pipe is an error, not exit 0.
+	out := &checkedWriter{w: stdout}
+	err := c.run(args[1:], out, stderr)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		if out.err != nil {
+			err = &outputError{out.err}
+		}
+	}
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
@@ -81,9 +100,49 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 		fmt.Fprintf(stderr, "poot %s: %s (run poot %s --help)\n", name, oneLine(err.Error()), name)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "poot %s: %s\n", name, oneLine(err.Error()))
+		// Package errors that start with the command's own name ("synth:
+		// ...") would read "poot synth: synth: ...".
+		fmt.Fprintf(stderr, "poot %s: %s\n", name, strings.TrimPrefix(oneLine(err.Error()), name+": "))
 		return 1
 	}
+}
+
+// checkedWriter passes writes through to w until one fails, then keeps
+// that error and refuses the rest, so a command that ignores a write's
+// result still ends with the failure.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+// Write writes p to the underlying writer unless an earlier write failed.
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// outputError is a failed write of a command's output.
+type outputError struct{ err error }
+
+// Error names the failure.
+func (e *outputError) Error() string { return "writing the output: " + e.err.Error() }
+
+// Unwrap returns the write error.
+func (e *outputError) Unwrap() error { return e.err }
+
+// writeErr returns the first failed write to w, when w is the command's
+// checked stdout.
+func writeErr(w io.Writer) error {
+	if c, ok := w.(*checkedWriter); ok && c.err != nil {
+		return &outputError{c.err}
+	}
+	return nil
 }
 
 func isUsage(err error) bool {
@@ -97,28 +156,23 @@ func oneLine(s string) string {
 
 func mainUsage(w io.Writer) {
 	fmt.Fprintln(w, "poot runs language models traced to a small IR.\n\nUsage:\n  poot <command> [flags]\n\nCommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(commands)) {
 		fmt.Fprintf(w, "  %-11s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun poot <command> --help for a command's flags. Start with: poot demo")
 }
 
-// flagSet is a command's flag set that prints its usage only for --help:
-// parse errors become one-line usage errors.
+// flagSet is a command's flag set that prints its usage only for --help
+// (to stdout, as asked for): parse errors become one-line usage errors.
 type flagSet struct {
 	*flag.FlagSet
 	synopsis string
-	stderr   io.Writer
+	help     io.Writer
 }
 
-// flags makes a command's flag set.
-func flags(name, synopsis string, stderr io.Writer) *flagSet {
-	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), synopsis: synopsis, stderr: stderr}
+// flags makes a command's flag set; --help prints to stdout.
+func flags(name, synopsis string, stdout io.Writer) *flagSet {
+	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), synopsis: synopsis, help: stdout}
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	return fs
@@ -130,8 +184,8 @@ func (fs *flagSet) parse(args []string) error {
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprintf(fs.stderr, "Usage: poot %s\n\nFlags (one or two dashes):\n", fs.synopsis)
-		fs.SetOutput(fs.stderr)
+		fmt.Fprintf(fs.help, "Usage: poot %s\n\nFlags (one or two dashes):\n", fs.synopsis)
+		fs.SetOutput(fs.help)
 		fs.PrintDefaults()
 		return err
 	case err != nil:
@@ -140,4 +194,11 @@ func (fs *flagSet) parse(args []string) error {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
+}
+
+// given reports whether the named flag was set on the command line.
+func (fs *flagSet) given(name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver/synth"
@@ -12,7 +15,7 @@ import (
 
 // cmdSynth writes a random-weight checkpoint of any registered family.
 func cmdSynth(args []string, stdout, stderr io.Writer) error {
-	fs := flags("synth", "synth --family F [--preset NAME | --config FILE] --out PATH [--format gguf|safetensors] [--type f32|f16|bf16|q8_0|q4_0|q4_k] [--seed S]", stderr)
+	fs := flags("synth", "synth --family F [--preset NAME | --config FILE] --out PATH [--format gguf|safetensors] [--type f32|f16|bf16|q8_0|q4_0|q4_k] [--seed S] [--force]", stdout)
 	var family, preset, config, out, format, typ string
 	fs.StringVar(&family, "family", "", "a registered family: "+join(synth.Families()))
 	fs.StringVar(&preset, "preset", "", "a preset shape (default tiny): "+presetList())
@@ -22,6 +25,7 @@ func cmdSynth(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&typ, "type", "f32", "stored type of the matrices: f32, f16, bf16, q8_0, q4_0, q4_k (gguf only for the packed ones)")
 	seed := fs.Uint64("seed", 1, "random seed of the weights")
 	list := fs.Bool("list", false, "list the presets and exit")
+	force := fs.Bool("force", false, "replace an existing file or directory at --out")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -49,18 +53,33 @@ func cmdSynth(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer done()
+	// An interrupt cancels the write, which then removes its temporary:
+	// --out never holds a partial checkpoint.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var fellBack []string
 	b := newBar(stderr)
-	err = synth.Write(m, out, synth.Options{Format: format, Type: dt, Seed: *seed, Progress: func(d, t int64) {
-		if t > 0 {
-			b.draw("writing", float64(d)/float64(t))
-		}
-	}})
+	err = synth.Write(m, out, synth.Options{Format: format, Type: dt, Seed: *seed, Replace: *force, Context: ctx,
+		Progress: func(d, t int64) {
+			if t > 0 {
+				b.draw("writing", float64(d)/float64(t))
+			}
+		},
+		Fallback: func(name, why string) { fellBack = append(fellBack, name+" ("+why+")") }})
 	b.clear()
-	if err != nil {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted; nothing was written to %s", out)
+	case err != nil:
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: %s %s, %s, %s (%s)\n", out, family, orDefault(preset, "tiny", config), format, dt, sizeOf(out))
-	return nil
+	stored := dt.String()
+	if len(fellBack) > 0 {
+		stored = fmt.Sprintf("%s, %d matrices f32", dt, len(fellBack))
+		fmt.Fprintf(stderr, "poot synth: note: %d matrices stay f32: %s\n", len(fellBack), strings.Join(fellBack, ", "))
+	}
+	_, err = fmt.Fprintf(stdout, "wrote %s: %s %s, %s, %s (%s)\n", out, family, orDefault(preset, "tiny", config), format, stored, sizeOf(out))
+	return err
 }
 
 func orDefault(preset, def, config string) string {

@@ -29,7 +29,7 @@ func openTokenizer(path string) (*tokenizer.Tokenizer, func(), error) {
 // cmdTokenize prints a text's token ids comma-separated on one line, or with
 // --pieces one "id piece" pair a line.
 func cmdTokenize(args []string, stdout, stderr io.Writer) error {
-	fs := flags("tokenize", "tokenize -m MODEL -p TEXT [--no-bos] [--special] [--pieces]", stderr)
+	fs := flags("tokenize", "tokenize -m MODEL -p TEXT [--no-bos] [--special] [--pieces]", stdout)
 	var model, text string
 	modelFlags(fs, &model, nil, nil)
 	fs.StringVar(&text, "p", "", "the text")
@@ -63,7 +63,7 @@ func cmdTokenize(args []string, stdout, stderr io.Writer) error {
 
 // cmdDetokenize prints the text of token ids and a newline.
 func cmdDetokenize(args []string, stdout, stderr io.Writer) error {
-	fs := flags("detokenize", "detokenize -m MODEL --tokens 1,2,3", stderr)
+	fs := flags("detokenize", "detokenize -m MODEL --tokens 1,2,3", stdout)
 	var model, tokens string
 	modelFlags(fs, &model, nil, nil)
 	fs.StringVar(&tokens, "tokens", "", "comma-separated token ids")

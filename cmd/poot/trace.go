@@ -3,15 +3,17 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"os"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver"
 	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/internal/mmap"
 	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/lower"
 	"github.com/pootlabs/poot/lower/cpu"
+	"github.com/pootlabs/poot/safetensors"
 )
 
 // modelSource resolves -m MODEL or --family F with --config FILE or
@@ -25,7 +27,7 @@ func modelSource(model, family, config, preset string) (families.Model, func(), 
 		if err != nil {
 			return nil, nil, err
 		}
-		m, err := driver.ModelOf(c)
+		m, err := registry.FromCheckpoint(c)
 		if err != nil {
 			c.Close()
 			return nil, nil, err
@@ -39,7 +41,7 @@ func modelSource(model, family, config, preset string) (families.Model, func(), 
 	case config != "" && preset != "":
 		return nil, nil, usagef("give either --config FILE or --preset NAME, not both")
 	case config != "":
-		data, err := os.ReadFile(config)
+		data, err := mmap.ReadFile(config, safetensors.MaxConfigSize)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -78,7 +80,7 @@ func (e *fileError) Unwrap() error { return e.err }
 // cmdTrace prints the decode step's graph (or a prefill step's with
 // --prefill N) as text, or as Graphviz DOT with --dot.
 func cmdTrace(args []string, stdout, stderr io.Writer) error {
-	fs := flags("trace", "trace (-m MODEL | --family F [--config FILE | --preset NAME]) [--prefill N] [--all] [--ctx C] [--dot | --plan]", stderr)
+	fs := flags("trace", "trace (-m MODEL | --family F [--config FILE | --preset NAME]) [--prefill N] [--all] [--ctx C] [--dot | --plan]", stdout)
 	var model, family, config, preset string
 	fs.StringVar(&model, "m", "", "the model: a GGUF file or a safetensors directory")
 	fs.StringVar(&model, "model", "", "same as -m")
@@ -94,8 +96,14 @@ func cmdTrace(args []string, stdout, stderr io.Writer) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if *prefill < 0 {
-		return usagef("--prefill %d: want 1 or more", *prefill)
+	switch {
+	case *prefill < 0, *prefill == 0 && fs.given("prefill"):
+		return usagef("--prefill %d: want 1 or more (leave it out for the decode step)", *prefill)
+	case *dot && *plan:
+		return usagef("give --dot or --plan, not both")
+	}
+	if err := checkCtx(*capacity); err != nil {
+		return err
 	}
 	m, done, err := modelSource(model, family, config, preset)
 	if err != nil {

@@ -11,6 +11,7 @@
 package synth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,8 +19,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -28,11 +27,16 @@ import (
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/registry"
 	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/internal/atomicfile"
 	"github.com/pootlabs/poot/ops"
 	"github.com/pootlabs/poot/quant"
 	"github.com/pootlabs/poot/safetensors"
 	"github.com/pootlabs/poot/tokenizer"
 )
+
+// ErrExists is wrapped by Write's error for a path that exists when
+// Options.Replace is not set.
+var ErrExists = atomicfile.ErrExists
 
 // ErrSynth is wrapped by every error of this package that is about the
 // request (an unknown family or preset, a type the format cannot store).
@@ -150,11 +154,24 @@ type Options struct {
 	Seed uint64
 	// Progress, when set, is told the bytes written so far of the total.
 	Progress func(done, total int64)
+	// Replace allows replacing a file or directory at the path; without
+	// it an existing path is an error wrapping ErrExists.
+	Replace bool
+	// Context, when set, cancels the write: Write then returns its error
+	// and leaves no file behind.
+	Context context.Context
+	// Fallback, when set, is told of each matrix that stays F32 because
+	// its rows are not whole blocks of a packed Type, and why.
+	Fallback func(tensor string, reason string)
 }
 
 // Write writes a random-weight checkpoint of m at path: a GGUF file, or a
 // safetensors directory holding config.json, the weights, tokenizer.json
-// and tokenizer_config.json.
+// and tokenizer_config.json. The checkpoint is written under a temporary
+// name beside path and renamed into place when complete: path never holds
+// a partial checkpoint, and a reader with the old one mapped keeps it
+// intact. A packed Type that no matrix of m can take (every row length is
+// not a multiple of the type's block) is an ErrSynth error.
 func Write(m families.Model, path string, o Options) error {
 	if o.Type == poot.Invalid {
 		o.Type = poot.F32
@@ -164,6 +181,12 @@ func Write(m families.Model, path string, o Options) error {
 	}
 	if o.Type.Packed() && !quant.Supported(o.Type) {
 		return fmt.Errorf("%w: cannot quantize to %v", ErrSynth, o.Type)
+	}
+	if o.Context == nil {
+		o.Context = context.Background()
+	}
+	if err := checkPacked(m, o); err != nil {
+		return err
 	}
 	vocab, err := BuildVocabulary(m.Schema().Vocab)
 	if err != nil {
@@ -179,6 +202,36 @@ func Write(m families.Model, path string, o Options) error {
 		return writeHF(m, path, o, vocab)
 	}
 	return fmt.Errorf("%w: unknown format %q (gguf or safetensors)", ErrSynth, o.Format)
+}
+
+// isMatrix says whether a tensor takes the requested stored type: matrices
+// other than norms; vectors stay F32.
+func isMatrix(spec families.TensorSpec) bool { return len(spec.Shape) >= 2 && spec.Role != "norm" }
+
+// checkPacked reports the matrices whose rows are not whole blocks of a
+// packed o.Type to o.Fallback, and refuses a type that none can take.
+func checkPacked(m families.Model, o Options) error {
+	if !o.Type.Packed() {
+		return nil
+	}
+	matrices, fell := 0, 0
+	for _, spec := range m.Tensors() {
+		if !isMatrix(spec) {
+			continue
+		}
+		matrices++
+		if n := spec.Shape[len(spec.Shape)-1]; n%o.Type.BlockElems() != 0 {
+			fell++
+			if o.Fallback != nil {
+				o.Fallback(spec.Name, fmt.Sprintf("rows of %d are not whole %v blocks of %d", n, o.Type, o.Type.BlockElems()))
+			}
+		}
+	}
+	if matrices > 0 && fell == matrices {
+		return fmt.Errorf("%w: no matrix of this model can be stored as %v: every row length is not a multiple of its %d-element blocks (try q8_0 or q4_0, or a larger shape)",
+			ErrSynth, o.Type, o.Type.BlockElems())
+	}
+	return nil
 }
 
 // tensorPlan is one tensor to write: its stored type and how to fill a row.
@@ -221,7 +274,7 @@ func plan(spec families.TensorSpec, o Options, normOffset bool, fixed []float32)
 	h.Write([]byte(spec.Name))
 	p.seed = h.Sum64()
 	n := spec.Shape[len(spec.Shape)-1]
-	if len(spec.Shape) >= 2 && spec.Role != "norm" {
+	if isMatrix(spec) {
 		switch {
 		case !o.Type.Packed():
 			p.dtype = o.Type
@@ -276,17 +329,18 @@ type rowReader struct {
 	next, end   int
 	done, total *int64
 	progress    func(done, total int64)
+	ctx         context.Context
 }
 
 // batchRows is the number of rows made at a time.
 const batchRows = 64
 
-func (p tensorPlan) reader(seed uint64, part, parts int, done, total *int64, progress func(int64, int64)) *rowReader {
+func (p tensorPlan) reader(o Options, part, parts int, done, total *int64) *rowReader {
 	n := p.spec.Shape[len(p.spec.Shape)-1]
 	rows := int(p.spec.Shape.Size()) / n / parts
 	return &rowReader{
-		p: p, seed: seed, n: n, rowBytes: int(p.dtype.RowBytes(int64(n))),
-		next: part * rows, end: (part + 1) * rows, done: done, total: total, progress: progress,
+		p: p, seed: o.Seed, n: n, rowBytes: int(p.dtype.RowBytes(int64(n))),
+		next: part * rows, end: (part + 1) * rows, done: done, total: total, progress: o.Progress, ctx: o.Context,
 	}
 }
 
@@ -323,6 +377,9 @@ func (r *rowReader) Read(b []byte) (int, error) {
 	if r.off == len(r.buf) {
 		if r.next == r.end {
 			return 0, io.EOF
+		}
+		if err := r.ctx.Err(); err != nil {
+			return 0, err
 		}
 		if err := r.fill(); err != nil {
 			return 0, err
@@ -439,9 +496,16 @@ func writeGGUF(m families.Model, path string, o Options, v *Vocabulary) error {
 		}
 		total += p.bytes(1)
 		ts = append(ts, gguf.WriterTensor{Name: spec.Name, DType: p.dtype, Shape: spec.Shape.Clone(),
-			Reader: p.reader(o.Seed, 0, 1, &done, &total, o.Progress)})
+			Reader: p.reader(o, 0, 1, &done, &total)})
 	}
-	return gguf.WriteFile(path, kvs, ts, 0)
+	return atomicfile.WriteFile(path, writeMode(o), func(w io.Writer) error { return gguf.Write(w, kvs, ts, 0) })
+}
+
+func writeMode(o Options) atomicfile.Mode {
+	if o.Replace {
+		return atomicfile.Replace
+	}
+	return atomicfile.NoReplace
 }
 
 func writeHF(m families.Model, dir string, o Options, v *Vocabulary) error {
@@ -479,7 +543,7 @@ func writeHF(m families.Model, dir string, o Options, v *Vocabulary) error {
 			total += p.bytes(1)
 			for e, name := range parts {
 				ts = append(ts, safetensors.WriterTensor{Name: name, DType: st, Shape: spec.Shape[1:].Clone(),
-					Reader: p.reader(o.Seed, e, len(parts), &done, &total, o.Progress)})
+					Reader: p.reader(o, e, len(parts), &done, &total)})
 			}
 			continue
 		}
@@ -489,19 +553,14 @@ func writeHF(m families.Model, dir string, o Options, v *Vocabulary) error {
 		}
 		total += p.bytes(1)
 		ts = append(ts, safetensors.WriterTensor{Name: name, DType: st, Shape: spec.Shape.Clone(),
-			Reader: p.reader(o.Seed, 0, 1, &done, &total, o.Progress)})
-	}
-	if err := safetensors.WriteDir(dir, js, ts, 0); err != nil {
-		return err
+			Reader: p.reader(o, 0, 1, &done, &total)})
 	}
 	tj, tc, err := hfTokenizer(v)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), tj, 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), tc, 0o644)
+	return safetensors.DirContents{Config: js, Tensors: ts, Replace: o.Replace,
+		Files: map[string][]byte{safetensors.TokenizerFile: tj, safetensors.TokenizerConfigFile: tc}}.Write(dir)
 }
 
 // hfTokenizer writes the vocabulary as a Hugging Face tokenizer.json of the

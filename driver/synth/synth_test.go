@@ -3,6 +3,8 @@ package synth_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +15,7 @@ import (
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver"
 	"github.com/pootlabs/poot/driver/synth"
+	"github.com/pootlabs/poot/gguf"
 	"github.com/pootlabs/poot/load"
 )
 
@@ -53,7 +56,7 @@ func TestPresetsRun(t *testing.T) {
 		format string
 		typ    poot.DType
 	}{
-		{"gguf", poot.F32}, {"gguf", poot.F16}, {"gguf", poot.Q8_0}, {"gguf", poot.Q4_K},
+		{"gguf", poot.F32}, {"gguf", poot.F16}, {"gguf", poot.Q8_0},
 		{"safetensors", poot.F32}, {"safetensors", poot.BF16},
 	}
 	for _, p := range synth.Presets() {
@@ -62,9 +65,6 @@ func TestPresetsRun(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(p.Family+"/"+c.format+"/"+c.typ.String(), func(t *testing.T) {
-				if p.Family == "mixtral" && c.format == "safetensors" {
-					t.Skip("families: a mixtral model configured from config.json writes no config.json (HFStyle unset)")
-				}
 				m, err := synth.Model(p.Family, p.Config)
 				if err != nil {
 					t.Fatal(err)
@@ -279,5 +279,87 @@ func TestVocabularyBothContainers(t *testing.T) {
 	}
 	if !slices.Equal(got[0], got[1]) {
 		t.Errorf("GGUF ids %v, tokenizer.json ids %v", got[0], got[1])
+	}
+}
+
+// A packed type says which matrices stay F32, and is refused when none can
+// take it (the tiny presets' rows of 64 are not whole q4_K blocks).
+func TestPackedFallback(t *testing.T) {
+	p, err := synth.FindPreset("llama", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := synth.Model("llama", p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := synth.Write(m, path, synth.Options{Type: poot.Q4_K}); !errors.Is(err, synth.ErrSynth) {
+		t.Errorf("q4_K on rows of 64 = %v, want an ErrSynth refusal", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused write left %s", path)
+	}
+	cfg := maps.Clone(p.Config)
+	cfg["hidden_size"], cfg["intermediate_size"], cfg["head_dim"] = 256, 128, 64
+	m, err = synth.Model("llama", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fell := map[string]string{}
+	if err := synth.Write(m, path, synth.Options{Type: poot.Q4_K, Fallback: func(name, why string) { fell[name] = why }}); err != nil {
+		t.Fatal(err)
+	}
+	// ffn_down reads rows of the 128-wide hidden layer; every other matrix
+	// reads rows of 256.
+	if len(fell) != 2 || !strings.Contains(fell["blk.0.ffn_down.weight"], "128") {
+		t.Errorf("fallbacks %v, want the two ffn_down matrices", fell)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for name, want := range map[string]gguf.GGMLType{"blk.0.attn_q.weight": gguf.GGMLTypeQ4_K, "blk.0.ffn_down.weight": gguf.GGMLTypeF32} {
+		if ti, _ := f.Tensor(name); ti.Type != want {
+			t.Errorf("%s stored as %v, want %v", name, ti.Type, want)
+		}
+	}
+}
+
+// Write never overwrites without Replace, and a cancelled write leaves
+// nothing behind.
+func TestWriteReplaceAndCancel(t *testing.T) {
+	p, _ := synth.FindPreset("llama", "tiny")
+	m, err := synth.Model("llama", p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, format := range []string{"gguf", "safetensors"} {
+		path := filepath.Join(dir, "m-"+format)
+		if err := synth.Write(m, path, synth.Options{Format: format}); err != nil {
+			t.Fatal(err)
+		}
+		if err := synth.Write(m, path, synth.Options{Format: format}); !errors.Is(err, synth.ErrExists) {
+			t.Errorf("%s: second write = %v, want ErrExists", format, err)
+		}
+		if err := synth.Write(m, path, synth.Options{Format: format, Replace: true, Seed: 2}); err != nil {
+			t.Errorf("%s: replacing: %v", format, err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		other := filepath.Join(dir, "cancelled-"+format)
+		if err := synth.Write(m, other, synth.Options{Format: format, Context: ctx}); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: cancelled write = %v", format, err)
+		}
+	}
+	es, _ := os.ReadDir(dir)
+	if len(es) != 2 {
+		var names []string
+		for _, e := range es {
+			names = append(names, e.Name())
+		}
+		t.Errorf("directory holds %v, want the two models only", names)
 	}
 }

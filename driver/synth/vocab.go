@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -105,12 +106,7 @@ func BuildVocabulary(size int) (*Vocabulary, error) {
 		count int
 	}
 	var words []word
-	keys := make([]string, 0, len(counts))
-	for w := range counts {
-		keys = append(keys, w)
-	}
-	slices.Sort(keys)
-	for _, w := range keys {
+	for _, w := range slices.Sorted(maps.Keys(counts)) {
 		var syms []string
 		for _, r := range w {
 			syms = append(syms, string(r))

@@ -29,7 +29,7 @@ func FromGGUF(f *gguf.File) (families.Model, error) { return llama.FromGGUF(f) }
 func FromHF(cfg map[string]any) (families.Model, error) {
 	d, r := families.HFDecoder(cfg, "mixtral", false)
 	d.MoE = &families.MoE{
-		Experts: r.Positive("num_local_experts"),
+		Experts: r.PositiveAtMost("num_local_experts", families.MaxExperts),
 		Used:    r.Positive("num_experts_per_tok"),
 		FFN:     r.Positive("intermediate_size"),
 		Gating:  ops.TopKSoftmax,
@@ -48,5 +48,11 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 	}).In(families.Safetensors)
 	d.Weight.Experts = d.MoE.Experts
 	d.GGUF.Architecture = "llama"
+	d.HF = families.HFStyle{Architecture: "MixtralForCausalLM", ModelType: "mixtral", Keys: func(d *families.Decoder, cfg map[string]any) {
+		cfg["num_local_experts"], cfg["num_experts_per_tok"], cfg["intermediate_size"] = d.MoE.Experts, d.MoE.Used, d.MoE.FFN
+		if w := d.Window(0); w > 0 {
+			cfg["sliding_window"] = w
+		}
+	}}
 	return families.Finish(d, r)
 }

@@ -32,7 +32,7 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 func FromHF(cfg map[string]any) (families.Model, error) {
 	d, r := families.HFDecoder(cfg, "qwen3moe", false)
 	d.MoE = &families.MoE{
-		Experts:     r.Positive("num_experts"),
+		Experts:     r.PositiveAtMost("num_experts", families.MaxExperts),
 		Used:        r.Positive("num_experts_per_tok"),
 		FFN:         r.Positive("moe_intermediate_size"),
 		Renormalize: r.BoolOr("norm_topk_prob", true),

@@ -14,6 +14,7 @@ import (
 	"github.com/pootlabs/poot/families/mixtral"
 	"github.com/pootlabs/poot/families/qwen3moe"
 	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/load"
 )
 
 // Shipped is the registry: every family poot ships, first match wins.
@@ -58,7 +59,9 @@ func ByHFConfig(cfg map[string]any) (families.Row, bool) {
 	return families.Row{}, false
 }
 
-// FromGGUF configures the model of a GGUF file.
+// FromGGUF configures the model of a GGUF file and checks it against the
+// file's tensor table (families.CheckTensors): a model it returns reads
+// only tensors the file stores, with the shapes they are stored with.
 func FromGGUF(f *gguf.File) (families.Model, error) {
 	arch, err := f.Architecture()
 	if err != nil {
@@ -68,7 +71,38 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 	if !ok {
 		return nil, &families.ConfigError{Source: "gguf", Key: gguf.KeyArchitecture, Err: families.ErrUnknownArchitecture, Detail: fmt.Sprintf("%q", arch)}
 	}
-	return r.FromGGUF(f)
+	m, err := r.FromGGUF(f)
+	if err != nil {
+		return nil, err
+	}
+	if err := families.CheckTensors(m, families.GGUFTable(f)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// FromCheckpoint configures the model of an opened checkpoint (a GGUF
+// file's metadata, a safetensors directory's config.json) and checks it
+// against the checkpoint's tensor table before anything is traced, so that
+// a layer count or a width the checkpoint does not hold is an error naming
+// the first missing or misshapen tensor, never a trace of a model the file
+// cannot fill.
+func FromCheckpoint(c *load.Checkpoint) (families.Model, error) {
+	if f := c.GGUF(); f != nil {
+		return FromGGUF(f)
+	}
+	cfg := c.HFConfig()
+	if cfg == nil {
+		return nil, fmt.Errorf("registry: %s: no config.json", c.Path())
+	}
+	m, err := FromHF(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := families.CheckTensors(m, c); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // FromHF configures the model of a decoded config.json.

@@ -2,12 +2,14 @@
 
 package mmap
 
-import "os"
+// openFlags is empty where package syscall has no O_NONBLOCK for poot to
+// rely on.
+const openFlags = 0
 
-// Open reads the whole file at path into memory; this platform has no mmap
-// support in package syscall that poot relies on.
+// Open reads the whole regular file at path into memory; this platform has
+// no mmap support in package syscall that poot relies on.
 func Open(path string) (*Map, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -5,26 +5,22 @@ package mmap
 import (
 	"fmt"
 	"math"
-	"os"
 	"syscall"
 )
 
-// Open maps the whole file at path read-only. A zero-length file gives an
-// empty Map without calling mmap (which rejects zero lengths).
+// openFlags keeps opening a FIFO from blocking until a writer appears.
+const openFlags = syscall.O_NONBLOCK
+
+// Open maps the whole regular file at path read-only. Anything else (a
+// directory, a device such as /dev/zero, a FIFO) is a *FileError wrapping
+// ErrNotRegular. A zero-length file gives an empty Map without calling mmap
+// (which rejects zero lengths).
 func Open(path string) (*Map, error) {
-	f, err := os.Open(path)
+	f, size, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("mmap: %s: not a regular file", path)
-	}
-	size := st.Size()
 	if size == 0 {
 		return &Map{}, nil
 	}
