@@ -1,6 +1,7 @@
-package semantics
+package hostexec
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -8,19 +9,26 @@ import (
 	"github.com/pootlabs/poot"
 )
 
-func TestBinaryI32Div(t *testing.T) {
+func TestDivI32(t *testing.T) {
 	for _, c := range []struct {
 		x, y, want int32
-		ok         bool
+		fault      bool
 	}{
-		{7, 2, 3, true},
-		{-7, 2, -3, true}, // truncates toward zero
-		{math.MinInt32, -1, math.MinInt32, true},
-		{5, 0, 0, false},
+		{7, 2, 3, false},
+		{-7, 2, -3, false}, // truncates toward zero
+		{math.MinInt32, -1, math.MinInt32, false},
+		{5, 0, 0, true},
 	} {
-		got, ok := BinaryI32(poot.Div, c.x, c.y)
-		if got != c.want || ok != c.ok {
-			t.Errorf("%d / %d = %d, %v; want %d, %v", c.x, c.y, got, ok, c.want, c.ok)
+		i32 := poot.T(poot.I32, 1)
+		x, y, out := NewBuf(4), NewBuf(4), NewBuf(4)
+		x.I32()[0], y.I32()[0] = c.x, c.y
+		run, err := Compile(&Eqn{Op: poot.Div, In: []poot.TensorType{i32, i32}, Out: i32, Args: []Storage{x, y}, Res: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = run()
+		if got := out.I32()[0]; got != c.want || (err != nil) != c.fault || c.fault && !errors.Is(err, ErrDivideByZero) {
+			t.Errorf("%d / %d = %d, %v; want %d, fault %v", c.x, c.y, got, err, c.want, c.fault)
 		}
 	}
 }
@@ -69,11 +77,11 @@ func TestTopKOrder(t *testing.T) {
 
 func TestIota(t *testing.T) {
 	got := make([]int32, 6)
-	Iota(got, poot.Shape{2, 3}, 1)
+	iota(got, poot.Shape{2, 3}, 1)
 	if want := []int32{0, 1, 2, 0, 1, 2}; !slices.Equal(got, want) {
 		t.Errorf("Iota over axis 1: %v, want %v", got, want)
 	}
-	Iota(got, poot.Shape{2, 3}, 0)
+	iota(got, poot.Shape{2, 3}, 0)
 	if want := []int32{0, 0, 0, 1, 1, 1}; !slices.Equal(got, want) {
 		t.Errorf("Iota over axis 0: %v, want %v", got, want)
 	}
