@@ -7,12 +7,12 @@ import (
 	"github.com/pootlabs/poot/quant"
 )
 
-// Dot64 is the float64 dot product of two float32 rows, summed in element
+// dot64 is the float64 dot product of two float32 rows, summed in element
 // order. Products of float32 values are exact in float64, so the only
 // roundings are those of the additions, and the result is exactly what
 // quant.DotRow gives over the same decoded row: a definition anyone can
 // reproduce bit for bit.
-func Dot64(a, b []float32) float64 {
+func dot64(a, b []float32) float64 {
 	b = b[:len(a)]
 	var s float64
 	for i, v := range a {
@@ -22,7 +22,7 @@ func Dot64(a, b []float32) float64 {
 }
 
 // dot4 is four dots of a with four rows at once. Each sum is still taken
-// in element order, so the results equal Dot64's exactly; the four
+// in element order, so the results equal dot64's exactly; the four
 // independent chains only let the processor overlap them.
 func dot4(a, b0, b1, b2, b3 []float32) (s0, s1, s2, s3 float64) {
 	n := len(a)
@@ -175,7 +175,7 @@ func (mm *matmul) cols(bi, lo, hi int, scratch []float32) error {
 		}
 		for i := 0; i < m; i++ {
 			ar := a[(bi*m+i)*k : (bi*m+i+1)*k]
-			out[(bi*m+i)*n+j] = float32(Dot64(ar, row))
+			out[(bi*m+i)*n+j] = float32(dot64(ar, row))
 		}
 	}
 	return nil
@@ -202,7 +202,7 @@ func ruleIndexedMatMul(e *Eqn) (func() error, error) {
 				if err != nil {
 					return err
 				}
-				o[i*n+j] = float32(Dot64(xr, row))
+				o[i*n+j] = float32(dot64(xr, row))
 			}
 		}
 		return nil

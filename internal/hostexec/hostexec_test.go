@@ -41,8 +41,8 @@ func TestF32ToI32(t *testing.T) {
 	}{
 		{2.9, 2}, {-2.9, -2}, {nan, 0}, {3e9, math.MaxInt32}, {-3e9, math.MinInt32},
 	} {
-		if got := F32ToI32(c.f); got != c.want {
-			t.Errorf("F32ToI32(%g) = %d, want %d", c.f, got, c.want)
+		if got := f32ToI32(c.f); got != c.want {
+			t.Errorf("f32ToI32(%g) = %d, want %d", c.f, got, c.want)
 		}
 	}
 }
@@ -52,11 +52,11 @@ func TestI32ToBF16RoundsOnce(t *testing.T) {
 	// rounding through float32 first would land on the tie and round to
 	// even (down), rounding once goes up.
 	v := int32(1<<24 + 1<<16 + 1)
-	if got, want := I32ToBF16(v), uint16(0x4b81); got != want {
-		t.Errorf("I32ToBF16(%d) = %#04x, want %#04x", v, got, want)
+	if got, want := i32ToBF16(v), uint16(0x4b81); got != want {
+		t.Errorf("i32ToBF16(%d) = %#04x, want %#04x", v, got, want)
 	}
-	if got, want := I32ToBF16(-v), uint16(0xcb81); got != want {
-		t.Errorf("I32ToBF16(%d) = %#04x, want %#04x", -v, got, want)
+	if got, want := i32ToBF16(-v), uint16(0xcb81); got != want {
+		t.Errorf("i32ToBF16(%d) = %#04x, want %#04x", -v, got, want)
 	}
 }
 
@@ -64,12 +64,12 @@ func TestTopKOrder(t *testing.T) {
 	nan := float32(math.NaN())
 	row := []float32{1, nan, 3, 3, float32(math.Inf(1))}
 	order := []int32{0, 1, 2, 3, 4}
-	slices.SortFunc(order, func(a, b int32) int { return TopKOrder(row[a], row[b], a, b) })
+	slices.SortFunc(order, func(a, b int32) int { return topKOrder(row[a], row[b], a, b) })
 	if want := []int32{1, 4, 2, 3, 0}; !slices.Equal(order, want) {
 		t.Errorf("order %v, want %v", order, want)
 	}
 	args := make([]int32, 1)
-	ReduceF32(poot.ArgMax, []float32{1, nan, nan, 2}, poot.Shape{4}, 0, nil, args)
+	reduceF32(poot.ArgMax, []float32{1, nan, nan, 2}, poot.Shape{4}, 0, nil, args)
 	if args[0] != 1 {
 		t.Errorf("ArgMax took index %d, want the first NaN", args[0])
 	}

@@ -111,9 +111,9 @@ func ruleCast(e *Eqn) (func() error, error) {
 	}, nil
 }
 
-// F32ToI32 is Cast from F32 to I32: it truncates toward zero and
+// f32ToI32 is Cast from F32 to I32: it truncates toward zero and
 // saturates; NaN gives 0.
-func F32ToI32(f float32) int32 {
+func f32ToI32(f float32) int32 {
 	switch {
 	case f != f:
 		return 0
@@ -125,9 +125,9 @@ func F32ToI32(f float32) int32 {
 	return int32(f)
 }
 
-// I32ToBF16 is Cast from I32 to BF16: it rounds once, to nearest even.
+// i32ToBF16 is Cast from I32 to BF16: it rounds once, to nearest even.
 // Going through float32 would round twice for magnitudes beyond 2^24.
-func I32ToBF16(v int32) uint16 {
+func i32ToBF16(v int32) uint16 {
 	if f := float32(v); int64(f) == int64(v) {
 		return quant.F32ToBF16(f)
 	}
@@ -148,7 +148,7 @@ func I32ToBF16(v int32) uint16 {
 }
 
 // castF32 is Cast of the float32 values src to the plain dtype to, written
-// to out: F32 as is, I32 by [F32ToI32], F16 and BF16 (little-endian, with
+// to out: F32 as is, I32 by [f32ToI32], F16 and BF16 (little-endian, with
 // quant's rounding), Bool true for anything but ±0 (NaN included).
 func castF32(to poot.DType, src []float32, out Storage) {
 	switch to {
@@ -161,7 +161,7 @@ func castF32(to poot.DType, src []float32, out Storage) {
 	case poot.I32:
 		o := out.I32()
 		for j, v := range src {
-			o[j] = F32ToI32(v)
+			o[j] = f32ToI32(v)
 		}
 	case poot.Bool:
 		o := out.Bytes()
@@ -174,7 +174,7 @@ func castF32(to poot.DType, src []float32, out Storage) {
 // castI32 is Cast of the int32 values src (a Bool source read as 0 and 1)
 // to the plain dtype to, written as castF32 writes. F16 goes through
 // float32, which is exact below 2^24 and infinite above either way; BF16
-// rounds once ([I32ToBF16]).
+// rounds once ([i32ToBF16]).
 func castI32(to poot.DType, src []int32, out Storage) {
 	switch to {
 	case poot.F32:
@@ -191,7 +191,7 @@ func castI32(to poot.DType, src []int32, out Storage) {
 	case poot.BF16:
 		b := out.Bytes()
 		for j, v := range src {
-			h := I32ToBF16(v)
+			h := i32ToBF16(v)
 			b[2*j], b[2*j+1] = byte(h), byte(h>>8)
 		}
 	case poot.I32:
