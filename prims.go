@@ -13,8 +13,9 @@ import (
 // definition also holds its scalar meaning ([Scalar]), from which its type
 // rule follows and which the interpreters, the planner's programs and the
 // random-graph generator of package pootest read: adding one is its
-// definition here and its Builder method. Other primitives have one rule
-// per interpreter, in tables indexed by Op.
+// definition here, its Builder method (primitives.go) and its notebook
+// method (nb/prims.go). Other primitives have one rule per interpreter, in
+// tables indexed by Op.
 //
 // Conventions shared by all primitives:
 //   - Transcendental functions and Pow are evaluated on the f32 operands
