@@ -9,9 +9,13 @@ import (
 
 // Op identifies a primitive. Each primitive has exactly one definition in
 // this file: its name, arity, which Params it reads, its type rule and its
-// semantics (documented on the constant). Interpreters attach one rule per
-// primitive in tables indexed by Op, so adding a primitive is one definition
-// here and one rule per interpreter.
+// semantics (documented on the constant). An elementwise primitive's
+// definition also holds its scalar meaning ([Scalar]), from which its type
+// rule follows and which the interpreters, the planner's programs and the
+// random-graph generator of package pootest read: adding one is its
+// definition here, its Builder method (primitives.go) and its notebook
+// method (nb/prims.go). Other primitives have one rule per interpreter, in
+// tables indexed by Op.
 //
 // Conventions shared by all primitives:
 //   - Transcendental functions and Pow are evaluated on the f32 operands
@@ -218,67 +222,171 @@ const (
 	pValue
 )
 
-// primitive is the one definition of a primitive.
+// primitive is the one definition of a primitive. An elementwise primitive
+// with a scalar meaning has no infer: its type rule follows from scalar.
 type primitive struct {
-	name     string
-	arity    int // -1: one or more
-	metadata bool
-	params   paramField
-	infer    func(p *Params, in []TensorType) (TensorType, error)
+	name        string
+	arity       int // -1: one or more
+	metadata    bool
+	elementwise bool
+	params      paramField
+	infer       func(p *Params, in []TensorType) (TensorType, error)
+	scalar      *Scalar
 }
 
-var prims [numOps]primitive
+// Scalar is the meaning of an elementwise primitive on one element of each
+// operand: one function per operand dtype the primitive accepts, nil where
+// it accepts none. A unary primitive's functions ignore y (interpreters
+// pass x again). The primitive's type rule follows from which functions are
+// set: operands of one dtype and one shape, and a result of that shape and
+// of the dtype the function returns. At most one of F32 and CompareF32 is
+// set, and likewise for I32.
+//
+// Interpreters read these functions, so a new elementwise primitive needs
+// no rule of its own; an interpreter may still run a faster loop for a
+// primitive it knows, which must agree with the function.
+type Scalar struct {
+	// F32 maps F32 operands to an F32 result.
+	F32 func(x, y float32) float32
+	// I32 maps I32 operands to an I32 result.
+	I32 func(x, y int32) int32
+	// Bool maps Bool operands to a Bool result.
+	Bool func(x, y bool) bool
+	// CompareF32 maps F32 operands to a Bool result.
+	CompareF32 func(x, y float32) bool
+	// CompareI32 maps I32 operands to a Bool result.
+	CompareI32 func(x, y int32) bool
+	// NonzeroI32 marks a binary primitive whose I32 form faults when y is
+	// 0 (Div): interpreters report the fault before calling I32, and
+	// generators of random graphs draw such divisors nonzero.
+	NonzeroI32 bool
+}
+
+// DTypes lists the operand dtypes s accepts, in the order F32, I32, Bool.
+func (s *Scalar) DTypes() []DType {
+	var ds []DType
+	if s.F32 != nil || s.CompareF32 != nil {
+		ds = append(ds, F32)
+	}
+	if s.I32 != nil || s.CompareI32 != nil {
+		ds = append(ds, I32)
+	}
+	if s.Bool != nil {
+		ds = append(ds, Bool)
+	}
+	return ds
+}
+
+// result is the dtype s gives for operands of dtype d, or Invalid.
+func (s *Scalar) result(d DType) DType {
+	switch {
+	case d == F32 && s.F32 != nil, d == I32 && s.I32 != nil:
+		return d
+	case d == F32 && s.CompareF32 != nil, d == I32 && s.CompareI32 != nil, d == Bool && s.Bool != nil:
+		return Bool
+	}
+	return Invalid
+}
+
+// Transcendentals are computed in float64 and rounded once to float32.
+func f64(f func(float64) float64) func(x, _ float32) float32 {
+	return func(x, _ float32) float32 { return float32(f(float64(x))) }
+}
+
+var prims = [numOps]primitive{
+	Neg: {name: "neg", arity: 1, scalar: &Scalar{
+		F32: func(x, _ float32) float32 { return -x },
+		I32: func(x, _ int32) int32 { return -x }}},
+	Exp:   {name: "exp", arity: 1, scalar: &Scalar{F32: f64(math.Exp)}},
+	Log:   {name: "log", arity: 1, scalar: &Scalar{F32: f64(math.Log)}},
+	Sqrt:  {name: "sqrt", arity: 1, scalar: &Scalar{F32: f64(math.Sqrt)}},
+	Rsqrt: {name: "rsqrt", arity: 1, scalar: &Scalar{F32: f64(func(x float64) float64 { return 1 / math.Sqrt(x) })}},
+	Tanh:  {name: "tanh", arity: 1, scalar: &Scalar{F32: f64(math.Tanh)}},
+	Erf:   {name: "erf", arity: 1, scalar: &Scalar{F32: f64(math.Erf)}},
+	Sin:   {name: "sin", arity: 1, scalar: &Scalar{F32: f64(math.Sin)}},
+	Cos:   {name: "cos", arity: 1, scalar: &Scalar{F32: f64(math.Cos)}},
+	Abs: {name: "abs", arity: 1, scalar: &Scalar{
+		F32: func(x, _ float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) },
+		I32: func(x, _ int32) int32 { return max(x, -x) }}}, // -MinInt32 wraps to MinInt32
+	Not: {name: "not", arity: 1, scalar: &Scalar{Bool: func(x, _ bool) bool { return !x }}},
+
+	Add: {name: "add", arity: 2, scalar: &Scalar{
+		F32: func(x, y float32) float32 { return x + y },
+		I32: func(x, y int32) int32 { return x + y }}},
+	Sub: {name: "sub", arity: 2, scalar: &Scalar{
+		F32: func(x, y float32) float32 { return x - y },
+		I32: func(x, y int32) int32 { return x - y }}},
+	Mul: {name: "mul", arity: 2, scalar: &Scalar{
+		F32: func(x, y float32) float32 { return x * y },
+		I32: func(x, y int32) int32 { return x * y }}},
+	Div: {name: "div", arity: 2, scalar: &Scalar{
+		F32: func(x, y float32) float32 { return x / y },
+		I32: func(x, y int32) int32 {
+			if y == 0 {
+				return 0 // a fault, reported before I32 is called
+			}
+			return x / y // Go defines MinInt32 / -1 as MinInt32
+		},
+		NonzeroI32: true}},
+	// Go's max and min propagate NaN and order -0 below +0.
+	Max: {name: "max", arity: 2, scalar: &Scalar{
+		F32: func(x, y float32) float32 { return max(x, y) },
+		I32: func(x, y int32) int32 { return max(x, y) }}},
+	Min: {name: "min", arity: 2, scalar: &Scalar{
+		F32: func(x, y float32) float32 { return min(x, y) },
+		I32: func(x, y int32) int32 { return min(x, y) }}},
+	Pow: {name: "pow", arity: 2, scalar: &Scalar{
+		F32: func(x, y float32) float32 { return float32(math.Pow(float64(x), float64(y))) }}},
+	Eq: {name: "eq", arity: 2, scalar: &Scalar{
+		CompareF32: func(x, y float32) bool { return x == y },
+		CompareI32: func(x, y int32) bool { return x == y },
+		Bool:       func(x, y bool) bool { return x == y }}},
+	Ne: {name: "ne", arity: 2, scalar: &Scalar{
+		CompareF32: func(x, y float32) bool { return x != y },
+		CompareI32: func(x, y int32) bool { return x != y },
+		Bool:       func(x, y bool) bool { return x != y }}},
+	Lt: {name: "lt", arity: 2, scalar: &Scalar{
+		CompareF32: func(x, y float32) bool { return x < y },
+		CompareI32: func(x, y int32) bool { return x < y }}},
+	Le: {name: "le", arity: 2, scalar: &Scalar{
+		CompareF32: func(x, y float32) bool { return x <= y },
+		CompareI32: func(x, y int32) bool { return x <= y }}},
+	Gt: {name: "gt", arity: 2, scalar: &Scalar{
+		CompareF32: func(x, y float32) bool { return x > y },
+		CompareI32: func(x, y int32) bool { return x > y }}},
+	Ge: {name: "ge", arity: 2, scalar: &Scalar{
+		CompareF32: func(x, y float32) bool { return x >= y },
+		CompareI32: func(x, y int32) bool { return x >= y }}},
+	And: {name: "and", arity: 2, scalar: &Scalar{Bool: func(x, y bool) bool { return x && y }}},
+	Or:  {name: "or", arity: 2, scalar: &Scalar{Bool: func(x, y bool) bool { return x || y }}},
+
+	Select: {name: "select", arity: 3, elementwise: true, infer: inferSelect},
+
+	ReduceSum:     {name: "reduce_sum", arity: 1, params: pAxis, infer: reduceRule(Invalid)},
+	ReduceMax:     {name: "reduce_max", arity: 1, params: pAxis, infer: reduceRule(Invalid)},
+	ArgMax:        {name: "argmax", arity: 1, params: pAxis, infer: reduceRule(I32)},
+	ArgTopK:       {name: "arg_top_k", arity: 1, params: pK, infer: inferArgTopK},
+	MatMul:        {name: "matmul", arity: 2, infer: inferMatMul},
+	IndexedMatMul: {name: "indexed_matmul", arity: 3, infer: inferIndexedMatMul},
+	Reshape:       {name: "reshape", arity: 1, metadata: true, params: pShape, infer: inferReshape},
+	Broadcast:     {name: "broadcast", arity: 1, params: pShape, infer: inferBroadcast},
+	Transpose:     {name: "transpose", arity: 1, params: pPerm, infer: inferTranspose},
+	Slice:         {name: "slice", arity: 1, params: pSlice, infer: inferSlice},
+	Concat:        {name: "concat", arity: -1, params: pAxis, infer: inferConcat},
+	Gather:        {name: "gather", arity: 2, infer: inferGather},
+	WriteRows:     {name: "write_rows", arity: 3, infer: inferWriteRows},
+	Iota:          {name: "iota", arity: 0, params: pShape | pAxis | pDType, infer: inferIota},
+	Literal:       {name: "literal", arity: 0, params: pShape | pDType | pValue, infer: inferLiteral},
+	Cast:          {name: "cast", arity: 1, params: pDType, infer: inferCast},
+}
 
 func init() {
-	for _, op := range []Op{Neg, Abs} {
-		prims[op] = primitive{arity: 1, infer: unaryRule(F32, I32)}
-	}
-	for _, op := range []Op{Exp, Log, Sqrt, Rsqrt, Tanh, Erf, Sin, Cos} {
-		prims[op] = primitive{arity: 1, infer: unaryRule(F32)}
-	}
-	prims[Not] = primitive{arity: 1, infer: unaryRule(Bool)}
-	for _, op := range []Op{Add, Sub, Mul, Div, Max, Min} {
-		prims[op] = primitive{arity: 2, infer: binaryRule(false, F32, I32)}
-	}
-	prims[Pow] = primitive{arity: 2, infer: binaryRule(false, F32)}
-	prims[Eq] = primitive{arity: 2, infer: binaryRule(true, F32, I32, Bool)}
-	prims[Ne] = primitive{arity: 2, infer: binaryRule(true, F32, I32, Bool)}
-	for _, op := range []Op{Lt, Le, Gt, Ge} {
-		prims[op] = primitive{arity: 2, infer: binaryRule(true, F32, I32)}
-	}
-	prims[And] = primitive{arity: 2, infer: binaryRule(false, Bool)}
-	prims[Or] = primitive{arity: 2, infer: binaryRule(false, Bool)}
-	prims[Select] = primitive{arity: 3, infer: inferSelect}
-	prims[ReduceSum] = primitive{arity: 1, params: pAxis, infer: reduceRule(Invalid)}
-	prims[ReduceMax] = primitive{arity: 1, params: pAxis, infer: reduceRule(Invalid)}
-	prims[ArgMax] = primitive{arity: 1, params: pAxis, infer: reduceRule(I32)}
-	prims[ArgTopK] = primitive{arity: 1, params: pK, infer: inferArgTopK}
-	prims[MatMul] = primitive{arity: 2, infer: inferMatMul}
-	prims[IndexedMatMul] = primitive{arity: 3, infer: inferIndexedMatMul}
-	prims[Reshape] = primitive{arity: 1, metadata: true, params: pShape, infer: inferReshape}
-	prims[Broadcast] = primitive{arity: 1, params: pShape, infer: inferBroadcast}
-	prims[Transpose] = primitive{arity: 1, params: pPerm, infer: inferTranspose}
-	prims[Slice] = primitive{arity: 1, params: pSlice, infer: inferSlice}
-	prims[Concat] = primitive{arity: -1, params: pAxis, infer: inferConcat}
-	prims[Gather] = primitive{arity: 2, infer: inferGather}
-	prims[WriteRows] = primitive{arity: 3, infer: inferWriteRows}
-	prims[Iota] = primitive{arity: 0, params: pShape | pAxis | pDType, infer: inferIota}
-	prims[Literal] = primitive{arity: 0, params: pShape | pDType | pValue, infer: inferLiteral}
-	prims[Cast] = primitive{arity: 1, params: pDType, infer: inferCast}
-
-	names := [numOps]string{
-		Neg: "neg", Exp: "exp", Log: "log", Sqrt: "sqrt", Rsqrt: "rsqrt", Tanh: "tanh",
-		Erf: "erf", Sin: "sin", Cos: "cos", Abs: "abs", Not: "not",
-		Add: "add", Sub: "sub", Mul: "mul", Div: "div", Max: "max", Min: "min", Pow: "pow",
-		Eq: "eq", Ne: "ne", Lt: "lt", Le: "le", Gt: "gt", Ge: "ge", And: "and", Or: "or",
-		Select: "select", ReduceSum: "reduce_sum", ReduceMax: "reduce_max", ArgMax: "argmax",
-		ArgTopK: "arg_top_k", MatMul: "matmul", IndexedMatMul: "indexed_matmul",
-		Reshape: "reshape", Broadcast: "broadcast", Transpose: "transpose", Slice: "slice",
-		Concat: "concat", Gather: "gather", WriteRows: "write_rows", Iota: "iota",
-		Literal: "literal", Cast: "cast",
-	}
-	for op := Op(1); op < numOps; op++ {
-		prims[op].name = names[op]
+	// A scalar meaning makes a primitive elementwise and gives its type rule.
+	for op := range prims {
+		if def := &prims[op]; def.scalar != nil {
+			def.elementwise = true
+			def.infer = scalarRule(def.scalar, def.arity)
+		}
 	}
 }
 
@@ -318,9 +426,18 @@ func (op Op) Arity() int {
 func (op Op) Metadata() bool { return op.Valid() && prims[op].metadata }
 
 // Elementwise reports whether out[i] depends only on the operands' element
-// i (unary, binary, comparison, logical and Select primitives, and Cast of a
-// plain dtype).
-func (op Op) Elementwise() bool { return op >= Neg && op <= Select }
+// i: every primitive with a scalar meaning, and Select. (Cast is not
+// marked: its meaning depends on its params and the operand's storage.)
+func (op Op) Elementwise() bool { return op.Valid() && prims[op].elementwise }
+
+// Scalar returns the scalar meaning of an elementwise primitive, and false
+// for a primitive without one (Select and every other primitive).
+func (op Op) Scalar() (Scalar, bool) {
+	if !op.Valid() || prims[op].scalar == nil {
+		return Scalar{}, false
+	}
+	return *prims[op].scalar, true
+}
 
 // Infer applies the primitive's type rule: the output type of op with params
 // p over operands of the given types, or an error saying what is invalid.
@@ -377,15 +494,6 @@ func checkType(t TensorType) error {
 	return nil
 }
 
-func dtypeIn(d DType, allowed []DType) bool {
-	for _, a := range allowed {
-		if d == a {
-			return true
-		}
-	}
-	return false
-}
-
 func dtypeList(allowed []DType) string {
 	s := make([]string, len(allowed))
 	for i, d := range allowed {
@@ -394,31 +502,29 @@ func dtypeList(allowed []DType) string {
 	return strings.Join(s, " or ")
 }
 
-func unaryRule(allowed ...DType) func(*Params, []TensorType) (TensorType, error) {
+// scalarRule is the type rule of an elementwise primitive with the scalar
+// meaning s: see [Scalar].
+func scalarRule(s *Scalar, arity int) func(*Params, []TensorType) (TensorType, error) {
+	allowed := s.DTypes()
 	return func(_ *Params, in []TensorType) (TensorType, error) {
-		if !dtypeIn(in[0].DType, allowed) {
-			return TensorType{}, fmt.Errorf("operand is %v, want %s", in[0].DType, dtypeList(allowed))
+		x := in[0]
+		for _, y := range in[1:] {
+			if x.DType != y.DType {
+				return TensorType{}, fmt.Errorf("dtypes differ: %v and %v", x.DType, y.DType)
+			}
 		}
-		return in[0], nil
-	}
-}
-
-func binaryRule(toBool bool, allowed ...DType) func(*Params, []TensorType) (TensorType, error) {
-	return func(_ *Params, in []TensorType) (TensorType, error) {
-		x, y := in[0], in[1]
-		if x.DType != y.DType {
-			return TensorType{}, fmt.Errorf("dtypes differ: %v and %v", x.DType, y.DType)
+		if r := s.result(x.DType); r != Invalid {
+			for _, y := range in[1:] {
+				if !x.Shape.Equal(y.Shape) {
+					return TensorType{}, fmt.Errorf("shapes differ: %v and %v (broadcast explicitly)", x.Shape, y.Shape)
+				}
+			}
+			return TensorType{Shape: x.Shape, DType: r}, nil
 		}
-		if !dtypeIn(x.DType, allowed) {
-			return TensorType{}, fmt.Errorf("operands are %v, want %s", x.DType, dtypeList(allowed))
+		if arity == 1 {
+			return TensorType{}, fmt.Errorf("operand is %v, want %s", x.DType, dtypeList(allowed))
 		}
-		if !x.Shape.Equal(y.Shape) {
-			return TensorType{}, fmt.Errorf("shapes differ: %v and %v (broadcast explicitly)", x.Shape, y.Shape)
-		}
-		if toBool {
-			return TensorType{Shape: x.Shape, DType: Bool}, nil
-		}
-		return x, nil
+		return TensorType{}, fmt.Errorf("operands are %v, want %s", x.DType, dtypeList(allowed))
 	}
 }
 

@@ -1,6 +1,7 @@
 package interp
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
 
@@ -127,8 +128,7 @@ func CheckConsts(g *poot.Graph, consts Consts) error {
 // state present with its declared type, nothing extra, and every ranged
 // slot's values within [Min, Max].
 func CheckStep(g *poot.Graph, slots Slots, state *State) error {
-	b := newStepBindings(g)
-	return b.check(slots, state)
+	return NewBindings(g).Check(slots, state)
 }
 
 // input is a slot or state of a graph with its id.
@@ -137,16 +137,18 @@ type input struct {
 	id poot.ValueID
 }
 
-// stepBindings lists what a step of a graph must bind, so that checking
-// a step costs time in the number of inputs only.
-type stepBindings struct {
+// Bindings lists what a step of a graph must bind, so that checking a step
+// costs time in the number of inputs only and allocates nothing unless it
+// fails. Every interpreter checks its steps with it.
+type Bindings struct {
 	g      *poot.Graph
 	slots  []input
 	states []input
 }
 
-func newStepBindings(g *poot.Graph) stepBindings {
-	b := stepBindings{g: g}
+// NewBindings lists the slots and state of g.
+func NewBindings(g *poot.Graph) *Bindings {
+	b := &Bindings{g: g}
 	for _, id := range g.Inputs(poot.Slot) {
 		b.slots = append(b.slots, input{g.Value(id), id})
 	}
@@ -156,16 +158,18 @@ func newStepBindings(g *poot.Graph) stepBindings {
 	return b
 }
 
-func (b *stepBindings) check(slots Slots, state *State) error {
+// Check validates the slots and state of one step (see [CheckStep]).
+func (b *Bindings) Check(slots Slots, state *State) error {
 	for _, v := range b.slots {
 		t, ok := slots[v.Name]
 		if err := checkBound(v.Value, t, ok); err != nil {
 			return err
 		}
 		if v.Ranged() {
-			for i, x := range t.I32() {
-				if int64(x) < v.Min || int64(x) > v.Max {
-					return bindingError(v.Name, fmt.Errorf("%w: element %d is %d, outside [%d, %d]", ErrSlotRange, i, x, v.Min, v.Max))
+			for i := 0; i+4 <= len(t.Data); i += 4 {
+				x := int64(int32(binary.LittleEndian.Uint32(t.Data[i:])))
+				if x < v.Min || x > v.Max {
+					return bindingError(v.Name, fmt.Errorf("%w: element %d is %d, outside [%d, %d]", ErrSlotRange, i/4, x, v.Min, v.Max))
 				}
 			}
 		}

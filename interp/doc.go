@@ -2,7 +2,9 @@
 // interpreter of poot shares (the [Interpreter] and [Executable] interfaces,
 // the way constants, slots and state are bound, and the typed [Error] of a
 // failed step) and provides the oracle: [Oracle], a plain, exact evaluator
-// that runs a graph equation by equation through one rule per primitive.
+// that runs a graph equation by equation through the host kernels of
+// internal/hostexec (one per primitive; elementwise primitives through
+// the scalar meaning their poot.Op record holds).
 //
 // The oracle is the reference every other interpreter is compared with, so
 // it is written to be obviously right rather than fast. Values are float32,

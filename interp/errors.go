@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/internal/hostexec"
 )
 
 // Sentinel errors. Every error of this package is an *Error that unwraps to
@@ -16,13 +17,13 @@ var (
 	ErrBinding = errors.New("bad binding")
 	// ErrIndexRange: a Gather, WriteRows or IndexedMatMul index lies
 	// outside its table.
-	ErrIndexRange = errors.New("index out of range")
+	ErrIndexRange = hostexec.ErrIndexRange
 	// ErrSlotRange: a slot holds a value outside its declared range.
 	ErrSlotRange = errors.New("slot value out of range")
 	// ErrDivideByZero: an I32 division by zero.
-	ErrDivideByZero = errors.New("integer division by zero")
+	ErrDivideByZero = hostexec.ErrDivideByZero
 	// ErrUnsupported: a graph or host the oracle cannot evaluate.
-	ErrUnsupported = errors.New("unsupported")
+	ErrUnsupported = hostexec.ErrUnsupported
 )
 
 // Error is the typed error of an interpreter. Eqn, Op and Scope name the

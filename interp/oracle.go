@@ -2,9 +2,11 @@ package interp
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/internal/hostexec"
 	"github.com/pootlabs/poot/tensor"
 )
 
@@ -56,107 +58,35 @@ func Eval(g *poot.Graph, consts Consts, slots Slots, state *State) ([]tensor.Ten
 	return p.Run(slots, state)
 }
 
-// storage classes of a buffer.
-const (
-	sF32   = iota // f holds float32 elements
-	sI32          // i holds int32 elements
-	sBytes        // b holds the stored bytes (Bool, F16, BF16, packed)
-)
-
-func storageOf(d poot.DType) int {
-	switch d {
-	case poot.F32:
-		return sF32
-	case poot.I32:
-		return sI32
-	}
-	return sBytes
+// tensor returns a copy of storage bf, of type t, as a tensor the caller
+// owns.
+func tensorOf(t poot.TensorType, bf *hostexec.Buf) tensor.Tensor {
+	ten, _ := tensor.New(t)
+	copy(ten.Data, bf.Bytes())
+	return ten
 }
-
-// buffer is the storage of one value. Exactly one of f, i, b is in use.
-type buffer struct {
-	t poot.TensorType
-	f []float32
-	i []int32
-	b []byte
-}
-
-func newBuffer(t poot.TensorType) *buffer {
-	bf := &buffer{t: t}
-	n := int(t.Shape.Size())
-	switch storageOf(t.DType) {
-	case sF32:
-		bf.f = make([]float32, n)
-	case sI32:
-		bf.i = make([]int32, n)
-	default:
-		bf.b = make([]byte, t.Bytes())
-	}
-	return bf
-}
-
-// bytes returns the buffer's storage as little-endian bytes (aliasing it).
-func (bf *buffer) bytes() []byte {
-	switch {
-	case bf.f != nil:
-		if len(bf.f) == 0 {
-			return nil
-		}
-		return unsafe.Slice((*byte)(unsafe.Pointer(&bf.f[0])), 4*len(bf.f))
-	case bf.i != nil:
-		if len(bf.i) == 0 {
-			return nil
-		}
-		return unsafe.Slice((*byte)(unsafe.Pointer(&bf.i[0])), 4*len(bf.i))
-	}
-	return bf.b
-}
-
-// tensor returns a copy of the buffer as a tensor the caller owns.
-func (bf *buffer) tensor() tensor.Tensor {
-	t, _ := tensor.New(bf.t)
-	copy(t.Data, bf.bytes())
-	return t
-}
-
-// load copies the bound tensor's bytes into the buffer.
-func (bf *buffer) load(t tensor.Tensor) { copy(bf.bytes(), t.Data) }
 
 // Program is a graph compiled by the oracle. It is not safe for concurrent
 // use: Run reuses its buffers.
 type Program struct {
 	g         *poot.Graph
-	vals      []*buffer
+	vals      []*hostexec.Buf
 	steps     []step
 	ran       bool
-	binds     stepBindings
+	binds     *Bindings
 	outputs   []poot.ValueID
 	states    []poot.StatePair
 	witnesses []poot.Witness
 }
 
-// step is the compiled rule of one equation; run is nil for equations
-// whose value is fixed at compile time (Iota, Literal) or aliases its
-// operand (Reshape).
+// step is the compiled kernel of one equation; equations whose value is
+// fixed at compile time (Iota, Literal) or aliases its operand (Reshape)
+// have none.
 type step struct {
 	eqn int
 	op  poot.Op
 	run func() error
 }
-
-// rule compiles one equation: it may precompute anything from the types and
-// params, and returns the function that evaluates the equation each step.
-type rule func(c *compiler, e *poot.Eqn) (func() error, error)
-
-// rules is the oracle's table: one rule per primitive.
-var rules [poot.NumOps]rule
-
-type compiler struct {
-	vals []*buffer
-}
-
-func (c *compiler) in(e *poot.Eqn, i int) *buffer { return c.vals[e.Inputs[i]] }
-func (c *compiler) out(e *poot.Eqn) *buffer       { return c.vals[e.Out] }
 
 var hostLittleEndian = func() bool {
 	x := uint16(1)
@@ -165,7 +95,7 @@ var hostLittleEndian = func() bool {
 
 // Compile prepares g for the oracle: it validates the constants, binds them
 // (zero-copy where their alignment allows), allocates a buffer per value and
-// compiles each equation through its rule.
+// compiles each equation into its host kernel.
 func Compile(g *poot.Graph, consts Consts) (*Program, error) {
 	if !hostLittleEndian {
 		return nil, &Error{Eqn: -1, Err: fmt.Errorf("%w: the oracle needs a little-endian host", ErrUnsupported)}
@@ -176,43 +106,41 @@ func Compile(g *poot.Graph, consts Consts) (*Program, error) {
 	if err := CheckConsts(g, consts); err != nil {
 		return nil, err
 	}
-	p := &Program{g: g, vals: make([]*buffer, g.NumValues()), binds: newStepBindings(g),
+	p := &Program{g: g, vals: make([]*hostexec.Buf, g.NumValues()), binds: NewBindings(g),
 		outputs: g.Outputs(), states: g.States(), witnesses: g.Witnesses()}
 	for id := range p.vals {
 		v := g.Value(poot.ValueID(id))
 		switch v.Kind {
 		case poot.Const:
 			t, _ := consts.Lookup(v.Name)
-			bf := &buffer{t: v.Type}
-			switch storageOf(v.Type.DType) {
-			case sF32:
-				bf.f = t.F32()
-			case sI32:
-				bf.i = t.I32()
-			default:
-				bf.b = t.Data
+			bf := &hostexec.Buf{}
+			bf.Set(t.Data)
+			if (v.Type.DType == poot.F32 || v.Type.DType == poot.I32) && bf.F32() == nil {
+				// Unaligned: word views need a copy.
+				bf = hostexec.NewBuf(int64(len(t.Data)))
+				copy(bf.Bytes(), t.Data)
 			}
 			p.vals[id] = bf
 		case poot.Slot, poot.State:
-			p.vals[id] = newBuffer(v.Type)
+			p.vals[id] = hostexec.NewBuf(v.Type.Bytes())
 		}
 	}
-	c := &compiler{vals: p.vals}
+	par := hostexec.Spawn(runtime.GOMAXPROCS(0))
 	eqns := g.Eqns()
 	for i := range eqns {
 		e := &eqns[i]
-		if e.Op != poot.Reshape {
-			c.vals[e.Out] = newBuffer(g.Type(e.Out))
-		} else {
+		if e.Op == poot.Reshape {
 			// A reshape moves no data: its value aliases its operand.
-			src := c.vals[e.Inputs[0]]
-			c.vals[e.Out] = &buffer{t: g.Type(e.Out), f: src.f, i: src.i, b: src.b}
+			p.vals[e.Out] = p.vals[e.Inputs[0]]
+			continue
 		}
-		r := rules[e.Op]
-		if r == nil {
-			return nil, &Error{Eqn: i, Op: e.Op, Scope: g.Scope(e.Scope), Err: fmt.Errorf("%w: no oracle rule for %v", ErrUnsupported, e.Op)}
+		p.vals[e.Out] = hostexec.NewBuf(g.Type(e.Out).Bytes())
+		he := &hostexec.Eqn{Op: e.Op, Params: e.Params, Out: g.Type(e.Out), Res: p.vals[e.Out], Par: par}
+		for _, in := range e.Inputs {
+			he.In = append(he.In, g.Type(in))
+			he.Args = append(he.Args, p.vals[in])
 		}
-		run, err := r(c, e)
+		run, err := hostexec.Compile(he)
 		if err != nil {
 			return nil, &Error{Eqn: i, Op: e.Op, Scope: g.Scope(e.Scope), Err: err}
 		}
@@ -228,14 +156,14 @@ func (p *Program) Graph() *poot.Graph { return p.g }
 
 // Run executes one step (see Executable).
 func (p *Program) Run(slots Slots, state *State) ([]tensor.Tensor, error) {
-	if err := p.binds.check(slots, state); err != nil {
+	if err := p.binds.Check(slots, state); err != nil {
 		return nil, err
 	}
 	for _, v := range p.binds.slots {
-		p.vals[v.id].load(slots[v.Name])
+		copy(p.vals[v.id].Bytes(), slots[v.Name].Data)
 	}
 	for _, v := range p.binds.states {
-		p.vals[v.id].load(state.Tensors[v.Name])
+		copy(p.vals[v.id].Bytes(), state.Tensors[v.Name].Data)
 	}
 	p.ran = false
 	if err := p.runSteps(len(p.steps)); err != nil {
@@ -244,11 +172,11 @@ func (p *Program) Run(slots Slots, state *State) ([]tensor.Tensor, error) {
 	p.ran = true
 	res := make([]tensor.Tensor, len(p.outputs))
 	for i, id := range p.outputs {
-		res[i] = p.vals[id].tensor()
+		res[i] = tensorOf(p.g.Type(id), p.vals[id])
 	}
 	if state != nil {
 		for _, s := range p.states {
-			copy(state.Tensors[p.g.Value(s.In).Name].Data, p.vals[s.Out].bytes())
+			copy(state.Tensors[p.g.Value(s.In).Name].Data, p.vals[s.Out].Bytes())
 		}
 	}
 	return res, nil
@@ -271,7 +199,7 @@ func (p *Program) Witness(name string) (tensor.Tensor, bool) {
 	}
 	for _, w := range p.witnesses {
 		if w.Name == name {
-			return p.vals[w.Value].tensor(), true
+			return tensorOf(p.g.Type(w.Value), p.vals[w.Value]), true
 		}
 	}
 	return tensor.Tensor{}, false
@@ -283,5 +211,5 @@ func (p *Program) Value(id poot.ValueID) (tensor.Tensor, bool) {
 	if !p.ran || id < 0 || int(id) >= len(p.vals) {
 		return tensor.Tensor{}, false
 	}
-	return p.vals[id].tensor(), true
+	return tensorOf(p.g.Type(id), p.vals[id]), true
 }

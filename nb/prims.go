@@ -14,11 +14,17 @@ func (g *Graph) unary(op string, f func(b *builder, x handle) handle, x Value) V
 	return g.apply(op, 0, func(b *builder, in []handle) handle { return f(b, in[0]) }, x)
 }
 
-func (g *Graph) binary(op string, f func(b *builder, x, y handle) handle, x, y Value) Value {
-	return g.apply(op, 0, func(b *builder, in []handle) handle {
-		xs := broadcastAll(b, op, in[0], in[1])
-		return f(b, xs[0], xs[1])
-	}, x, y)
+// elementwise records the elementwise primitive op over xs, broadcast
+// numpy-style when there are several. Every elementwise method is one call
+// of it, so a new elementwise primitive's method is one line.
+func (g *Graph) elementwise(op poot.Op, xs ...Value) Value {
+	name := op.String()
+	return g.apply(name, 0, func(b *builder, in []handle) handle {
+		if len(in) > 1 {
+			in = broadcastAll(b, name, in...)
+		}
+		return b.Apply(op, poot.Params{}, in...)
+	}, xs...)
 }
 
 // broadcastAll broadcasts its operands to their common shape (numpy's rule:
@@ -57,90 +63,87 @@ func broadcastAll(b *builder, op string, xs ...handle) []handle {
 }
 
 // Neg returns -x.
-func (g *Graph) Neg(x Value) Value { return g.unary("neg", (*builder).Neg, x) }
+func (g *Graph) Neg(x Value) Value { return g.elementwise(poot.Neg, x) }
 
 // Exp returns e^x.
-func (g *Graph) Exp(x Value) Value { return g.unary("exp", (*builder).Exp, x) }
+func (g *Graph) Exp(x Value) Value { return g.elementwise(poot.Exp, x) }
 
 // Log returns the natural logarithm of x.
-func (g *Graph) Log(x Value) Value { return g.unary("log", (*builder).Log, x) }
+func (g *Graph) Log(x Value) Value { return g.elementwise(poot.Log, x) }
 
 // Sqrt returns the square root of x.
-func (g *Graph) Sqrt(x Value) Value { return g.unary("sqrt", (*builder).Sqrt, x) }
+func (g *Graph) Sqrt(x Value) Value { return g.elementwise(poot.Sqrt, x) }
 
 // Rsqrt returns 1/sqrt(x).
-func (g *Graph) Rsqrt(x Value) Value { return g.unary("rsqrt", (*builder).Rsqrt, x) }
+func (g *Graph) Rsqrt(x Value) Value { return g.elementwise(poot.Rsqrt, x) }
 
 // Tanh returns tanh(x).
-func (g *Graph) Tanh(x Value) Value { return g.unary("tanh", (*builder).Tanh, x) }
+func (g *Graph) Tanh(x Value) Value { return g.elementwise(poot.Tanh, x) }
 
 // Erf returns erf(x).
-func (g *Graph) Erf(x Value) Value { return g.unary("erf", (*builder).Erf, x) }
+func (g *Graph) Erf(x Value) Value { return g.elementwise(poot.Erf, x) }
 
 // Sin returns sin(x).
-func (g *Graph) Sin(x Value) Value { return g.unary("sin", (*builder).Sin, x) }
+func (g *Graph) Sin(x Value) Value { return g.elementwise(poot.Sin, x) }
 
 // Cos returns cos(x).
-func (g *Graph) Cos(x Value) Value { return g.unary("cos", (*builder).Cos, x) }
+func (g *Graph) Cos(x Value) Value { return g.elementwise(poot.Cos, x) }
 
 // Abs returns |x|.
-func (g *Graph) Abs(x Value) Value { return g.unary("abs", (*builder).Abs, x) }
+func (g *Graph) Abs(x Value) Value { return g.elementwise(poot.Abs, x) }
 
 // Not returns the logical negation of a bool x.
-func (g *Graph) Not(x Value) Value { return g.unary("not", (*builder).Not, x) }
+func (g *Graph) Not(x Value) Value { return g.elementwise(poot.Not, x) }
 
 // Add returns x+y.
-func (g *Graph) Add(x, y Value) Value { return g.binary("add", (*builder).Add, x, y) }
+func (g *Graph) Add(x, y Value) Value { return g.elementwise(poot.Add, x, y) }
 
 // Sub returns x-y.
-func (g *Graph) Sub(x, y Value) Value { return g.binary("sub", (*builder).Sub, x, y) }
+func (g *Graph) Sub(x, y Value) Value { return g.elementwise(poot.Sub, x, y) }
 
 // Mul returns x*y.
-func (g *Graph) Mul(x, y Value) Value { return g.binary("mul", (*builder).Mul, x, y) }
+func (g *Graph) Mul(x, y Value) Value { return g.elementwise(poot.Mul, x, y) }
 
 // Div returns x/y.
-func (g *Graph) Div(x, y Value) Value { return g.binary("div", (*builder).Div, x, y) }
+func (g *Graph) Div(x, y Value) Value { return g.elementwise(poot.Div, x, y) }
 
 // Max returns the elementwise maximum of x and y.
-func (g *Graph) Max(x, y Value) Value { return g.binary("max", (*builder).Max, x, y) }
+func (g *Graph) Max(x, y Value) Value { return g.elementwise(poot.Max, x, y) }
 
 // Min returns the elementwise minimum of x and y.
-func (g *Graph) Min(x, y Value) Value { return g.binary("min", (*builder).Min, x, y) }
+func (g *Graph) Min(x, y Value) Value { return g.elementwise(poot.Min, x, y) }
 
 // Pow returns x^y.
-func (g *Graph) Pow(x, y Value) Value { return g.binary("pow", (*builder).Pow, x, y) }
+func (g *Graph) Pow(x, y Value) Value { return g.elementwise(poot.Pow, x, y) }
 
 // Eq returns x == y, as bool.
-func (g *Graph) Eq(x, y Value) Value { return g.binary("eq", (*builder).Eq, x, y) }
+func (g *Graph) Eq(x, y Value) Value { return g.elementwise(poot.Eq, x, y) }
 
 // Ne returns x != y, as bool.
-func (g *Graph) Ne(x, y Value) Value { return g.binary("ne", (*builder).Ne, x, y) }
+func (g *Graph) Ne(x, y Value) Value { return g.elementwise(poot.Ne, x, y) }
 
 // Lt returns x < y, as bool.
-func (g *Graph) Lt(x, y Value) Value { return g.binary("lt", (*builder).Lt, x, y) }
+func (g *Graph) Lt(x, y Value) Value { return g.elementwise(poot.Lt, x, y) }
 
 // Le returns x <= y, as bool.
-func (g *Graph) Le(x, y Value) Value { return g.binary("le", (*builder).Le, x, y) }
+func (g *Graph) Le(x, y Value) Value { return g.elementwise(poot.Le, x, y) }
 
 // Gt returns x > y, as bool.
-func (g *Graph) Gt(x, y Value) Value { return g.binary("gt", (*builder).Gt, x, y) }
+func (g *Graph) Gt(x, y Value) Value { return g.elementwise(poot.Gt, x, y) }
 
 // Ge returns x >= y, as bool.
-func (g *Graph) Ge(x, y Value) Value { return g.binary("ge", (*builder).Ge, x, y) }
+func (g *Graph) Ge(x, y Value) Value { return g.elementwise(poot.Ge, x, y) }
 
 // And returns the logical conjunction of bool x and y.
-func (g *Graph) And(x, y Value) Value { return g.binary("and", (*builder).And, x, y) }
+func (g *Graph) And(x, y Value) Value { return g.elementwise(poot.And, x, y) }
 
 // Or returns the logical disjunction of bool x and y.
-func (g *Graph) Or(x, y Value) Value { return g.binary("or", (*builder).Or, x, y) }
+func (g *Graph) Or(x, y Value) Value { return g.elementwise(poot.Or, x, y) }
 
 // Select returns onTrue where the bool cond holds and onFalse elsewhere;
 // the three operands broadcast.
 func (g *Graph) Select(cond, onTrue, onFalse Value) Value {
-	return g.apply("select", 0, func(b *builder, in []handle) handle {
-		xs := broadcastAll(b, "select", in...)
-		return b.Select(xs[0], xs[1], xs[2])
-	}, cond, onTrue, onFalse)
+	return g.elementwise(poot.Select, cond, onTrue, onFalse)
 }
 
 // ReduceSum returns the sum of x over axis (negative counts from the end),

@@ -22,7 +22,8 @@ type GraphCase struct {
 // GenBrand is the brand of the builders GenGraph records with.
 type GenBrand struct{}
 
-// GenGraph generates random graphs over every primitive, with random shapes
+// GenGraph generates random graphs over every primitive (an elementwise
+// one drawn from its poot.Scalar record), with random shapes
 // (extents 1 to 4, ranks 0 to 3) and random data: F32 data include signed
 // zeros and occasionally NaN and ±Inf; index data are always in range, and
 // I32 divisors never zero, so a step never faults. Contractions read F32,
@@ -260,37 +261,6 @@ func (g *gen) apply(op poot.Op, p poot.Params, in ...poot.Traced[GenBrand]) {
 // emit records one equation of op with drawn operands.
 func (g *gen) emit(op poot.Op) {
 	switch op {
-	case poot.Neg, poot.Abs:
-		x, _ := g.anyShaped(g.dtype([]poot.DType{poot.F32, poot.I32}), 0)
-		g.apply(op, poot.Params{}, x)
-	case poot.Exp, poot.Log, poot.Sqrt, poot.Rsqrt, poot.Tanh, poot.Erf, poot.Sin, poot.Cos:
-		x, _ := g.anyShaped(poot.F32, 0)
-		g.apply(op, poot.Params{}, x)
-	case poot.Not:
-		x, _ := g.anyShaped(poot.Bool, 0)
-		g.apply(op, poot.Params{}, x)
-	case poot.Add, poot.Sub, poot.Mul, poot.Max, poot.Min, poot.Lt, poot.Le, poot.Gt, poot.Ge:
-		x, t := g.anyShaped(g.dtype([]poot.DType{poot.F32, poot.I32}), 0)
-		g.apply(op, poot.Params{}, x, g.operand(t))
-	case poot.Div:
-		d := g.dtype([]poot.DType{poot.F32, poot.I32})
-		x, t := g.anyShaped(d, 0)
-		var y poot.Traced[GenBrand]
-		if d == poot.I32 {
-			y = g.input(t, -5, 5, true) // a fresh divisor: never zero
-		} else {
-			y = g.operand(t)
-		}
-		g.apply(op, poot.Params{}, x, y)
-	case poot.Pow:
-		x, t := g.anyShaped(poot.F32, 0)
-		g.apply(op, poot.Params{}, x, g.operand(t))
-	case poot.Eq, poot.Ne:
-		x, t := g.anyShaped(g.dtype([]poot.DType{poot.F32, poot.I32, poot.Bool}), 0)
-		g.apply(op, poot.Params{}, x, g.operand(t))
-	case poot.And, poot.Or:
-		x, t := g.anyShaped(poot.Bool, 0)
-		g.apply(op, poot.Params{}, x, g.operand(t))
 	case poot.Select:
 		x, t := g.anyShaped(g.dtype(plainTypes), 0)
 		c := g.operand(poot.TensorType{Shape: t.Shape, DType: poot.Bool})
@@ -404,8 +374,29 @@ func (g *gen) emit(op poot.Op) {
 		}
 		g.apply(op, poot.Params{DType: to}, x)
 	default:
-		g.fail(fmt.Errorf("no generator for %v", op))
+		s, ok := op.Scalar()
+		if !ok {
+			g.fail(fmt.Errorf("no generator for %v", op))
+		}
+		g.emitScalar(op, s)
 	}
+}
+
+// emitScalar records an elementwise primitive from its record: operands of
+// one drawn dtype it accepts and one shape, an I32 divisor drawn nonzero
+// where the record says zero faults.
+func (g *gen) emitScalar(op poot.Op, s poot.Scalar) {
+	d := g.dtype(s.DTypes())
+	x, t := g.anyShaped(d, 0)
+	in := []poot.Traced[GenBrand]{x}
+	for len(in) < op.Arity() {
+		if s.NonzeroI32 && d == poot.I32 {
+			in = append(in, g.input(t, -5, 5, true)) // a fresh divisor: never zero
+		} else {
+			in = append(in, g.operand(t))
+		}
+	}
+	g.apply(op, poot.Params{}, in...)
 }
 
 func identity(n int) []int {

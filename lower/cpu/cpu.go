@@ -13,8 +13,8 @@
 // cap or sinks, and otherwise on a portable kernel that reads each K and V
 // row once per query row and key/value head for all the query heads that
 // share it; every other
-// equation runs by a generic rule of its primitive (rules.go), which
-// follows the oracle's arithmetic.
+// equation runs by the generic host kernel of its primitive, the one the
+// oracle runs (package internal/hostexec).
 //
 // # Storage
 //
@@ -52,7 +52,7 @@ import (
 	"unsafe"
 
 	"github.com/pootlabs/poot"
-	"github.com/pootlabs/poot/internal/semantics"
+	"github.com/pootlabs/poot/internal/hostexec"
 	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/kernels"
 	"github.com/pootlabs/poot/lower"
@@ -103,6 +103,12 @@ type buf struct {
 	i []int32
 }
 
+// Bytes, F32 and I32 make a buf the hostexec.Storage of the generic
+// kernels, which read it each time they run and so follow a rebinding.
+func (x *buf) Bytes() []byte  { return x.b }
+func (x *buf) F32() []float32 { return x.f }
+func (x *buf) I32() []int32   { return x.i }
+
 func (x *buf) set(b []byte) {
 	x.b = b
 	x.f, x.i = nil, nil
@@ -120,6 +126,7 @@ type Exec struct {
 	arena   []byte
 	bufs    []*buf
 	steps   []step
+	binds   *interp.Bindings
 	slots   []binding
 	states  []binding
 	stage   []*buf // per writeback: the stage buffer, or nil
@@ -193,6 +200,7 @@ func compilePlan(plan *lower.Plan, consts interp.Consts, threads int) (*Exec, er
 	x := &Exec{plan: plan, g: g, pool: sharedPool(threads), bufs: make([]*buf, g.NumValues())}
 	x.arena = alignedBytes(max(plan.ArenaBytes, 64))
 	x.outputs, x.witness = g.Outputs(), g.Witnesses()
+	x.binds = interp.NewBindings(g)
 	roots := map[poot.ValueID]*buf{}
 	for id, l := range plan.Locs {
 		v := g.Value(poot.ValueID(id))
@@ -238,7 +246,10 @@ func compilePlan(plan *lower.Plan, consts interp.Consts, threads int) (*Exec, er
 		if x.bufs[k.Outputs[0]] == nil {
 			continue
 		}
-		fill(g, g.Eqn(k.Eqns[0]), x.bufs[k.Outputs[0]])
+		e := g.Eqn(k.Eqns[0])
+		if _, err := c.generic(&e); err != nil { // fills the value
+			return nil, &interp.Error{Eqn: k.Eqns[0], Op: e.Op, Scope: g.Scope(e.Scope), Err: err}
+		}
 	}
 	for _, k := range plan.Kernels {
 		run, err := compileKernel(c, k)
@@ -246,7 +257,9 @@ func compilePlan(plan *lower.Plan, consts interp.Consts, threads int) (*Exec, er
 			e := g.Eqn(k.Eqns[0])
 			return nil, &interp.Error{Eqn: k.Eqns[0], Op: e.Op, Scope: g.Scope(e.Scope), Err: err}
 		}
-		x.steps = append(x.steps, step{k: k, run: run})
+		if run != nil {
+			x.steps = append(x.steps, step{k: k, run: run})
+		}
 	}
 	for _, wb := range plan.Writebacks {
 		if wb.Staged {
@@ -276,33 +289,18 @@ func compileKernel(c *compiler, k *lower.Kernel) (func() error, error) {
 		return compileRows(c, k)
 	}
 	e := c.g.Eqn(k.Eqns[0])
-	r := rules[e.Op]
-	if r == nil {
-		return nil, fmt.Errorf("%w: no cpu rule for %v", interp.ErrUnsupported, e.Op)
-	}
-	return r(c, &e)
+	return c.generic(&e)
 }
 
-// fill computes an Iota or Literal once.
-func fill(g *poot.Graph, e poot.Eqn, b *buf) {
-	t := g.Type(e.Out)
-	if e.Op == poot.Literal {
-		v := e.Params.Value
-		switch t.DType {
-		case poot.F32:
-			semantics.Fill(b.f[:t.Shape.Size()], float32(v))
-		case poot.I32:
-			semantics.Fill(b.i[:t.Shape.Size()], int32(v))
-		default:
-			semantics.Fill(b.b, b2u(v != 0))
-		}
-		return
+// generic compiles e into the host kernel the oracle runs, over this
+// executable's storage and worker pool.
+func (c *compiler) generic(e *poot.Eqn) (func() error, error) {
+	he := &hostexec.Eqn{Op: e.Op, Params: e.Params, Out: c.typ(e.Out), Res: c.out(e), Par: c.x.pool}
+	for i, id := range e.Inputs {
+		he.In = append(he.In, c.typ(id))
+		he.Args = append(he.Args, c.in(e, i))
 	}
-	if t.DType == poot.F32 {
-		semantics.Iota(b.f, t.Shape, e.Params.Axis)
-	} else {
-		semantics.Iota(b.i, t.Shape, e.Params.Axis)
-	}
+	return hostexec.Compile(he)
 }
 
 // Plan returns the plan the executable runs.

@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/pootlabs/poot"
-	"github.com/pootlabs/poot/internal/semantics"
+	"github.com/pootlabs/poot/internal/hostexec"
 	"github.com/pootlabs/poot/lower"
 )
 
@@ -221,7 +221,7 @@ func (pk *progKernel) store(st lower.Store, dst *buf, v []float32, c0 int) {
 	}
 	o := dst.b[c0 : c0+len(v)]
 	for i, x := range v {
-		o[i] = b2u(x != 0)
+		o[i] = hostexec.Bool(x != 0)
 	}
 }
 
@@ -240,7 +240,7 @@ func (pk *progKernel) eval(p, c0, c1 int) {
 			copy(r, pk.loads[li].f[c0:c1])
 		case l.Strides == nil:
 			for i, b := range pk.loads[li].b[c0:c1] {
-				r[i] = float32(b2u(b != 0))
+				r[i] = b2f(b != 0)
 			}
 		default:
 			pk.strided(p, l, pk.loads[li], r, c0)
@@ -252,9 +252,9 @@ func (pk *progKernel) eval(p, c0, c1 int) {
 		x := pk.reg(p, in.Args[0], n)
 		switch in.Op.Arity() {
 		case 1:
-			unaryChunk(in.Op, dst, x, pk.exact)
+			unaryChunk(in, dst, x, pk.exact)
 		case 2:
-			binaryChunk(in.Op, dst, x, pk.reg(p, in.Args[1], n))
+			binaryChunk(in, dst, x, pk.reg(p, in.Args[1], n))
 		default:
 			t, f := pk.reg(p, in.Args[1], n), pk.reg(p, in.Args[2], n)
 			for i, c := range x {
@@ -307,7 +307,7 @@ func (pk *progKernel) strided(p int, l lower.Load, src *buf, r []float32, c0 int
 			}
 		default:
 			for j := range dst {
-				dst[j] = float32(b2u(src.b[off+j*ls] != 0))
+				dst[j] = b2f(src.b[off+j*ls] != 0)
 			}
 		}
 		i += run
@@ -355,16 +355,27 @@ func (pk *progKernel) scatter(st lower.Store, dst *buf, v []float32, c0 int) {
 	}
 }
 
-func unaryChunk(op poot.Op, dst, x []float32, exact bool) {
+// b2f is a Bool as a register holds it.
+func b2f(b bool) float32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// unaryChunk runs a unary instruction over a chunk: a few primitives by
+// loops of their own (Exp approximated unless exact), every other by the
+// scalar meaning of its record.
+func unaryChunk(in lower.Instr, dst, x []float32, exact bool) {
 	dst = dst[:len(x)]
-	switch op {
+	switch in.Op {
 	case poot.Neg:
 		for i, v := range x {
 			dst[i] = -v
 		}
 	case poot.Not:
 		for i, v := range x {
-			dst[i] = float32(b2u(v == 0))
+			dst[i] = b2f(v == 0)
 		}
 	case poot.Rsqrt:
 		for i, v := range x {
@@ -381,15 +392,15 @@ func unaryChunk(op poot.Op, dst, x []float32, exact bool) {
 			dst[i] = expf(v)
 		}
 	default:
-		for i, v := range x {
-			dst[i] = semantics.UnaryF32(op, v)
-		}
+		scalarChunk(in, dst, x, x)
 	}
 }
 
-func binaryChunk(op poot.Op, dst, x, y []float32) {
+// binaryChunk runs a binary instruction over a chunk: arithmetic and logic
+// by loops of their own, every other primitive by its scalar meaning.
+func binaryChunk(in lower.Instr, dst, x, y []float32) {
 	dst, y = dst[:len(x)], y[:len(x)]
-	switch op {
+	switch in.Op {
 	case poot.Add:
 		for i, v := range x {
 			dst[i] = v + y[i]
@@ -406,21 +417,39 @@ func binaryChunk(op poot.Op, dst, x, y []float32) {
 		for i, v := range x {
 			dst[i] = v / y[i]
 		}
-	case poot.Eq, poot.Ne, poot.Lt, poot.Le, poot.Gt, poot.Ge:
-		for i, v := range x {
-			dst[i] = float32(b2u(semantics.Compare(op, v, y[i])))
-		}
 	case poot.And:
 		for i, v := range x {
-			dst[i] = float32(b2u(v != 0 && y[i] != 0))
+			dst[i] = b2f(v != 0 && y[i] != 0)
 		}
 	case poot.Or:
 		for i, v := range x {
-			dst[i] = float32(b2u(v != 0 || y[i] != 0))
+			dst[i] = b2f(v != 0 || y[i] != 0)
 		}
 	default:
+		scalarChunk(in, dst, x, y)
+	}
+}
+
+// scalarChunk applies the scalar meaning of the instruction's primitive to
+// registers of F32 values or of Bools held as 0 and 1 (y is x for a unary
+// primitive). The planner fuses only dtypes the primitive accepts.
+func scalarChunk(in lower.Instr, dst, x, y []float32) {
+	s, _ := in.Op.Scalar()
+	switch {
+	case in.DType == poot.F32 && s.F32 != nil:
+		f := s.F32
 		for i, v := range x {
-			dst[i] = semantics.BinaryF32(op, v, y[i])
+			dst[i] = f(v, y[i])
+		}
+	case in.DType == poot.F32 && s.CompareF32 != nil:
+		f := s.CompareF32
+		for i, v := range x {
+			dst[i] = b2f(f(v, y[i]))
+		}
+	case in.DType == poot.Bool && s.Bool != nil:
+		f := s.Bool
+		for i, v := range x {
+			dst[i] = b2f(f(v != 0, y[i] != 0))
 		}
 	}
 }

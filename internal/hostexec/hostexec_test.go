@@ -1,6 +1,7 @@
-package semantics
+package hostexec
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"testing"
@@ -8,19 +9,26 @@ import (
 	"github.com/pootlabs/poot"
 )
 
-func TestBinaryI32Div(t *testing.T) {
+func TestDivI32(t *testing.T) {
 	for _, c := range []struct {
 		x, y, want int32
-		ok         bool
+		fault      bool
 	}{
-		{7, 2, 3, true},
-		{-7, 2, -3, true}, // truncates toward zero
-		{math.MinInt32, -1, math.MinInt32, true},
-		{5, 0, 0, false},
+		{7, 2, 3, false},
+		{-7, 2, -3, false}, // truncates toward zero
+		{math.MinInt32, -1, math.MinInt32, false},
+		{5, 0, 0, true},
 	} {
-		got, ok := BinaryI32(poot.Div, c.x, c.y)
-		if got != c.want || ok != c.ok {
-			t.Errorf("%d / %d = %d, %v; want %d, %v", c.x, c.y, got, ok, c.want, c.ok)
+		i32 := poot.T(poot.I32, 1)
+		x, y, out := NewBuf(4), NewBuf(4), NewBuf(4)
+		x.I32()[0], y.I32()[0] = c.x, c.y
+		run, err := Compile(&Eqn{Op: poot.Div, In: []poot.TensorType{i32, i32}, Out: i32, Args: []Storage{x, y}, Res: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = run()
+		if got := out.I32()[0]; got != c.want || (err != nil) != c.fault || c.fault && !errors.Is(err, ErrDivideByZero) {
+			t.Errorf("%d / %d = %d, %v; want %d, fault %v", c.x, c.y, got, err, c.want, c.fault)
 		}
 	}
 }
@@ -33,8 +41,8 @@ func TestF32ToI32(t *testing.T) {
 	}{
 		{2.9, 2}, {-2.9, -2}, {nan, 0}, {3e9, math.MaxInt32}, {-3e9, math.MinInt32},
 	} {
-		if got := F32ToI32(c.f); got != c.want {
-			t.Errorf("F32ToI32(%g) = %d, want %d", c.f, got, c.want)
+		if got := f32ToI32(c.f); got != c.want {
+			t.Errorf("f32ToI32(%g) = %d, want %d", c.f, got, c.want)
 		}
 	}
 }
@@ -44,11 +52,11 @@ func TestI32ToBF16RoundsOnce(t *testing.T) {
 	// rounding through float32 first would land on the tie and round to
 	// even (down), rounding once goes up.
 	v := int32(1<<24 + 1<<16 + 1)
-	if got, want := I32ToBF16(v), uint16(0x4b81); got != want {
-		t.Errorf("I32ToBF16(%d) = %#04x, want %#04x", v, got, want)
+	if got, want := i32ToBF16(v), uint16(0x4b81); got != want {
+		t.Errorf("i32ToBF16(%d) = %#04x, want %#04x", v, got, want)
 	}
-	if got, want := I32ToBF16(-v), uint16(0xcb81); got != want {
-		t.Errorf("I32ToBF16(%d) = %#04x, want %#04x", -v, got, want)
+	if got, want := i32ToBF16(-v), uint16(0xcb81); got != want {
+		t.Errorf("i32ToBF16(%d) = %#04x, want %#04x", -v, got, want)
 	}
 }
 
@@ -56,12 +64,12 @@ func TestTopKOrder(t *testing.T) {
 	nan := float32(math.NaN())
 	row := []float32{1, nan, 3, 3, float32(math.Inf(1))}
 	order := []int32{0, 1, 2, 3, 4}
-	slices.SortFunc(order, func(a, b int32) int { return TopKOrder(row[a], row[b], a, b) })
+	slices.SortFunc(order, func(a, b int32) int { return topKOrder(row[a], row[b], a, b) })
 	if want := []int32{1, 4, 2, 3, 0}; !slices.Equal(order, want) {
 		t.Errorf("order %v, want %v", order, want)
 	}
 	args := make([]int32, 1)
-	ReduceF32(poot.ArgMax, []float32{1, nan, nan, 2}, poot.Shape{4}, 0, nil, args)
+	reduceF32(poot.ArgMax, []float32{1, nan, nan, 2}, poot.Shape{4}, 0, nil, args)
 	if args[0] != 1 {
 		t.Errorf("ArgMax took index %d, want the first NaN", args[0])
 	}
@@ -69,11 +77,11 @@ func TestTopKOrder(t *testing.T) {
 
 func TestIota(t *testing.T) {
 	got := make([]int32, 6)
-	Iota(got, poot.Shape{2, 3}, 1)
+	iota(got, poot.Shape{2, 3}, 1)
 	if want := []int32{0, 1, 2, 0, 1, 2}; !slices.Equal(got, want) {
 		t.Errorf("Iota over axis 1: %v, want %v", got, want)
 	}
-	Iota(got, poot.Shape{2, 3}, 0)
+	iota(got, poot.Shape{2, 3}, 0)
 	if want := []int32{0, 0, 0, 1, 1, 1}; !slices.Equal(got, want) {
 		t.Errorf("Iota over axis 0: %v, want %v", got, want)
 	}
