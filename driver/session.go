@@ -3,8 +3,6 @@ package driver
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -142,6 +140,11 @@ func Open(path string, opts Options) (*Session, error) {
 	s.schema = s.model.Schema()
 	progress("tokenizer", 1)
 	s.tok, s.tokErr = TokenizerOf(ckpt)
+	if s.tokErr == nil {
+		if err := families.CheckVocab(s.schema.Vocab, s.tok.VocabSize()); err != nil {
+			return nil, err
+		}
+	}
 	s.capacity = opts.Capacity
 	if s.capacity == 0 {
 		s.capacity = DefaultCapacity
@@ -169,14 +172,7 @@ func Open(path string, opts Options) (*Session, error) {
 // registry: general.architecture of a GGUF file, the architectures of a
 // config.json.
 func ModelOf(c *load.Checkpoint) (families.Model, error) {
-	if f := c.GGUF(); f != nil {
-		return registry.FromGGUF(f)
-	}
-	cfg := c.HFConfig()
-	if cfg == nil {
-		return nil, fmt.Errorf("%s: no config.json", c.Path())
-	}
-	return registry.FromHF(cfg)
+	return registry.FromCheckpoint(c)
 }
 
 // TokenizerOf loads the vocabulary of an opened checkpoint: the GGUF
@@ -199,7 +195,7 @@ func TokenizerOf(c *load.Checkpoint) (*tokenizer.Tokenizer, error) {
 		return nil, fmt.Errorf("%w (no tokenizer.json in %s)", ErrNoTokenizer, dir.Path())
 	}
 	var cfgs []tokenizer.HFConfig
-	if data, err := os.ReadFile(filepath.Join(dir.Path(), "tokenizer_config.json")); err == nil {
+	if data := dir.TokenizerConfigJSON(); data != nil {
 		cfg, err := tokenizer.ParseHFConfig(data)
 		if err != nil {
 			return nil, err

@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/pootlabs/poot/driver"
+	// The cpu backend, registered as the interpreter "cpu" (the default).
 	"github.com/pootlabs/poot/families"
+	_ "github.com/pootlabs/poot/lower/cpu/register"
 	"github.com/pootlabs/poot/tokenizer"
 )
 

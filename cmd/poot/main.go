@@ -19,6 +19,9 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	// The backends the command ships: the cpu backend is the default interpreter.
+	_ "github.com/pootlabs/poot/lower/cpu/register"
 )
 
 // command is one subcommand: a function of its arguments and output

@@ -14,10 +14,12 @@ import (
 	"strings"
 
 	"github.com/pootlabs/poot/driver"
+	// The cpu backend, registered as the interpreter "cpu" (the default).
 	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/examples/parallel"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/registry"
+	_ "github.com/pootlabs/poot/lower/cpu/register"
 )
 
 func main() {

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 
 	"github.com/pootlabs/poot/driver"
+	// The cpu backend, registered as the interpreter "cpu" (the default).
 	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/examples/parallel"
 	"github.com/pootlabs/poot/families/registry"
+	_ "github.com/pootlabs/poot/lower/cpu/register"
 )
 
 // A new family runs through the unchanged driver: register its row, write
