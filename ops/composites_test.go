@@ -35,7 +35,7 @@ func TestCompositeRecords(t *testing.T) {
 	}
 	type rec struct {
 		Name, Parent, Attrs string
-		Operands           int
+		Operands            int
 	}
 	var got []rec
 	for _, c := range g.Composites() {
