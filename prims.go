@@ -13,7 +13,7 @@ import (
 // definition also holds its scalar meaning ([Scalar]), from which its type
 // rule follows and which the interpreters, the planner's programs and the
 // random-graph generator of package pootest read: adding one is its
-// definition here, its Builder method (primitives.go) and its notebook
+// definition here, its Builder method (builder_prims.go) and its notebook
 // method (nb/prims.go). Other primitives have one rule per interpreter, in
 // tables indexed by Op.
 //

@@ -1,8 +1,8 @@
 package poot
 
-// This file holds one Builder method per primitive. Each is a thin wrapper
-// over Apply; the semantics are documented on the Op constants. Negative axes
-// count from the end.
+// This file holds one Builder method per primitive; their definitions (type
+// rules, scalar meanings, documented semantics) are the records in prims.go.
+// Each method is a thin wrapper over Apply. Negative axes count from the end.
 
 func (b *Builder[B]) axis(h Traced[B], axis int) int {
 	if axis < 0 {
