@@ -41,39 +41,30 @@ func (a Attrs) Get(name string) (any, bool) {
 	return nil, false
 }
 
+// attrOf returns the attribute called name as a T; ok is false when there
+// is none or it is not a T.
+func attrOf[T any](a Attrs, name string) (v T, ok bool) {
+	x, _ := a.Get(name)
+	v, ok = x.(T)
+	return v, ok
+}
+
 // Int returns the int attribute called name; ok is false when there is
 // none or it is not an int.
-func (a Attrs) Int(name string) (v int, ok bool) {
-	x, _ := a.Get(name)
-	v, ok = x.(int)
-	return v, ok
-}
+func (a Attrs) Int(name string) (int, bool) { return attrOf[int](a, name) }
 
 // Float returns the float64 attribute called name.
-func (a Attrs) Float(name string) (v float64, ok bool) {
-	x, _ := a.Get(name)
-	v, ok = x.(float64)
-	return v, ok
-}
+func (a Attrs) Float(name string) (float64, bool) { return attrOf[float64](a, name) }
 
 // Bool returns the bool attribute called name.
-func (a Attrs) Bool(name string) (v bool, ok bool) {
-	x, _ := a.Get(name)
-	v, ok = x.(bool)
-	return v, ok
-}
+func (a Attrs) Bool(name string) (bool, bool) { return attrOf[bool](a, name) }
 
 // Str returns the string attribute called name.
-func (a Attrs) Str(name string) (v string, ok bool) {
-	x, _ := a.Get(name)
-	v, ok = x.(string)
-	return v, ok
-}
+func (a Attrs) Str(name string) (string, bool) { return attrOf[string](a, name) }
 
 // Ints returns a copy of the []int attribute called name.
-func (a Attrs) Ints(name string) (v []int, ok bool) {
-	x, _ := a.Get(name)
-	v, ok = x.([]int)
+func (a Attrs) Ints(name string) ([]int, bool) {
+	v, ok := attrOf[[]int](a, name)
 	return slices.Clone(v), ok
 }
 
