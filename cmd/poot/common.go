@@ -9,9 +9,6 @@ import (
 	"strings"
 
 	"github.com/pootlabs/poot/driver"
-	"github.com/pootlabs/poot/families"
-	"github.com/pootlabs/poot/families/registry"
-	"github.com/pootlabs/poot/load"
 )
 
 // parseTokens reads comma-separated token ids.
@@ -93,32 +90,14 @@ func checkCtx(capacity int) error {
 	return nil
 }
 
-// checkModel configures the checkpoint at path and checks it against its
-// tensor table (registry.FromCheckpoint) before the driver traces it, so a
-// header whose hyperparameters the file does not hold is an error naming
-// the first missing tensor instead of a trace sized by the header.
-func checkModel(path string) error {
-	c, err := load.Open(path)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_, err = registry.FromCheckpoint(c)
-	return err
-}
-
-// openSession opens a model, drawing a progress bar on stderr, after
-// checking it against its tensors, and checks that its tokenizer fits it.
+// openSession opens a model, drawing a progress bar on stderr; driver.Open
+// checks the model against its tensor table and its tokenizer against the
+// model.
 func openSession(path, interpName string, capacity int, stderr io.Writer) (*driver.Session, error) {
 	if path == "" {
 		return nil, usagef("no model: give -m MODEL (a GGUF file or a safetensors directory)")
 	}
 	if err := checkCtx(capacity); err != nil {
-		return nil, err
-	}
-	// driver.Open configures the model through driver.ModelOf, which does
-	// not yet consult the tensor table for safetensors directories.
-	if err := checkModel(path); err != nil {
 		return nil, err
 	}
 	b := newBar(stderr)
@@ -129,12 +108,6 @@ func openSession(path, interpName string, capacity int, stderr io.Writer) (*driv
 	b.clear()
 	if err != nil {
 		return nil, err
-	}
-	if tok, err := s.Tokenizer(); err == nil {
-		if err := families.CheckVocab(s.Model().Schema().Vocab, tok.VocabSize()); err != nil {
-			s.Close()
-			return nil, err
-		}
 	}
 	return s, nil
 }
