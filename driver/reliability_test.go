@@ -12,6 +12,7 @@ import (
 
 	"github.com/pootlabs/poot/driver"
 	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/load"
 )
 
 // TestClosedSession: once closed, with its steps compiled (the decode step
@@ -179,5 +180,42 @@ func TestNonFiniteLogits(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestTruncatedUnderneath truncates the checkpoint while a session has it
+// mapped: the next step reads weights from pages that no longer exist,
+// which raises SIGBUS on the goroutine that touches them (the caller's or
+// one of the cpu backend's workers). That must come back from the step as
+// an error wrapping load.ErrFault, never kill the process.
+func TestTruncatedUnderneath(t *testing.T) {
+	data, err := os.ReadFile(tinyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{"oracle", "cpu"} {
+		t.Run(in, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := driver.Open(path, driver.Options{Interp: in, Capacity: 32})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Logits(someTokens[:4], false); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, 4096); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				_, err = s.Logits(someTokens[:4], false)
+				if !errors.Is(err, load.ErrFault) {
+					t.Fatalf("a step over a truncated checkpoint: %v, want an error wrapping load.ErrFault", err)
+				}
+			}
+		})
 	}
 }

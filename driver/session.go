@@ -10,6 +10,7 @@ import (
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/internal/mmap"
 	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/tensor"
@@ -351,7 +352,13 @@ func (s *Session) step(n int, logits families.LogitsMode, stage func(string)) (*
 	if stage != nil {
 		stage("compile")
 	}
-	exe, err := s.interp.Compile(bg, interp.ConstMap(consts))
+	// Compiling may read (repack, convert) weights that live in the
+	// checkpoint's mapping; a fault there is an error, not a crash.
+	var exe interp.Executable
+	err = mmap.Guard("compiling "+st.info.Program, func() (err error) {
+		exe, err = s.interp.Compile(bg, interp.ConstMap(consts))
+		return err
+	})
 	if err != nil {
 		return fail("compile", err)
 	}
@@ -460,7 +467,15 @@ func (s *Session) run(chunk []int32, mode families.LogitsMode) ([]float32, error
 	if err != nil {
 		return nil, err
 	}
-	out, err := st.exe.Run(interp.Slots{"token": tok, "pos": pt}, s.state)
+	// The interpreters read weights straight from the checkpoint's mapping;
+	// a fault there (the file truncated or rewritten underneath) comes back
+	// as an error wrapping load.ErrFault, from this goroutine or from the
+	// backend's workers, which hand their panics to this one.
+	var out []tensor.Tensor
+	err = mmap.Guard("running "+st.info.Program, func() (err error) {
+		out, err = st.exe.Run(interp.Slots{"token": tok, "pos": pt}, s.state)
+		return err
+	})
 	if err != nil {
 		// An interpreter that writes caches in place (cpu) may have
 		// written some rows before a fault inside the graph; empty the

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,14 @@ import (
 // after each loop before they park on a channel, and the caller spins for
 // the stragglers before it parks. An idle Pool costs nothing after that
 // brief spin.
+//
+// A panic inside a loop body, on any worker, is handed to the caller: Run
+// waits for the other chunks to finish and panics with the first value on
+// its own goroutine, where a recover (or mmap.Guard) can see it. Workers
+// run with runtime/debug.SetPanicOnFault set, so a memory fault while a
+// body reads a mapped file (SIGBUS when the file is truncated underneath)
+// reaches the caller as a runtime.Error panic rather than killing the
+// process.
 type Pool struct {
 	mu      sync.Mutex // serialises Run
 	workers int
@@ -41,7 +50,15 @@ type Pool struct {
 	next    atomic.Int64  // next chunk index to claim
 	pending atomic.Int32  // workers still running the current loop
 	closed  atomic.Bool
+
+	// failed holds the first panic of the current loop (a *loopPanic);
+	// workers that see it stop claiming chunks.
+	failed atomic.Pointer[loopPanic]
 }
+
+// loopPanic carries a panic value from the goroutine that raised it to
+// Run's caller.
+type loopPanic struct{ value any }
 
 // spinFor is how long a worker or the caller polls before it parks.
 const spinFor = 100 * time.Microsecond
@@ -104,6 +121,7 @@ func (p *Pool) RunGrain(n, grain int, fn func(lo, hi int)) {
 		return
 	}
 	p.fn, p.n, p.chunk = fn, n, chunk
+	p.failed.Store(nil)
 	p.next.Store(0)
 	p.pending.Store(int32(len(p.wake)))
 	gen := p.gen.Add(1) // publishes fn, n, chunk and next to spinning workers
@@ -115,6 +133,9 @@ func (p *Pool) RunGrain(n, grain int, fn func(lo, hi int)) {
 	p.work()
 	p.waitWorkers(gen)
 	p.fn = nil
+	if lp := p.failed.Swap(nil); lp != nil {
+		panic(lp.value)
+	}
 }
 
 // waitWorkers returns once every worker has finished loop gen.
@@ -139,9 +160,17 @@ func (p *Pool) waitWorkers(gen uint64) {
 	}
 }
 
+// work claims and runs chunks of the current loop until none is left or
+// some goroutine has panicked in it. A panic is recorded, not raised: every
+// goroutine must still count itself done with the loop.
 func (p *Pool) work() {
 	fn, n, chunk := p.fn, p.n, p.chunk
-	for {
+	defer func() {
+		if r := recover(); r != nil {
+			p.failed.CompareAndSwap(nil, &loopPanic{value: r})
+		}
+	}()
+	for p.failed.Load() == nil {
 		lo := int(p.next.Add(1)-1) * chunk
 		if lo >= n {
 			return
@@ -153,6 +182,7 @@ func (p *Pool) work() {
 // worker runs loops as their generations appear: spinning for spinFor
 // after each, then parked on its channel until Run wakes it.
 func (p *Pool) worker(i int) {
+	debug.SetPanicOnFault(true)
 	var seen uint64
 	for {
 		start := time.Now()

@@ -75,3 +75,32 @@ func TestPoolLateSignal(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolPanicReachesCaller checks that a panic in a loop body, on
+// whichever goroutine ran the chunk, comes out of Run on the caller (so a
+// recover there sees it) after the other chunks have stopped, and that the
+// pool runs ordinary loops afterwards.
+func TestPoolPanicReachesCaller(t *testing.T) {
+	p := kernels.NewPool(4)
+	defer p.Close()
+	const n = 64
+	for bad := range n {
+		got := func() (r any) {
+			defer func() { r = recover() }()
+			p.Run(n, func(lo, hi int) {
+				if lo <= bad && bad < hi {
+					panic(bad)
+				}
+			})
+			return nil
+		}()
+		if got != bad {
+			t.Fatalf("chunk holding %d panicked; Run's caller recovered %v", bad, got)
+		}
+		var count atomic.Int64
+		p.Run(n, func(lo, hi int) { count.Add(int64(hi - lo)) })
+		if count.Load() != n {
+			t.Fatalf("after a panicking loop, the next loop covered %d of %d indices", count.Load(), n)
+		}
+	}
+}
