@@ -147,7 +147,12 @@ func (k *Kernel) Name() string {
 //	    mask[r·T+t, s] ? cap·tanh(scale·(Q[r·T+t, h·D:] · K[r·S+s, g·D:])/cap) : -Inf
 //
 // with g = h / Rep, cap absent when SoftCap is 0, and Sinks[h] joining
-// the softmax's denominator when Sinks is not -1.
+// the softmax's denominator when Sinks is not -1. The sum runs over the
+// positions s that some query row of sequence r sees (its mask row is true
+// for some t), the others contributing nothing whatever V holds there: a
+// kernel that skips a query's masked rows must still turn an output column
+// NaN where a row hidden from that query, but seen by another of its
+// sequence, holds a non-finite value (0·NaN), as the body does.
 type Attention struct {
 	Q, K, V, Mask, Sinks poot.ValueID
 	Out                  poot.ValueID

@@ -25,6 +25,9 @@ import (
 //	q:    Reshape [R,T,H,D], Transpose(0,2,1,3)             -> [R,H,T,D]
 //	k:    Reshape [R,S,Hkv,D], Transpose(0,2,1,3)           -> [R,Hkv,S,D]
 //	      [RepeatKV: scope "repeat_kv": Reshape, Broadcast, Reshape -> [R,H,S,D]]
+//	u  = Cast(ReduceMax(Cast(Reshape(mask, [R,T,S]), I32), 1), Bool)    [R,1,S]
+//	v  = Select(Reshape(Broadcast(Reshape(u, [R,S,1]), [R,S,Hkv·Dv]), [R·S,Hkv·Dv]),
+//	            v, Literal(0))                               hidden from every query
 //	v:    Reshape [R,S,Hkv,Dv], Transpose(0,2,3,1)          -> [R,Hkv,Dv,S]
 //	      [RepeatKV                                          -> [R,H,Dv,S]]
 //	s  = MatMul(q, k)                                        [R,H,T,S]
@@ -40,6 +43,18 @@ import (
 //
 // The soft cap comes before the mask: capping a masked -Inf logit would turn
 // it into -cap and let masked keys through.
+//
+// What a masked position contributes is defined exactly, NaN and infinity
+// included, so that every interpreter agrees on a cache whose unused rows
+// hold anything at all. A masked key's score is replaced, never added to,
+// so its K row never matters. A V row matters only if some query of its
+// sequence sees it: a position hidden from every query row of sequence r
+// is replaced by zeros before the product, and a position seen by some of
+// them enters every one of their sums at weight exactly 0 where hidden (so
+// a NaN or infinity in it reaches all of them, as 0·NaN is NaN). In a
+// decode step (T = 1) this is simply "masked rows are never read", which is
+// what fused kernels do; in a prefill chunk the extra rows are the at most
+// T-1 positions seen by one query of the chunk but not another.
 
 // AttentionConfig describes one attention layer.
 type AttentionConfig[B any] struct {
@@ -150,6 +165,9 @@ func Attention[B any](b *poot.Builder[B], q, k, v, mask poot.Traced[B], cfg Atte
 			return fail(b, "attention", "mask %v, want bool[%d,%d]", b.Aval(mask), nq, s)
 		}
 		rep := h / hkv
+		seen := b.Cast(b.ReduceMax(b.Cast(b.Reshape(mask, r, t, s), poot.I32), 1), poot.Bool)
+		seen = b.Reshape(b.Broadcast(b.Reshape(seen, r, s, 1), r, s, hkv*dv), r*s, hkv*dv)
+		v = b.Select(seen, v, b.FullLike(v, 0))
 		qh := b.Transpose(b.Reshape(q, r, t, h, d), 0, 2, 1, 3)
 		kh := RepeatKV(b, b.Transpose(b.Reshape(k, r, s, hkv, d), 0, 2, 1, 3), rep)
 		vh := RepeatKV(b, b.Transpose(b.Reshape(v, r, s, hkv, dv), 0, 2, 3, 1), rep)

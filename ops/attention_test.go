@@ -56,6 +56,17 @@ func (c *coreAttnCase) reference() {
 		scale = 1 / math.Sqrt(float64(c.d))
 	}
 	rep := c.heads / c.kvHeads
+	// seen[seq·S+j]: some query of sequence seq sees position j. A V row
+	// that none sees contributes nothing; one that some query sees enters
+	// every query's sum of that sequence, at weight 0 where hidden.
+	seen := make([]bool, c.rows*c.s)
+	for i, p := range c.pos {
+		for j := range c.s {
+			if coreVisible(p, j, c.window, c.chunk) {
+				seen[(i/c.t)*c.s+j] = true
+			}
+		}
+	}
 	c.wantO = make([]float64, len(c.pos)*c.heads*c.dv)
 	for i, p := range c.pos {
 		seq := i / c.t
@@ -93,7 +104,9 @@ func (c *coreAttnCase) reference() {
 			for e := range c.dv {
 				acc := 0.0
 				for j, l := range logits {
-					acc += math.Exp(l-m) / den * c.wantV[(seq*c.s+j)*vw+kh*c.dv+e]
+					if seen[seq*c.s+j] {
+						acc += math.Exp(l-m) / den * c.wantV[(seq*c.s+j)*vw+kh*c.dv+e]
+					}
 				}
 				c.wantO[i*c.heads*c.dv+h*c.dv+e] = acc
 			}
@@ -170,6 +183,61 @@ func TestAttentionAgainstReference(t *testing.T) {
 	}
 }
 
+// TestAttentionMaskedRows plants NaN and infinities in cache rows and new
+// rows and checks the output against the reference's definition of what a
+// masked position contributes: a K row of a masked position never matters,
+// a V row hidden from every query of its sequence contributes nothing, a V
+// row seen by some query of the chunk reaches all of them (0·NaN).
+func TestAttentionMaskedRows(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	base := coreAttnCase{rows: 2, t: 3, s: 8, heads: 2, kvHeads: 1, d: 2, pos: []int{2, 3, 4, 0, 1, 2}}
+	cases := []struct {
+		name   string
+		window int
+		plant  func(c *coreAttnCase)
+		finite bool // every output finite
+	}{
+		{"unseen cache rows", 0, func(c *coreAttnCase) {
+			kw := c.kvHeads * c.d
+			for _, row := range []int{6, 7, 8 + 5} {
+				c.kCache[row*kw] = nan
+				c.vCache[row*kw] = nan
+				c.vCache[row*kw+1] = -inf
+			}
+		}, true},
+		{"a new row one query sees", 0, func(c *coreAttnCase) {
+			c.v[2*c.kvHeads*c.dv] = nan // position 4 of sequence 0, seen only by its last query
+		}, false},
+		{"a row out of the window of later queries", 2, func(c *coreAttnCase) {
+			kw := c.kvHeads * c.d
+			c.vCache[8*kw+6*kw] = inf // never seen: sequence 1 stops at position 2
+			c.kCache[0] = nan         // position 0 of sequence 0: out of every query's window of 2
+			c.vCache[0] = -inf
+		}, true},
+		{"a row the first query sees and later ones do not", 2, func(c *coreAttnCase) {
+			c.vCache[1*c.kvHeads*c.dv] = inf // position 1: seen from position 2 only
+		}, false},
+	}
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, tc := range cases {
+		c := base
+		c.name, c.window = tc.name, tc.window
+		c.fill(r)
+		tc.plant(&c)
+		c.reference()
+		g := newCore()
+		out := g.run(t, "", c.graph(t, g))[0]
+		coreCheck(t, c.name, out, c.wantO)
+		finite := true
+		for _, x := range out {
+			finite = finite && !math.IsNaN(x) && !math.IsInf(x, 0)
+		}
+		if finite != tc.finite {
+			t.Errorf("%s: every output finite = %v, want %v", c.name, finite, tc.finite)
+		}
+	}
+}
+
 // TestAttentionScope checks that the core sequence sits in one scope named
 // "attention", in the documented order.
 func TestAttentionScope(t *testing.T) {
@@ -201,6 +269,8 @@ func TestAttentionScope(t *testing.T) {
 		}
 	}
 	want := []poot.Op{
+		poot.Reshape, poot.Cast, poot.ReduceMax, poot.Cast, // positions some query sees
+		poot.Reshape, poot.Broadcast, poot.Reshape, poot.Literal, poot.Select, // zero V elsewhere
 		poot.Reshape, poot.Transpose, // q
 		poot.Reshape, poot.Transpose, // k (then repeat_kv in its own scope)
 		poot.Reshape, poot.Transpose, // v

@@ -77,10 +77,10 @@ func genAttention() *rapid.Generator[*GraphCase] {
 		h := kvHeads * rep
 		n := rows * newT
 		b := g.b
-		// Keys and values stay finite: the body multiplies masked values by
-		// an exact 0 (so a NaN there would reach every output), which a
-		// fused kernel that never reads masked rows does not reproduce;
-		// queries and sinks carry special values.
+		// Every input may carry special values, the caches' unused rows
+		// included: the definition says exactly what a masked position
+		// contributes (nothing, or 0·x when another query of the sequence
+		// sees it), and fused kernels must agree.
 		data := func(special bool, dims ...int) tensor.Tensor {
 			x, err := tensor.FromF32(poot.Shape(dims), g.floats(int(poot.Shape(dims).Size()), special))
 			if err != nil {
@@ -119,9 +119,9 @@ func genAttention() *rapid.Generator[*GraphCase] {
 		if err != nil {
 			g.fail(err)
 		}
-		slots := interp.Slots{"q": data(true, n, h*d), "k": data(false, n, kvHeads*d), "v": data(false, n, kvHeads*dv), "pos": pt}
+		slots := interp.Slots{"q": data(true, n, h*d), "k": data(true, n, kvHeads*d), "v": data(true, n, kvHeads*dv), "pos": pt}
 		state := &interp.State{Tensors: map[string]tensor.Tensor{
-			"cache.k": data(false, rows*capacity, kvHeads*d), "cache.v": data(false, rows*capacity, kvHeads*dv)}}
+			"cache.k": data(true, rows*capacity, kvHeads*d), "cache.v": data(true, rows*capacity, kvHeads*dv)}}
 		return &GraphCase{Graph: graph, Consts: g.consts, Slots: slots, State: state}
 	})
 }

@@ -21,6 +21,7 @@ type flash struct {
 	sc                   [][]float32 // per part: Rep·S scores
 	fn                   func(lo, hi int)
 	invCap               float32
+	seen                 []bool // S: positions some query of a sequence sees
 
 	// The path through package kernels' decode attention (vectorized), for
 	// cores without soft cap or sinks and with D == Dv: one
@@ -47,6 +48,9 @@ func compileFlash(c *compiler, k *lower.Kernel) (func() error, error) {
 		f.sc = append(f.sc, make([]float32, a.Rep*a.S))
 	}
 	f.fn = f.do
+	if a.T > 1 {
+		f.seen = make([]bool, a.S)
+	}
 	f.fast = kernelsAttention && a.SoftCap == 0 && a.Sinks < 0 && a.D == a.Dv
 	if f.fast {
 		for range c.x.pool.Workers() {
@@ -113,6 +117,7 @@ var kernelsAttention = true
 func (f *flash) units() int { return f.a.R * f.a.T * f.a.KVHeads }
 
 func (f *flash) run() error {
+	defer f.hiddenSeen()
 	if f.fast {
 		return f.runFast()
 	}
@@ -123,6 +128,47 @@ func (f *flash) run() error {
 	}
 	f.x.pool.Run(parts, f.fn)
 	return nil
+}
+
+// hiddenSeen finishes a step of several queries per sequence as the
+// definition (package ops, Attention) says: a V row that some query of a
+// sequence sees enters the sums of the others at weight exactly 0, so a NaN
+// or infinity in it turns their output NaN in that column. The kernels
+// never read masked rows; this pass reads only the rows hidden from one
+// query and seen by another (at most T-1 per query, none in a decode step)
+// and looks for non-finite values.
+func (f *flash) hiddenSeen() {
+	a := &f.a
+	if a.T == 1 {
+		return
+	}
+	S, Dv, rep, vw := a.S, a.Dv, a.Rep, a.KVHeads*a.Dv
+	nan := float32(math.NaN())
+	for r := range a.R {
+		clear(f.seen)
+		for row := r * a.T; row < (r+1)*a.T; row++ {
+			for s, vis := range f.mask.b[row*S : (row+1)*S] {
+				f.seen[s] = f.seen[s] || vis != 0
+			}
+		}
+		for row := r * a.T; row < (r+1)*a.T; row++ {
+			mask := f.mask.b[row*S : (row+1)*S]
+			out := f.out.f[row*a.Heads*Dv : (row+1)*a.Heads*Dv]
+			for s, seen := range f.seen {
+				if !seen || mask[s] != 0 {
+					continue
+				}
+				for c, x := range f.v.f[(r*S+s)*vw : (r*S+s+1)*vw] {
+					if x-x != 0 { // NaN or ±Inf: 0·x is NaN
+						g, j := c/Dv, c%Dv
+						for i := range rep {
+							out[(g*rep+i)*Dv+j] = nan
+						}
+					}
+				}
+			}
+		}
+	}
 }
 
 // runFast runs the kernels path: a single query row splits its heads
