@@ -101,15 +101,7 @@ func (d *Decoder) Window(l int) int {
 
 // Schema returns the driver's facts about the model.
 func (d *Decoder) Schema() Schema {
-	s := Schema{Vocab: d.Vocab, Dim: d.Dim, Layers: d.Layers, MaxContext: d.MaxContext, CacheWidth: map[string]int{}}
-	for l := range d.Layers {
-		for _, kind := range []string{"k", "v"} {
-			n := CacheName(kind, l)
-			s.States = append(s.States, n)
-			s.CacheWidth[n] = d.KVHeads * d.HeadDim
-		}
-	}
-	return s
+	return Schema{Vocab: d.Vocab, Dim: d.Dim, Layers: d.Layers, MaxContext: d.MaxContext}
 }
 
 // Validate checks the hyperparameters against each other. A config reader
@@ -142,58 +134,6 @@ func (d *Decoder) Validate() error {
 	return nil
 }
 
-// Tensors lists the weights a step reads.
-func (d *Decoder) Tensors() []TensorSpec {
-	var ts []TensorSpec
-	add := func(name, role string, optional bool, shape ...int) {
-		ts = append(ts, TensorSpec{Name: name, Shape: poot.Shape(shape), Optional: optional, Role: role})
-	}
-	q, kv := d.Heads*d.HeadDim, d.KVHeads*d.HeadDim
-	add("token_embd.weight", "weight", false, d.Vocab, d.Dim)
-	if d.Rope.FreqFactors {
-		add("rope_freqs.weight", "rope_freqs", false, d.Rope.Dims/2)
-	}
-	for l := range d.Layers {
-		p := fmt.Sprintf("blk.%d.", l)
-		add(p+"attn_norm.weight", "norm", false, d.Dim)
-		add(p+"attn_q.weight", "weight", false, q, d.Dim)
-		add(p+"attn_k.weight", "weight", false, kv, d.Dim)
-		add(p+"attn_v.weight", "weight", false, kv, d.Dim)
-		if d.QKVBias {
-			add(p+"attn_q.bias", "bias", false, q)
-			add(p+"attn_k.bias", "bias", false, kv)
-			add(p+"attn_v.bias", "bias", false, kv)
-		}
-		if d.QKNorm {
-			add(p+"attn_q_norm.weight", "norm", false, d.HeadDim)
-			add(p+"attn_k_norm.weight", "norm", false, d.HeadDim)
-		}
-		add(p+"attn_output.weight", "weight", false, d.Dim, q)
-		if d.PostNorms {
-			add(p+"post_attention_norm.weight", "norm", false, d.Dim)
-		}
-		add(p+"ffn_norm.weight", "norm", false, d.Dim)
-		if m := d.MoE; m != nil {
-			add(p+"ffn_gate_inp.weight", "weight", false, m.Experts, d.Dim)
-			add(p+"ffn_gate_exps.weight", "weight", false, m.Experts, m.FFN, d.Dim)
-			add(p+"ffn_up_exps.weight", "weight", false, m.Experts, m.FFN, d.Dim)
-			add(p+"ffn_down_exps.weight", "weight", false, m.Experts, d.Dim, m.FFN)
-		} else {
-			add(p+"ffn_gate.weight", "weight", false, d.FFN, d.Dim)
-			add(p+"ffn_up.weight", "weight", false, d.FFN, d.Dim)
-			add(p+"ffn_down.weight", "weight", false, d.Dim, d.FFN)
-		}
-		if d.PostNorms {
-			add(p+"post_ffw_norm.weight", "norm", false, d.Dim)
-		}
-	}
-	add("output_norm.weight", "norm", false, d.Dim)
-	if !d.Tied {
-		add("output.weight", "weight", false, d.Vocab, d.Dim)
-	}
-	return ts
-}
-
 // Trace checks spec against the schema and records the step.
 func (d *Decoder) Trace(spec StepSpec, limits poot.Limits) (*poot.Graph, error) {
 	if err := d.Validate(); err != nil {
@@ -203,32 +143,16 @@ func (d *Decoder) Trace(spec StepSpec, limits poot.Limits) (*poot.Graph, error) 
 	if err := schema.Check(d.Name, spec.Shape); err != nil {
 		return nil, err
 	}
-	if err := checkCarries(d.Name, spec.Carries, schema.States); err != nil {
-		return nil, err
-	}
 	b := poot.NewBuilder[decoderBrand](limits)
 	step := NewStep(b, spec.Shape, d.Vocab)
-	return TraceDecoder(step, d)
-}
-
-func checkCarries(family string, want, have []string) error {
-	if len(want) == 0 {
-		return nil
+	g, err := TraceDecoder(step, d)
+	if err != nil {
+		return nil, err
 	}
-	set := map[string]bool{}
-	for _, n := range have {
-		set[n] = true
+	if err := CheckCarries(d.Name, spec.Carries, g); err != nil {
+		return nil, err
 	}
-	for _, n := range want {
-		if !set[n] {
-			return &StepError{Model: family, Field: "Carries", Detail: fmt.Sprintf("the model carries no state %q", n)}
-		}
-		delete(set, n)
-	}
-	if len(set) > 0 {
-		return &StepError{Model: family, Field: "Carries", Detail: fmt.Sprintf("the spec omits %d of the model's states", len(set))}
-	}
-	return nil
+	return g, nil
 }
 
 // TraceDecoder records one step of the standard decoder d on step's

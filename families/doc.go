@@ -52,6 +52,6 @@
 // tensor table, or from a config.json. The model can write itself back
 // either way (GGUFWriter, HFWriter), which is how the tests check that a
 // safetensors directory gives the same logits as the GGUF it came from, and
-// how a synthesiser writes random checkpoints of any family (Tensors gives
-// the names, shapes and roles).
+// how a synthesiser writes random checkpoints of any family ([Tensors]
+// reads the names, shapes and roles from the family's own trace).
 package families

@@ -67,7 +67,14 @@ func TestTraceChecksSpec(t *testing.T) {
 	if _, err := d.Trace(spec, poot.Limits{}); !errors.As(err, &se) || se.Field != "Carries" {
 		t.Errorf("partial carries: got %v", err)
 	}
-	spec.Carries = d.Schema().States
+	states, err := families.States(d, spec.Shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Carries = nil
+	for _, v := range states {
+		spec.Carries = append(spec.Carries, v.Name)
+	}
 	g, err := d.Trace(spec, poot.Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -256,5 +263,52 @@ func TestWeightMap(t *testing.T) {
 	}
 	if s, ok := w.In(families.GGUF).Stored("blk.3.attn_k.weight"); !ok || s != "blk.3.attn_k.weight" {
 		t.Errorf("GGUF names are canonical: %q", s)
+	}
+}
+
+// TestTensorsFromTrace checks that the weights a model reads come from its
+// trace: every constant once, in the order of first use, with the shapes the
+// hyperparameters give and roles read from the composites that use them.
+func TestTensorsFromTrace(t *testing.T) {
+	d := tiny()
+	d.QKVBias, d.QKNorm, d.PostNorms = true, true, true
+	ts, err := families.Tensors(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		name, role string
+		shape      poot.Shape
+	}{
+		{"token_embd.weight", "weight", poot.Shape{32, 16}},
+		{"blk.0.attn_norm.weight", "norm", poot.Shape{16}},
+		{"blk.0.attn_q.weight", "weight", poot.Shape{16, 16}},
+		{"blk.0.attn_q.bias", "bias", poot.Shape{16}},
+		{"blk.0.attn_k.weight", "weight", poot.Shape{8, 16}},
+		{"blk.0.attn_k.bias", "bias", poot.Shape{8}},
+		{"blk.0.attn_v.weight", "weight", poot.Shape{8, 16}},
+		{"blk.0.attn_v.bias", "bias", poot.Shape{8}},
+		{"blk.0.attn_q_norm.weight", "norm", poot.Shape{4}},
+		{"blk.0.attn_k_norm.weight", "norm", poot.Shape{4}},
+		{"blk.0.attn_output.weight", "weight", poot.Shape{16, 16}},
+		{"blk.0.post_attention_norm.weight", "norm", poot.Shape{16}},
+		{"blk.0.ffn_norm.weight", "norm", poot.Shape{16}},
+		{"blk.0.ffn_gate.weight", "weight", poot.Shape{24, 16}},
+	}
+	if len(ts) != 3+2*16 {
+		t.Errorf("%d tensors, want 35 (embedding, final norm, head, 16 per layer)", len(ts))
+	}
+	for i, w := range want {
+		if i >= len(ts) || ts[i].Name != w.name || ts[i].Role != w.role || !ts[i].Shape.Equal(w.shape) {
+			t.Fatalf("tensor %d: got %+v, want %s %v (%s)", i, ts[i], w.name, w.shape, w.role)
+		}
+	}
+	last := ts[len(ts)-1]
+	if last.Name != "output.weight" || ts[len(ts)-2].Name != "output_norm.weight" || ts[len(ts)-2].Role != "norm" {
+		t.Errorf("the list ends %v, %v; want output_norm.weight (norm), output.weight", ts[len(ts)-2], last)
+	}
+	d.Tied = true
+	if ts, _ := families.Tensors(d); ts[len(ts)-1].Name != "output_norm.weight" {
+		t.Errorf("a tied head still reads %s", ts[len(ts)-1].Name)
 	}
 }

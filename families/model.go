@@ -17,10 +17,9 @@ type Model interface {
 	Schema() Schema
 	// Trace checks spec against the schema and records the step's graph,
 	// charging limits. A spec the model cannot run is a *StepError.
+	// The weights a model reads and the states it carries are read from
+	// its trace (Tensors, States), not listed a second time.
 	Trace(spec StepSpec, limits poot.Limits) (*poot.Graph, error)
-	// Tensors lists the weights the graphs read, by canonical (GGUF) name,
-	// with their poot-order shapes.
-	Tensors() []TensorSpec
 	// Weights is the weight map: canonical names to stored names for the
 	// container the model was configured from.
 	Weights() WeightMap
@@ -32,12 +31,6 @@ type Schema struct {
 	Dim        int // width of the residual stream
 	Layers     int
 	MaxContext int // the context length the checkpoint declares; 0 if none
-	// States lists the carried state names in the order the graph
-	// declares them (cache.k.0, cache.v.0, cache.k.1, …).
-	States []string
-	// CacheWidth is each cache state's column count, by state name
-	// (kv_heads*head_dim for attention layers).
-	CacheWidth map[string]int
 }
 
 // Check validates a step shape against the schema.
@@ -54,13 +47,12 @@ func (s Schema) Check(family string, shape StepShape) error {
 	return nil
 }
 
-// TensorSpec describes one weight a family reads.
+// TensorSpec describes one weight a model reads (see Tensors).
 type TensorSpec struct {
-	Name     string     // canonical (GGUF) name
-	Shape    poot.Shape // poot order, [out_features, in_features] for matrices
-	Optional bool       // the family works without it (a tied head, a bias)
-	// Role says what the tensor is, for synthesizers: "norm" (initialise
-	// near one), "bias", "weight".
+	Name  string     // canonical (GGUF) name
+	Shape poot.Shape // poot order, [out_features, in_features] for matrices
+	// Role says what the tensor is, for synthesisers: "norm" (initialise
+	// near one), "bias", "sinks", "decay", "rope_freqs", "weight".
 	Role string
 }
 

@@ -88,7 +88,11 @@ func CheckTensors(m Model, t TensorTable) error {
 		layers = d.Layers
 	}
 	resolve := m.Weights().Resolver()
-	for _, spec := range m.Tensors() {
+	specs, err := Tensors(m)
+	if err != nil {
+		return err
+	}
+	for _, spec := range specs {
 		fail := func(stored string, err error, format string, args ...any) error {
 			detail := fmt.Sprintf(format, args...)
 			if l, _, ok := splitLayer(spec.Name); ok && l > 0 && errors.Is(err, ErrMissing) {
@@ -98,9 +102,6 @@ func CheckTensors(m Model, t TensorTable) error {
 		}
 		src, ok := resolve(spec.Name)
 		if !ok {
-			if spec.Optional {
-				continue
-			}
 			return fail("", ErrMissing, "the weight map has no stored name for it")
 		}
 		if len(src.Parts) > 0 {
@@ -120,9 +121,6 @@ func CheckTensors(m Model, t TensorTable) error {
 		}
 		got, ok := t.TensorShape(src.Tensor)
 		if !ok {
-			if spec.Optional {
-				continue
-			}
 			return fail(src.Tensor, ErrMissing, "")
 		}
 		want := spec.Shape.Clone()

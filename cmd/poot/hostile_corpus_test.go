@@ -14,6 +14,7 @@ import (
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/families/familytest"
 	"github.com/pootlabs/poot/families/llama"
 	"github.com/pootlabs/poot/gguf"
 	"github.com/pootlabs/poot/safetensors"
@@ -68,7 +69,7 @@ func hostileVocab(n int) ([]string, []float32, []int32) {
 // weights returns the tensors of m, filled with a fixed pattern.
 func hostileTensors(t *testing.T, m families.Model) []gguf.WriterTensor {
 	var ts []gguf.WriterTensor
-	for i, spec := range m.Tensors() {
+	for i, spec := range familytest.Tensors(t, m) {
 		n := int(spec.Shape.Size())
 		data := make([]byte, 4*n)
 		for j := range n {

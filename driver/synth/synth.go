@@ -214,8 +214,12 @@ func checkPacked(m families.Model, o Options) error {
 	if !o.Type.Packed() {
 		return nil
 	}
+	specs, err := families.Tensors(m)
+	if err != nil {
+		return err
+	}
 	matrices, fell := 0, 0
-	for _, spec := range m.Tensors() {
+	for _, spec := range specs {
 		if !isMatrix(spec) {
 			continue
 		}
@@ -483,13 +487,14 @@ func writeGGUF(m families.Model, path string, o Options, v *Vocabulary) error {
 	}
 	kvs = append(kvs, gguf.KV{Key: "general.name", Value: gguf.ValueOf("poot synth " + m.Family())})
 	kvs = append(kvs, tokenizerKVs(v)...)
+	specs, err := families.Tensors(gm)
+	if err != nil {
+		return err
+	}
 	var done, total int64
 	var ts []gguf.WriterTensor
-	head := headName(gm.Tensors())
-	for _, spec := range gm.Tensors() {
-		if spec.Optional && spec.Role != "bias" && fixed[spec.Name] == nil {
-			continue // a tied head, say: leave it out
-		}
+	head := headName(specs)
+	for _, spec := range specs {
 		p := plan(spec, o, false, fixed[spec.Name])
 		if spec.Name == head {
 			p = silence(p, v)
@@ -527,13 +532,14 @@ func writeHF(m families.Model, dir string, o Options, v *Vocabulary) error {
 		normOffset = d.NormPlusOne
 	}
 	w := m.Weights().In(families.Safetensors)
+	specs, err := families.Tensors(m)
+	if err != nil {
+		return err
+	}
 	var done, total int64
 	var ts []safetensors.WriterTensor
-	head := headName(m.Tensors())
-	for _, spec := range m.Tensors() {
-		if spec.Optional && spec.Role != "bias" {
-			continue
-		}
+	head := headName(specs)
+	for _, spec := range specs {
 		p := plan(spec, o, normOffset, nil)
 		if spec.Name == head {
 			p = silence(p, v)

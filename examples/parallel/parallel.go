@@ -42,40 +42,14 @@ func (m *Model) Family() string { return Architecture }
 
 func (m *Model) headDim() int { return m.Dim / m.Heads }
 
-// Schema gives the driver the model's vocabulary, context and cache states.
+// Schema gives the driver the model's vocabulary and context. The weights
+// and cache states are read from Trace (families.Tensors, families.States).
 func (m *Model) Schema() families.Schema {
-	s := families.Schema{Vocab: m.Vocab, Dim: m.Dim, Layers: m.Layers, MaxContext: m.MaxContext, CacheWidth: map[string]int{}}
-	for l := range m.Layers {
-		for _, kind := range []string{"k", "v"} {
-			n := families.CacheName(kind, l)
-			s.States = append(s.States, n)
-			s.CacheWidth[n] = m.KVHeads * m.headDim()
-		}
-	}
-	return s
+	return families.Schema{Vocab: m.Vocab, Dim: m.Dim, Layers: m.Layers, MaxContext: m.MaxContext}
 }
 
 // Weights says the checkpoint stores the canonical (GGUF) names.
 func (m *Model) Weights() families.WeightMap { return families.WeightMap{Container: families.GGUF} }
-
-// Tensors lists the weights, poot order ([out, in] for matrices).
-func (m *Model) Tensors() []families.TensorSpec {
-	q, kv := m.Dim, m.KVHeads*m.headDim()
-	t := func(name, role string, dims ...int) families.TensorSpec {
-		return families.TensorSpec{Name: name, Shape: poot.Shape(dims), Role: role}
-	}
-	ts := []families.TensorSpec{t("token_embd.weight", "weight", m.Vocab, m.Dim)}
-	for l := range m.Layers {
-		p := fmt.Sprintf("blk.%d.", l)
-		ts = append(ts,
-			t(p+"norm.weight", "norm", m.Dim),
-			t(p+"attn_q.weight", "weight", q, m.Dim), t(p+"attn_k.weight", "weight", kv, m.Dim),
-			t(p+"attn_v.weight", "weight", kv, m.Dim), t(p+"attn_output.weight", "weight", m.Dim, q),
-			t(p+"ffn_gate.weight", "weight", m.FFN, m.Dim), t(p+"ffn_up.weight", "weight", m.FFN, m.Dim),
-			t(p+"ffn_down.weight", "weight", m.Dim, m.FFN))
-	}
-	return append(ts, t("output_norm.weight", "norm", m.Dim), t("output.weight", "weight", m.Vocab, m.Dim))
-}
 
 // Trace records one step. It reads like the paper: embed, then per layer
 // x + attention(norm(x)) + ffn(norm(x)), then the final norm and head.

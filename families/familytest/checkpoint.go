@@ -53,7 +53,7 @@ func WriteHF(t testing.TB, m families.Model, get func(name string) ([]float32, e
 	}
 	w := m.Weights().In(families.Safetensors)
 	var ts []safetensors.WriterTensor
-	for _, spec := range m.Tensors() {
+	for _, spec := range Tensors(t, m) {
 		v, err := get(spec.Name)
 		if err != nil {
 			t.Fatal(err)
@@ -99,10 +99,11 @@ func GGUFValues(f *gguf.File) func(name string) ([]float32, error) {
 
 // Synth returns random weights for m's tensors: N(0, 0.02) matrices and
 // biases, norms 1 + N(0, 0.1), from a fixed seed.
-func Synth(m families.Model, seed uint64) map[string][]float32 {
+func Synth(t testing.TB, m families.Model, seed uint64) map[string][]float32 {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	out := map[string][]float32{}
-	for _, s := range m.Tensors() {
+	for _, s := range Tensors(t, m) {
 		v := make([]float32, s.Shape.Size())
 		for i := range v {
 			switch s.Role {
@@ -117,6 +118,16 @@ func Synth(m families.Model, seed uint64) map[string][]float32 {
 		out[s.Name] = v
 	}
 	return out
+}
+
+// Tensors returns families.Tensors(m), failing the test on an error.
+func Tensors(t testing.TB, m families.Model) []families.TensorSpec {
+	t.Helper()
+	ts, err := families.Tensors(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
 }
 
 // MapValues serves the tensors of a map.
@@ -155,7 +166,7 @@ func MapBinder(m map[string][]float32) Binder {
 func WriteGGUF(t testing.TB, m families.Model, kvs []gguf.KV, values map[string][]float32) string {
 	t.Helper()
 	var ts []gguf.WriterTensor
-	for _, s := range m.Tensors() {
+	for _, s := range Tensors(t, m) {
 		ts = append(ts, gguf.WriterTensor{Name: s.Name, DType: poot.F32, Shape: s.Shape.Clone(), Data: f32bytes(values[s.Name])})
 	}
 	path := filepath.Join(t.TempDir(), "model.gguf")

@@ -13,8 +13,8 @@ import (
 // router chooses. moe and dense must share every other tensor.
 func CheckIdenticalExperts(t *testing.T, moe, dense families.Model, experts int, toks []int32, capacity int) {
 	t.Helper()
-	dw := Synth(dense, 7)
-	mw := Synth(moe, 11) // gives the router its random weights
+	dw := Synth(t, dense, 7)
+	mw := Synth(t, moe, 11) // gives the router its random weights
 	for name, v := range dw {
 		if _, ok := mw[name]; ok {
 			mw[name] = v

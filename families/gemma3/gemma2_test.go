@@ -37,7 +37,7 @@ func TestGemma2(t *testing.T) {
 	if w := d.Windows; len(w) != 4 || w[0] != 4 || w[1] != 0 || w[2] != 4 || w[3] != 0 || d.QKNorm {
 		t.Fatalf("gemma2 layers: windows %v, QK norm %v", w, d.QKNorm)
 	}
-	w := familytest.Synth(m, 9)
+	w := familytest.Synth(t, m, 9)
 	for name, v := range w {
 		if strings.HasSuffix(name, "norm.weight") {
 			for i := range v {

@@ -45,7 +45,7 @@ func TestLlama3RopeScaling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := familytest.Synth(m, 4)
+	w := familytest.Synth(t, m, 4)
 	factors := make([]float32, len(base))
 	for i := range base {
 		factors[i] = float32(base[i] / scaled[i])

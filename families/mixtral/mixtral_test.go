@@ -40,7 +40,7 @@ func TestLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	familytest.CheckLayouts(t, m, familytest.MapBinder(familytest.Synth(m, 3)), toks, 16)
+	familytest.CheckLayouts(t, m, familytest.MapBinder(familytest.Synth(t, m, 3)), toks, 16)
 }
 
 func TestConfigErrors(t *testing.T) {

@@ -45,7 +45,7 @@ func TestLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	familytest.CheckLayouts(t, m, familytest.MapBinder(familytest.Synth(m, 3)), toks, 16)
+	familytest.CheckLayouts(t, m, familytest.MapBinder(familytest.Synth(t, m, 3)), toks, 16)
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -83,7 +83,7 @@ func TestContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := familytest.Synth(m, 5)
+	w := familytest.Synth(t, m, 5)
 	n := len(toks)
 	shape := families.StepShape{Rows: 1, New: n, Capacity: 16, Logits: families.AllTokens}
 	want, err := familytest.NewRunner(m, familytest.MapBinder(w)).Step(shape, toks, familytest.Seq(0, n), nil, nil)
