@@ -234,6 +234,20 @@ func (s *Step[B]) Cache(name string, fresh poot.Traced[B]) poot.Traced[B] {
 	return out
 }
 
+// RowState declares a per-row recurrent state named name, f32[rows,
+// dims...] (a convolution window, a delta-rule matrix): row r of the step
+// reads and writes its own slice, whatever the KV layout (recurrent states
+// are not paged). Record its next value with Carry.
+func (s *Step[B]) RowState(name string, dims ...int) poot.Traced[B] {
+	return s.B.StateInput(name, poot.T(poot.F32, append([]int{s.Shape.Rows}, dims...)...))
+}
+
+// Carry records that the state input in is overwritten by out after the
+// step; Finish closes the graph with it.
+func (s *Step[B]) Carry(in, out poot.Traced[B]) {
+	s.carries = append(s.carries, poot.Carry[B]{In: in, Out: out})
+}
+
 // Mask returns the attention mask Bool[rows*new, capacity]: new token i of
 // row r may see its row's logical position j when j <= pos and, for
 // window > 0, when pos - j < window. It is built once per window and shared
