@@ -15,7 +15,7 @@ import (
 
 // cmdSynth writes a random-weight checkpoint of any registered family.
 func cmdSynth(args []string, stdout, stderr io.Writer) error {
-	fs := flags("synth", "synth --family F [--preset NAME | --config FILE] --out PATH [--format gguf|safetensors] [--type f32|f16|bf16|q8_0|q4_0|q4_k] [--seed S] [--force]", stdout)
+	fs := flags("synth", "synth --family F [--preset NAME | --config FILE] --out PATH [--format gguf|safetensors] [--type f32|f16|bf16|q8_0|q4_0|q4_k] [--seed S] [--scale SD] [--force]", stdout)
 	var family, preset, config, out, format, typ string
 	fs.StringVar(&family, "family", "", "a registered family: "+join(synth.Families()))
 	fs.StringVar(&preset, "preset", "", "a preset shape (default tiny): "+presetList())
@@ -24,6 +24,7 @@ func cmdSynth(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&format, "format", "gguf", "gguf or safetensors")
 	fs.StringVar(&typ, "type", "f32", "stored type of the matrices: f32, f16, bf16, q8_0, q4_0, q4_k (gguf only for the packed ones)")
 	seed := fs.Uint64("seed", 1, "random seed of the weights")
+	scale := fs.Float64("scale", 0.02, "standard deviation of the matrices' entries (0.25 for references that catch bugs)")
 	list := fs.Bool("list", false, "list the presets and exit")
 	force := fs.Bool("force", false, "replace an existing file or directory at --out")
 	if err := fs.parse(args); err != nil {
@@ -59,7 +60,7 @@ func cmdSynth(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	var fellBack []string
 	b := newBar(stderr)
-	err = synth.Write(m, out, synth.Options{Format: format, Type: dt, Seed: *seed, Replace: *force, Context: ctx,
+	err = synth.Write(m, out, synth.Options{Format: format, Type: dt, Seed: *seed, Scale: *scale, Replace: *force, Context: ctx,
 		Progress: func(d, t int64) {
 			if t > 0 {
 				b.draw("writing", float64(d)/float64(t))

@@ -152,6 +152,11 @@ type Options struct {
 	Type poot.DType
 	// Seed seeds the weights.
 	Seed uint64
+	// Scale is the standard deviation of the matrices' entries; 0 means
+	// 0.02 (the scale of small trained models). References meant to catch
+	// bugs want more (0.25 gives logits spanning several units, so that a
+	// wrong rotary layout or a missing bias moves them by whole units).
+	Scale float64
 	// Progress, when set, is told the bytes written so far of the total.
 	Progress func(done, total int64)
 	// Replace allows replacing a file or directory at the path; without
@@ -175,6 +180,12 @@ type Options struct {
 func Write(m families.Model, path string, o Options) error {
 	if o.Type == poot.Invalid {
 		o.Type = poot.F32
+	}
+	if o.Scale == 0 {
+		o.Scale = 0.02
+	}
+	if !(o.Scale > 0) || o.Scale > 10 {
+		return fmt.Errorf("%w: weight scale %v: want a standard deviation in (0, 10]", ErrSynth, o.Scale)
 	}
 	if !o.Type.Float() {
 		return fmt.Errorf("%w: stored type %v is not a float type", ErrSynth, o.Type)
@@ -301,10 +312,30 @@ func plan(spec families.TensorSpec, o Options, normOffset bool, fixed []float32)
 				row[i] = float32(1 + 0.1*rng.NormFloat64())
 			}
 		}
-	default:
+	case spec.Role == "sinks":
+		// Attention sinks are logits beside the scores: N(0, 1) makes
+		// them matter.
 		p.fill = func(rng *rand.Rand, row []float32, _ int) {
 			for i := range row {
-				row[i] = float32(0.02 * rng.NormFloat64())
+				row[i] = float32(rng.NormFloat64())
+			}
+		}
+	case spec.Role == "decay":
+		// Decay rates are negative (A = -exp(A_log)), spread over about
+		// a decade so that some heads forget fast and some slowly.
+		p.fill = func(rng *rand.Rand, row []float32, _ int) {
+			for i := range row {
+				row[i] = float32(-math.Exp(0.5 * rng.NormFloat64()))
+			}
+		}
+	default:
+		scale := o.Scale
+		if spec.Role == "bias" {
+			scale = max(scale, 0.1) // biases that move the result
+		}
+		p.fill = func(rng *rand.Rand, row []float32, _ int) {
+			for i := range row {
+				row[i] = float32(scale * rng.NormFloat64())
 			}
 		}
 	}
