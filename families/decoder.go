@@ -104,6 +104,23 @@ func (d *Decoder) Schema() Schema {
 	return Schema{Vocab: d.Vocab, Dim: d.Dim, Layers: d.Layers, MaxContext: d.MaxContext}
 }
 
+// LayerKinds names each layer's mixer and feed-forward.
+func (d *Decoder) LayerKinds() []string {
+	ffn := "dense"
+	if d.MoE != nil {
+		ffn = "moe"
+	}
+	out := make([]string, d.Layers)
+	for l := range out {
+		mixer := "attention"
+		if w := d.Window(l); w > 0 {
+			mixer = fmt.Sprintf("attention(window %d)", w)
+		}
+		out[l] = mixer + "+" + ffn
+	}
+	return out
+}
+
 // Validate checks the hyperparameters against each other. A config reader
 // calls it last; its errors name the field.
 func (d *Decoder) Validate() error {

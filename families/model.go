@@ -25,6 +25,15 @@ type Model interface {
 	Weights() WeightMap
 }
 
+// Layered is implemented by models that can name their layer structure:
+// LayerKinds gives one entry per layer, the mixer and the feed-forward
+// joined by "+" ("attention+dense", "attention(window 128)+moe",
+// "gated_delta+moe", "latent_attention+moe(shared)"). Inspecting a model
+// prints it.
+type Layered interface {
+	LayerKinds() []string
+}
+
 // Schema is what a driver needs to know about a model to shape its steps.
 type Schema struct {
 	Vocab      int // rows of the token embedding; tokens lie in [0, Vocab)

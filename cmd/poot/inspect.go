@@ -18,9 +18,34 @@ type inspection struct {
 	Architecture    string         `json:"architecture"`
 	Family          string         `json:"family"`
 	Hyperparameters map[string]any `json:"hyperparameters"`
+	Layers          []layerRun     `json:"layers,omitempty"`
 	Tensors         []tensorRow    `json:"tensors"`
 	Decode          stepRow        `json:"decode_step"`
 	Check           *checkRow      `json:"check,omitempty"`
+}
+
+// layerRun is a run of consecutive layers of one kind.
+type layerRun struct {
+	First, Last int
+	Kind        string
+}
+
+// layerRuns groups a model's layer kinds (families.Layered) into runs of
+// consecutive equal kinds; nil for a model that does not name them.
+func layerRuns(m families.Model) []layerRun {
+	lm, ok := m.(families.Layered)
+	if !ok {
+		return nil
+	}
+	var runs []layerRun
+	for l, k := range lm.LayerKinds() {
+		if n := len(runs); n > 0 && runs[n-1].Kind == k {
+			runs[n-1].Last = l
+			continue
+		}
+		runs = append(runs, layerRun{First: l, Last: l, Kind: k})
+	}
+	return runs
 }
 
 // checkRow is what inspect --check found.
@@ -127,7 +152,7 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	defer s.Close()
 	c := s.Checkpoint()
 	in := inspection{Path: c.Path(), Format: string(c.Format()), Architecture: architecture(c),
-		Family: s.Model().Family(), Hyperparameters: hyperparameters(s.Model())}
+		Family: s.Model().Family(), Hyperparameters: hyperparameters(s.Model()), Layers: layerRuns(s.Model())}
 	for _, name := range c.TensorNames() {
 		tt, err := c.TensorType(name)
 		typ := fmt.Sprint(tt)
@@ -159,6 +184,13 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(w, "path\t%s\nformat\t%s\narchitecture\t%s\nfamily\t%s\n", in.Path, in.Format, in.Architecture, in.Family)
 	hp, _ := json.Marshal(in.Hyperparameters)
 	fmt.Fprintf(w, "hyperparameters\t%s\n", hp)
+	for _, r := range in.Layers {
+		span := fmt.Sprintf("layer %d", r.First)
+		if r.Last > r.First {
+			span = fmt.Sprintf("layers %d-%d", r.First, r.Last)
+		}
+		fmt.Fprintf(w, "  %s\t%s\n", span, r.Kind)
+	}
 	fmt.Fprintf(w, "decode step\t%d equations, %d dispatches; traced in %.2f ms, bound in %.2f ms, compiled (%s, capacity %d) in %.2f ms\n",
 		d.Equations, d.Dispatches, in.Decode.TraceMS, in.Decode.BindMS, in.Decode.Interpreter, in.Decode.Capacity, in.Decode.CompileMS)
 	fmt.Fprintf(w, "tensors\t%d\n", len(in.Tensors))
