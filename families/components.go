@@ -106,8 +106,8 @@ func Layer[B any](b *poot.Builder[B], x poot.Traced[B], n LayerNorms[B], mixer, 
 // AttentionWeights are one attention layer's weights; biases and QK norms
 // are zero handles when absent.
 type AttentionWeights[B any] struct {
-	Q, K, V, Out        poot.Traced[B]
-	QBias, KBias, VBias poot.Traced[B]
+	Q, K, V, Out                 poot.Traced[B]
+	QBias, KBias, VBias, OutBias poot.Traced[B]
 	QNorm, KNorm        poot.Traced[B]
 }
 
@@ -155,7 +155,7 @@ func Attention[B any](step *Step[B], h poot.Traced[B], w AttentionWeights[B], c 
 		Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: b.Dim(q, -1) / c.Heads, Rows: sh.Rows,
 		Scale: c.Scale, SoftCap: c.SoftCap,
 	})
-	return ops.Linear(b, out, w.Out, poot.Traced[B]{})
+	return ops.Linear(b, out, w.Out, w.OutBias)
 }
 
 // FFNWeights are a gated feed-forward's projections: gate and up

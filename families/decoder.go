@@ -47,6 +47,9 @@ type Decoder struct {
 	Layers     int
 	Heads      int
 	KVHeads    int
+	// LayerKVHeads, when set, gives each layer's key/value head count
+	// (GGUF's per-layer head_count_kv array); KVHeads is then layer 0's.
+	LayerKVHeads []int
 	HeadDim    int
 	FFN        int // gated FFN hidden width (dense layers)
 	Eps        float64
@@ -61,6 +64,7 @@ type Decoder struct {
 	Windows []int
 
 	QKVBias   bool // attn_q/k/v.bias (Qwen2)
+	OutBias   bool // attn_output.bias (Llama's attention_bias)
 	QKNorm    bool // attn_q_norm/attn_k_norm per-head RMSNorm before RoPE (Qwen3, Gemma 3)
 	PostNorms bool // post_attention_norm and post_ffw_norm on the branch outputs (Gemma 2/3)
 	// NormPlusOne scales norms by (1 + w): Gemma's Hugging Face weights
@@ -104,6 +108,14 @@ func (d *Decoder) Schema() Schema {
 	return Schema{Vocab: d.Vocab, Dim: d.Dim, Layers: d.Layers, MaxContext: d.MaxContext}
 }
 
+// LayerKV returns layer l's key/value head count.
+func (d *Decoder) LayerKV(l int) int {
+	if l < len(d.LayerKVHeads) {
+		return d.LayerKVHeads[l]
+	}
+	return d.KVHeads
+}
+
 // LayerKinds names each layer's mixer and feed-forward.
 func (d *Decoder) LayerKinds() []string {
 	ffn := "dense"
@@ -144,6 +156,13 @@ func (d *Decoder) Validate() error {
 		return bad("scales", "negative or NaN context, scale or soft cap")
 	case len(d.Windows) != 0 && len(d.Windows) != d.Layers:
 		return bad("Windows", "%d windows for %d layers", len(d.Windows), d.Layers)
+	case len(d.LayerKVHeads) != 0 && len(d.LayerKVHeads) != d.Layers:
+		return bad("LayerKVHeads", "%d key/value head counts for %d layers", len(d.LayerKVHeads), d.Layers)
+	}
+	for l, n := range d.LayerKVHeads {
+		if n < 1 || d.Heads%n != 0 {
+			return bad("LayerKVHeads", "layer %d: %d query heads are not a multiple of %d key/value heads", l, d.Heads, n)
+		}
 	}
 	if m := d.MoE; m != nil && (m.Experts < 1 || m.Used < 1 || m.Used > m.Experts || m.FFN < 1) {
 		return bad("MoE", "%d experts, %d used, width %d", m.Experts, m.Used, m.FFN)
@@ -192,9 +211,10 @@ func TraceDecoder[B any](step *Step[B], d *Decoder) (*poot.Graph, error) {
 	if d.LocalRope != nil {
 		local = step.Rotary(*d.LocalRope, freq)
 	}
-	q, kv := d.Heads*d.HeadDim, d.KVHeads*d.HeadDim
+	q := d.Heads * d.HeadDim
 	layer := func(l int, x poot.Traced[B]) poot.Traced[B] {
 		p := fmt.Sprintf("blk.%d.", l)
+		kv := d.LayerKV(l) * d.HeadDim
 		opt := func(on bool, name string, dims ...int) poot.Traced[B] {
 			if !on {
 				return poot.Traced[B]{}
@@ -205,9 +225,9 @@ func TraceDecoder[B any](step *Step[B], d *Decoder) (*poot.Graph, error) {
 			Q: w(p+"attn_q.weight", q, d.Dim), K: w(p+"attn_k.weight", kv, d.Dim), V: w(p+"attn_v.weight", kv, d.Dim),
 			QBias: opt(d.QKVBias, "attn_q.bias", q), KBias: opt(d.QKVBias, "attn_k.bias", kv), VBias: opt(d.QKVBias, "attn_v.bias", kv),
 			QNorm: opt(d.QKNorm, "attn_q_norm.weight", d.HeadDim), KNorm: opt(d.QKNorm, "attn_k_norm.weight", d.HeadDim),
-			Out: w(p+"attn_output.weight", d.Dim, q),
+			Out: w(p+"attn_output.weight", d.Dim, q), OutBias: opt(d.OutBias, "attn_output.bias", d.Dim),
 		}
-		ac := AttentionConfig[B]{Layer: l, Heads: d.Heads, KVHeads: d.KVHeads, Eps: d.Eps, Norm: norm,
+		ac := AttentionConfig[B]{Layer: l, Heads: d.Heads, KVHeads: d.LayerKV(l), Eps: d.Eps, Norm: norm,
 			Scale: d.AttnScale, SoftCap: d.AttnSoftCap, Window: d.Window(l), Rotary: global}
 		if ac.Window > 0 {
 			ac.Rotary = local

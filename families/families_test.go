@@ -3,6 +3,7 @@ package families_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -114,6 +115,8 @@ func TestDecoderValidate(t *testing.T) {
 		"windows":   func(d *families.Decoder) { d.Windows = []int{4} },
 		"experts":   func(d *families.Decoder) { d.MoE = &families.MoE{Experts: 2, Used: 3, FFN: 8} },
 		"eps":       func(d *families.Decoder) { d.Eps = 0 },
+		"layer kv":  func(d *families.Decoder) { d.LayerKVHeads = []int{2, 3} },
+		"layer kvs": func(d *families.Decoder) { d.LayerKVHeads = []int{2} },
 	} {
 		d := tiny()
 		edit(d)
@@ -169,9 +172,6 @@ func TestGGUFDecoderErrors(t *testing.T) {
 		{"beyond MaxLayers", func(k []gguf.KV) []gguf.KV { k[2].Value = gguf.ValueOf(uint32(2_000_000_000)); return k }, "llama.block_count", families.ErrWrongType},
 		{"width", func(k []gguf.KV) []gguf.KV { k[1].Value = gguf.ValueOf(uint32(8)); return k }, "llama.embedding_length", families.ErrInconsistent},
 		{"vocab", func(k []gguf.KV) []gguf.KV { return append(k, kv("llama.vocab_size", gguf.ValueOf(uint32(33)))) }, "llama.vocab_size", families.ErrInconsistent},
-		{"per-layer kv heads", func(k []gguf.KV) []gguf.KV {
-			return append(k, kv("llama.attention.head_count_kv", gguf.ArrayOf([]uint32{4, 2})))
-		}, "llama.attention.head_count_kv", families.ErrUnsupported},
 		{"rope scaling", func(k []gguf.KV) []gguf.KV { return append(k, kv("llama.rope.scaling.type", gguf.ValueOf("weird"))) }, "llama.rope.scaling.type", families.ErrUnsupported},
 	} {
 		d, r := families.GGUFDecoder(ggufFile(t, c.edit(base())), "llama", ops.RopeInterleaved)
@@ -310,5 +310,57 @@ func TestTensorsFromTrace(t *testing.T) {
 	d.Tied = true
 	if ts, _ := families.Tensors(d); ts[len(ts)-1].Name != "output_norm.weight" {
 		t.Errorf("a tied head still reads %s", ts[len(ts)-1].Name)
+	}
+}
+
+// TestPerLayerKVAndOutputBias traces a decoder whose layers have different
+// key/value head counts (GGUF's per-layer head_count_kv) and output
+// projection biases (Llama's attention_bias): each layer's cache has its
+// own width, the bias is read, and the GGUF metadata writes the array back.
+func TestPerLayerKVAndOutputBias(t *testing.T) {
+	d := tiny()
+	d.LayerKVHeads, d.OutBias = []int{2, 1}, true
+	if err := d.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := d.Trace(families.StepSpec{Program: families.Decode, Shape: families.StepShape{Rows: 1, New: 1, Capacity: 8}}, poot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, width := range map[string]int{"cache.k.0": 8, "cache.v.0": 8, "cache.k.1": 4, "cache.v.1": 4} {
+		if id, ok := g.Lookup(name); !ok || !g.Type(id).Equal(poot.T(poot.F32, 8, width)) {
+			t.Errorf("%s: %v, want f32[8,%d]", name, g.Type(id), width)
+		}
+	}
+	ts, err := families.Tensors(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range ts {
+		if s.Name == "blk.1.attn_output.bias" {
+			found = s.Role == "bias" && s.Shape.Equal(poot.Shape{16})
+		}
+		if s.Name == "blk.1.attn_k.weight" && !s.Shape.Equal(poot.Shape{4, 16}) {
+			t.Errorf("blk.1.attn_k.weight: %v, want [4 16]", s.Shape)
+		}
+	}
+	if !found {
+		t.Error("the output bias is not read as a bias [16]")
+	}
+	kvs, err := d.GGUFMetadata()
+	if err == nil {
+		t.Error("a decoder without a GGUF architecture wrote metadata")
+	}
+	d.GGUF.Architecture = "llama"
+	if kvs, err = d.GGUFMetadata(); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range kvs {
+		if kv.Key == "llama.attention.head_count_kv" {
+			if a, ok := kv.Value.AsArray(); !ok || fmt.Sprint(a) != "[2 1]" {
+				t.Errorf("head_count_kv written as %v, want the array [2 1]", kv.Value)
+			}
+		}
 	}
 }

@@ -51,7 +51,15 @@ func (d *Decoder) GGUFMetadata() ([]gguf.KV, error) {
 		put("feed_forward_length", u(d.FFN))
 	}
 	put("attention.head_count", u(d.Heads))
-	put("attention.head_count_kv", u(d.KVHeads))
+	if d.LayerKVHeads != nil {
+		kv := make([]uint32, len(d.LayerKVHeads))
+		for l, n := range d.LayerKVHeads {
+			kv[l] = uint32(n)
+		}
+		put("attention.head_count_kv", gguf.ArrayOf(kv))
+	} else {
+		put("attention.head_count_kv", u(d.KVHeads))
+	}
 	put("attention.key_length", u(d.HeadDim))
 	put("attention.value_length", u(d.HeadDim))
 	put("attention.layer_norm_rms_epsilon", f(d.Eps))

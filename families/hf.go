@@ -60,6 +60,15 @@ func (d *Decoder) HFConfig() (map[string]any, error) {
 	if d.Rope.FreqFactors {
 		return nil, &ConfigError{Source: d.Name, Key: "rope_freqs.weight", Err: ErrUnsupported, Detail: "GGUF frequency factors have no config.json form"}
 	}
+	if d.LayerKVHeads != nil {
+		return nil, &ConfigError{Source: d.Name, Key: "attention.head_count_kv", Err: ErrUnsupported, Detail: "per-layer key/value head counts have no config.json form"}
+	}
+	if d.OutBias {
+		if !d.QKVBias {
+			return nil, &ConfigError{Source: d.Name, Key: "attention_bias", Err: ErrUnsupported, Detail: "an output bias without q/k/v biases has no config.json form"}
+		}
+		cfg["attention_bias"] = true
+	}
 	switch c := d.Rope.RopeConfig; c.Scaling {
 	case ops.ScaleLinear:
 		cfg["rope_scaling"] = map[string]any{"rope_type": "linear", "factor": c.Factor}
@@ -81,12 +90,12 @@ func (d *Decoder) HFConfig() (map[string]any, error) {
 // inverse of llama.cpp's permutation), and norm weights of a model whose
 // Hugging Face form scales by (1 + w) lose the folded one.
 func (d *Decoder) HFTensor(name string, v []float32) []float32 {
-	_, role, ok := splitLayer(name)
+	l, role, ok := splitLayer(name)
 	if !ok {
 		role = name
 	}
 	if d.Rope.Layout == ops.RopeInterleaved && (role == "attn_q.weight" || role == "attn_k.weight" || role == "attn_q.bias" || role == "attn_k.bias") {
-		return unpermuteRows(v, d.HeadDim, d.Rope.Dims, len(v)/rowsOf(d, role))
+		return unpermuteRows(v, d.HeadDim, d.Rope.Dims, len(v)/rowsOf(d, l, role))
 	}
 	if d.HF.NormOffset && strings.HasSuffix(role, "norm.weight") {
 		for i := range v {
@@ -96,11 +105,11 @@ func (d *Decoder) HFTensor(name string, v []float32) []float32 {
 	return v
 }
 
-func rowsOf(d *Decoder, role string) int {
+func rowsOf(d *Decoder, layer int, role string) int {
 	if strings.HasPrefix(role, "attn_q") {
 		return d.Heads * d.HeadDim
 	}
-	return d.KVHeads * d.HeadDim
+	return d.LayerKV(layer) * d.HeadDim
 }
 
 // unpermuteRows reorders the rows of each head from adjacent rotary pairs

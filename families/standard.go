@@ -26,9 +26,10 @@ func GGUFDecoder(f *gguf.File, arch string, layout ops.RopeLayout) (*Decoder, *R
 	d.Heads = r.Positive("attention.head_count")
 	kv := r.IntOrPerLayer("attention.head_count_kv", max(d.Layers, 1), d.Heads)
 	d.KVHeads = kv[0]
-	for l, n := range kv {
+	for _, n := range kv {
 		if n != d.KVHeads {
-			r.Fail("attention.head_count_kv", ErrUnsupported, "layer %d has %d key/value heads, layer 0 has %d", l, n, d.KVHeads)
+			d.LayerKVHeads = kv // per-layer counts; Validate checks each
+			break
 		}
 	}
 	if d.Heads > 0 {
@@ -77,6 +78,7 @@ func GGUFDecoder(f *gguf.File, arch string, layout ops.RopeLayout) (*Decoder, *R
 	d.Tied = !hasOut
 	_, d.Rope.FreqFactors = f.Tensor("rope_freqs.weight")
 	_, d.QKVBias = f.Tensor("blk.0.attn_q.bias")
+	_, d.OutBias = f.Tensor("blk.0.attn_output.bias")
 	_, d.QKNorm = f.Tensor("blk.0.attn_q_norm.weight")
 	return d, r
 }

@@ -62,8 +62,8 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 			}
 		}
 	}
-	if r.BoolOr("attention_bias", false) && !d.QKVBias {
-		r.Fail("attention_bias", families.ErrUnsupported, "output projection biases")
+	if r.BoolOr("attention_bias", false) {
+		d.QKVBias, d.OutBias = true, true // q, k, v and o projections all have biases
 	}
 	d.Weight = names(d).In(families.Safetensors)
 	mt := r.StringOr("model_type", "llama")
