@@ -108,7 +108,7 @@ func Layer[B any](b *poot.Builder[B], x poot.Traced[B], n LayerNorms[B], mixer, 
 type AttentionWeights[B any] struct {
 	Q, K, V, Out                 poot.Traced[B]
 	QBias, KBias, VBias, OutBias poot.Traced[B]
-	QNorm, KNorm        poot.Traced[B]
+	QNorm, KNorm                 poot.Traced[B]
 }
 
 // AttentionConfig configures one attention layer.

@@ -41,19 +41,19 @@ type MoE struct {
 // it is a Model: the shared tracer (Stack over Layer, Attention and
 // GatedFFN or RoutedFFN) records its steps.
 type Decoder struct {
-	Name       string // family name, for errors and the Model interface
-	Vocab      int
-	Dim        int
-	Layers     int
-	Heads      int
-	KVHeads    int
+	Name    string // family name, for errors and the Model interface
+	Vocab   int
+	Dim     int
+	Layers  int
+	Heads   int
+	KVHeads int
 	// LayerKVHeads, when set, gives each layer's key/value head count
 	// (GGUF's per-layer head_count_kv array); KVHeads is then layer 0's.
 	LayerKVHeads []int
-	HeadDim    int
-	FFN        int // gated FFN hidden width (dense layers)
-	Eps        float64
-	MaxContext int
+	HeadDim      int
+	FFN          int // gated FFN hidden width (dense layers)
+	Eps          float64
+	MaxContext   int
 
 	Rope Rope
 	// LocalRope, when non-nil, is the rotary embedding of the layers with a
