@@ -77,7 +77,11 @@ type Decoder struct {
 	FinalSoftCap float64
 	Act          Activation
 	Tied         bool // no output.weight: the head reads token_embd.weight
-	MoE          *MoE // routed FFN in every layer when non-nil
+	MoE          *MoE // routed FFN in every layer when non-nil (see MoELayers)
+	// MoELayers, when set with MoE, says which layers are routed; the
+	// others are dense gated FFNs of width FFN (Qwen3-MoE's mlp_only_layers
+	// and decoder_sparse_step).
+	MoELayers []bool
 
 	// Weight is the weight map for the container the model came from.
 	Weight WeightMap
@@ -118,19 +122,23 @@ func (d *Decoder) LayerKV(l int) int {
 
 // LayerKinds names each layer's mixer and feed-forward.
 func (d *Decoder) LayerKinds() []string {
-	ffn := "dense"
-	if d.MoE != nil {
-		ffn = "moe"
-	}
 	out := make([]string, d.Layers)
 	for l := range out {
-		mixer := "attention"
+		mixer, ffn := "attention", "dense"
 		if w := d.Window(l); w > 0 {
 			mixer = fmt.Sprintf("attention(window %d)", w)
+		}
+		if d.Routed(l) {
+			ffn = "moe"
 		}
 		out[l] = mixer + "+" + ffn
 	}
 	return out
+}
+
+// Routed reports whether layer l's feed-forward is the routed one.
+func (d *Decoder) Routed(l int) bool {
+	return d.MoE != nil && (d.MoELayers == nil || (l < len(d.MoELayers) && d.MoELayers[l]))
 }
 
 // Validate checks the hyperparameters against each other. A config reader
@@ -144,7 +152,7 @@ func (d *Decoder) Validate() error {
 		return bad("shape", "vocab %d, dim %d, layers %d, heads %d/%d, head dim %d must all be positive", d.Vocab, d.Dim, d.Layers, d.Heads, d.KVHeads, d.HeadDim)
 	case d.Heads%d.KVHeads != 0:
 		return bad("KVHeads", "%d query heads are not a multiple of %d key/value heads", d.Heads, d.KVHeads)
-	case d.MoE == nil && d.FFN < 1:
+	case (d.MoE == nil || d.MoELayers != nil) && d.FFN < 1:
 		return bad("FFN", "feed-forward width %d", d.FFN)
 	case !(d.Eps > 0):
 		return bad("Eps", "norm epsilon %v must be positive", d.Eps)
@@ -156,6 +164,8 @@ func (d *Decoder) Validate() error {
 		return bad("scales", "negative or NaN context, scale or soft cap")
 	case len(d.Windows) != 0 && len(d.Windows) != d.Layers:
 		return bad("Windows", "%d windows for %d layers", len(d.Windows), d.Layers)
+	case d.MoELayers != nil && (d.MoE == nil || len(d.MoELayers) != d.Layers):
+		return bad("MoELayers", "%d routed-layer flags for %d layers (experts configured: %v)", len(d.MoELayers), d.Layers, d.MoE != nil)
 	case len(d.LayerKVHeads) != 0 && len(d.LayerKVHeads) != d.Layers:
 		return bad("LayerKVHeads", "%d key/value head counts for %d layers", len(d.LayerKVHeads), d.Layers)
 	}
@@ -238,7 +248,7 @@ func TraceDecoder[B any](step *Step[B], d *Decoder) (*poot.Graph, error) {
 			Eps: d.Eps, Options: norm,
 		}
 		var ffn func(h poot.Traced[B]) poot.Traced[B]
-		if m := d.MoE; m != nil {
+		if m := d.MoE; d.Routed(l) {
 			mw := ops.MoEWeights[B]{
 				Router: w(p+"ffn_gate_inp.weight", m.Experts, d.Dim),
 				Gate:   w(p+"ffn_gate_exps.weight", m.Experts, m.FFN, d.Dim),

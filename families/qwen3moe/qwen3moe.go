@@ -4,6 +4,9 @@
 package qwen3moe
 
 import (
+	"fmt"
+	"slices"
+
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/gguf"
 	"github.com/pootlabs/poot/ops"
@@ -25,6 +28,17 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 	if d.MoE == nil {
 		r.Fail("expert_count", families.ErrMissing, "a qwen3moe file needs experts")
 	}
+	// Dense layers among the routed ones are told by the tensor table: a
+	// layer without a router has a plain gated FFN.
+	routed := make([]bool, d.Layers)
+	dense := false
+	for l := range routed {
+		_, routed[l] = f.Tensor(fmt.Sprintf("blk.%d.ffn_gate_inp.weight", l))
+		dense = dense || !routed[l]
+	}
+	if dense {
+		d.MoELayers = routed
+	}
 	return finish(d, r, families.GGUF)
 }
 
@@ -37,11 +51,24 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 		FFN:         r.Positive("moe_intermediate_size"),
 		Renormalize: r.BoolOr("norm_topk_prob", true),
 	}
-	if s := r.IntOr("decoder_sparse_step", 1); s != 1 {
-		r.Fail("decoder_sparse_step", families.ErrUnsupported, "dense layers between sparse ones (step %d)", s)
+	// Hugging Face's rule: layer l is routed unless it is listed in
+	// mlp_only_layers, and only every decoder_sparse_step-th layer is.
+	step := r.IntOr("decoder_sparse_step", 1)
+	if step < 1 {
+		r.Fail("decoder_sparse_step", families.ErrInconsistent, "step %d must be positive", step)
+		step = 1
 	}
-	if l := r.Ints("mlp_only_layers"); len(l) > 0 {
-		r.Fail("mlp_only_layers", families.ErrUnsupported, "dense layers %v", l)
+	only := r.Ints("mlp_only_layers")
+	if step != 1 || len(only) > 0 {
+		d.MoELayers = make([]bool, d.Layers)
+		for l := range d.MoELayers {
+			d.MoELayers[l] = !slices.Contains(only, l) && (l+1)%step == 0
+		}
+		for _, l := range only {
+			if l < 0 || l >= d.Layers {
+				r.Fail("mlp_only_layers", families.ErrInconsistent, "layer %d of %d", l, d.Layers)
+			}
+		}
 	}
 	return finish(d, r, families.Safetensors)
 }
@@ -68,6 +95,15 @@ func finish(d *families.Decoder, r *families.Reader, c families.Container) (fami
 	d.HF = families.HFStyle{Architecture: "Qwen3MoeForCausalLM", ModelType: "qwen3_moe", Keys: func(d *families.Decoder, cfg map[string]any) {
 		cfg["num_experts"], cfg["num_experts_per_tok"] = d.MoE.Experts, d.MoE.Used
 		cfg["moe_intermediate_size"], cfg["norm_topk_prob"] = d.MoE.FFN, d.MoE.Renormalize
+		if d.MoELayers != nil {
+			only := []int{}
+			for l, routed := range d.MoELayers {
+				if !routed {
+					only = append(only, l)
+				}
+			}
+			cfg["mlp_only_layers"] = only
+		}
 	}}
 	return families.Finish(d, r)
 }

@@ -68,9 +68,40 @@ func TestConfigErrors(t *testing.T) {
 		t.Errorf("9 of 4 experts: got %v", err)
 	}
 	cfg = tinyConfig()
+	cfg["mlp_only_layers"] = []any{2.0}
+	if _, err := qwen3moe.FromHF(cfg); !errors.Is(err, families.ErrInconsistent) {
+		t.Errorf("mlp_only_layers beyond the layers: got %v", err)
+	}
+	cfg = tinyConfig()
 	cfg["mlp_only_layers"] = []any{1.0}
-	if _, err := qwen3moe.FromHF(cfg); !errors.Is(err, families.ErrUnsupported) {
-		t.Errorf("mlp_only_layers: got %v", err)
+	if _, err := qwen3moe.FromHF(cfg); !errors.Is(err, families.ErrInconsistent) {
+		t.Errorf("dense layers without intermediate_size: got %v", err)
+	}
+}
+
+// TestDenseLayers reads Qwen3-MoE's dense layers both ways Hugging Face
+// configures them (mlp_only_layers, decoder_sparse_step) and checks the
+// round trip through GGUF (where the tensor table tells the dense layers)
+// and safetensors, and the layout laws.
+func TestDenseLayers(t *testing.T) {
+	for name, edit := range map[string]func(map[string]any){
+		"mlp_only_layers":     func(c map[string]any) { c["mlp_only_layers"] = []any{0.0} },
+		"decoder_sparse_step": func(c map[string]any) { c["decoder_sparse_step"] = 2.0 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := tinyConfig()
+			cfg["intermediate_size"] = 40.0
+			edit(cfg)
+			m, err := qwen3moe.FromHF(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k := m.(families.Layered).LayerKinds(); k[0] != "attention+dense" || k[1] != "attention+moe" {
+				t.Fatalf("layer kinds %v, want a dense layer 0 and a routed layer 1", k)
+			}
+			roundTrip(t, m, 6, nil)
+			familytest.CheckLayouts(t, m, familytest.MapBinder(familytest.Synth(t, m, 3)), toks, 16)
+		})
 	}
 }
 
@@ -83,17 +114,9 @@ func TestContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := familytest.Synth(t, m, 5)
-	n := len(toks)
-	shape := families.StepShape{Rows: 1, New: n, Capacity: 16, Logits: families.AllTokens}
-	want, err := familytest.NewRunner(m, familytest.MapBinder(w)).Step(shape, toks, familytest.Seq(0, n), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	kv := func(k string, v gguf.Value) gguf.KV { return gguf.KV{Key: k, Value: v} }
 	u := func(x int) gguf.Value { return gguf.ValueOf(uint32(x)) }
-	path := familytest.WriteGGUF(t, m, []gguf.KV{
+	roundTrip(t, m, 5, []gguf.KV{
 		kv("general.architecture", gguf.ValueOf("qwen3moe")),
 		kv("qwen3moe.context_length", u(64)), kv("qwen3moe.embedding_length", u(32)),
 		kv("qwen3moe.block_count", u(2)), kv("qwen3moe.attention.head_count", u(4)),
@@ -102,7 +125,28 @@ func TestContainers(t *testing.T) {
 		kv("qwen3moe.attention.layer_norm_rms_epsilon", gguf.ValueOf(float32(1e-6))),
 		kv("qwen3moe.expert_count", u(4)), kv("qwen3moe.expert_used_count", u(2)),
 		kv("qwen3moe.expert_feed_forward_length", u(24)),
-	}, w)
+	})
+}
+
+// roundTrip checks that m's random weights give the same logits bound by
+// name, from a GGUF file with metadata kvs (m's own when nil), read through
+// the registry, and from a Hugging Face directory.
+func roundTrip(t *testing.T, m families.Model, seed uint64, kvs []gguf.KV) {
+	t.Helper()
+	w := familytest.Synth(t, m, seed)
+	n := len(toks)
+	shape := families.StepShape{Rows: 1, New: n, Capacity: 16, Logits: families.AllTokens}
+	want, err := familytest.NewRunner(m, familytest.MapBinder(w)).Step(shape, toks, familytest.Seq(0, n), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if kvs == nil {
+		if kvs, err = m.(families.GGUFWriter).GGUFMetadata(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := familytest.WriteGGUF(t, m, kvs, w)
 	gc, err := load.Open(path)
 	if err != nil {
 		t.Fatal(err)
