@@ -111,7 +111,10 @@ func hyperparameters(m families.Model) map[string]any {
 	if d.MoE != nil {
 		h["experts"], h["experts_used"], h["expert_ffn"] = d.MoE.Experts, d.MoE.Used, d.MoE.FFN
 	}
-	for k, v := range map[string]bool{"qkv_bias": d.QKVBias, "qk_norm": d.QKNorm, "post_norms": d.PostNorms} {
+	if d.LayerKVHeads != nil {
+		h["layer_kv_heads"] = d.LayerKVHeads
+	}
+	for k, v := range map[string]bool{"qkv_bias": d.QKVBias, "out_bias": d.OutBias, "qk_norm": d.QKNorm, "post_norms": d.PostNorms} {
 		if v {
 			h[k] = true
 		}
