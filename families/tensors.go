@@ -134,7 +134,8 @@ func CheckTensors(m Model, t TensorTable) error {
 			if src.RowStart < 0 || src.RowEnd > eff[axis] || src.RowStart >= src.RowEnd {
 				return fail(src.Tensor, ErrShape, "rows [%d, %d) of stored %v, want %v", src.RowStart, src.RowEnd, got, spec.Shape)
 			}
-			eff[axis] = src.RowEnd - src.RowStart
+			step := max(src.RowStep, 1)
+			eff[axis] = (src.RowEnd - src.RowStart + step - 1) / step
 		}
 		if !eff.Equal(spec.Shape) {
 			return fail(src.Tensor, ErrShape, "stored %v, the configuration gives %v", got, spec.Shape)

@@ -208,8 +208,10 @@ type Source struct {
 	// RowStart and RowEnd, when RowEnd > 0, select rows [RowStart, RowEnd)
 	// of each matrix of Tensor (axis -2, after Transposed): how a fused QKV
 	// projection is split (a zero-copy view for a plain matrix), or the
-	// gate half of a stack of fused expert projections.
-	RowStart, RowEnd int
+	// gate half of a stack of fused expert projections. RowStep, when
+	// above 1, keeps every RowStep-th row from RowStart (gate and up
+	// projections fused with interleaved rows, as gpt-oss stores them).
+	RowStart, RowEnd, RowStep int
 	// Parts, instead of Tensor, lists tensors of one shape and dtype that
 	// are stacked along a new leading axis (per-expert matrices stored one
 	// tensor an expert). The stack is copied once, in the stored dtype.
@@ -316,7 +318,7 @@ func (c *Checkpoint) materialize(src Source) (tensor.Tensor, error) {
 		}
 	}
 	if src.RowEnd > 0 {
-		if t, err = sliceRows(t, src.RowStart, src.RowEnd); err != nil {
+		if t, err = sliceRows(t, src.RowStart, src.RowEnd, src.RowStep); err != nil {
 			return t, &BindError{Tensor: src.name(), Got: t.Type, Err: err}
 		}
 	}
@@ -356,16 +358,19 @@ func rowBytes(t tensor.Tensor) int {
 	return len(t.Data) / t.Type.Shape[0]
 }
 
-// sliceRows keeps rows [start, end) of each matrix of t (axis -2; axis 0
-// of a vector): a view of a matrix or a vector, a copy of a stack.
-func sliceRows(t tensor.Tensor, start, end int) (tensor.Tensor, error) {
+// sliceRows keeps rows start, start+step, … below end of each matrix of t
+// (axis -2; axis 0 of a vector): a view of a matrix or a vector when the
+// rows are contiguous, a copy otherwise.
+func sliceRows(t tensor.Tensor, start, end, step int) (tensor.Tensor, error) {
 	sh := t.Type.Shape
 	axis := max(len(sh)-2, 0)
+	step = max(step, 1)
 	if len(sh) == 0 || start < 0 || start >= end || end > sh[axis] {
 		return t, fmt.Errorf("%w: rows [%d, %d) of %v", ErrShape, start, end, t.Type)
 	}
+	n := (end - start + step - 1) / step
 	shape := slices.Clone(sh)
-	shape[axis] = end - start
+	shape[axis] = n
 	typ := poot.TensorType{Shape: shape, DType: t.Type.DType}
 	mats := 1
 	for _, d := range sh[:axis] {
@@ -373,12 +378,14 @@ func sliceRows(t tensor.Tensor, start, end int) (tensor.Tensor, error) {
 	}
 	matBytes := len(t.Data) / mats
 	rb := matBytes / sh[axis]
-	if mats == 1 {
+	if mats == 1 && step == 1 {
 		return tensor.View(typ, t.Data[start*rb:end*rb])
 	}
-	data := make([]byte, 0, mats*(end-start)*rb)
+	data := make([]byte, 0, mats*n*rb)
 	for m := range mats {
-		data = append(data, t.Data[m*matBytes+start*rb:m*matBytes+end*rb]...)
+		for r := start; r < end; r += step {
+			data = append(data, t.Data[m*matBytes+r*rb:m*matBytes+(r+1)*rb]...)
+		}
 	}
 	return tensor.View(typ, data)
 }

@@ -204,7 +204,9 @@ func TestLayouts(t *testing.T) {
 	tr := b.Constant("tr", poot.T(poot.F32, 3, 2))
 	ro := b.Constant("ro", poot.T(poot.F32, 3, 2))
 	up := b.Constant("up", poot.T(poot.F32, 2, 2, 2))
-	g, err := b.Finish(poot.Out(b.Cast(stack, poot.F32), b.Cast(k, poot.F32), b.Cast(tr, poot.F32), b.Cast(ro, poot.F32), b.Cast(up, poot.F32)))
+	odd := b.Constant("odd", poot.T(poot.F32, 2, 2, 2))
+	g, err := b.Finish(poot.Out(b.Cast(stack, poot.F32), b.Cast(k, poot.F32), b.Cast(tr, poot.F32), b.Cast(ro, poot.F32),
+		b.Cast(up, poot.F32), b.Cast(odd, poot.F32)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,6 +216,7 @@ func TestLayouts(t *testing.T) {
 		"tr":    {Tensor: "t", Transposed: true},
 		"ro":    {Tensor: "qkv", RowOrder: []int{2, 0, 1}},
 		"up":    {Tensor: "gu", Transposed: true, RowStart: 2, RowEnd: 4},
+		"odd":   {Tensor: "gu", Transposed: true, RowStart: 1, RowEnd: 4, RowStep: 2},
 	}
 	bg, consts, err := load.Bind(g, c, func(n string) (load.Source, bool) { s, ok := src[n]; return s, ok })
 	if err != nil {
@@ -229,7 +232,8 @@ func TestLayouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]float32{{1, 2, 3, 4, 5, 6, 7, 8}, {3, 4}, {1, 4, 2, 5, 3, 6}, {5, 6, 1, 2, 3, 4},
-		{3, 7, 4, 8, 11, 15, 12, 16}} // each expert's up rows [out, in]
+		{3, 7, 4, 8, 11, 15, 12, 16}, // each expert's up rows [out, in]
+		{2, 6, 4, 8, 10, 14, 12, 16}} // each expert's odd rows (interleaved)
 	for i, w := range want {
 		got := outs[i].F32()
 		for j := range w {
