@@ -76,6 +76,24 @@ func Presets() []Preset {
 	mixtral := tinyLlama()
 	mixtral["architectures"], mixtral["model_type"] = []any{"MixtralForCausalLM"}, "mixtral"
 	mixtral["num_local_experts"], mixtral["num_experts_per_tok"] = 4, 2
+	llama4 := map[string]any{
+		"architectures": []any{"Llama4ForCausalLM"}, "model_type": "llama4_text",
+		"hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+		"intermediate_size": 32, "intermediate_size_mlp": 96, "num_local_experts": 4, "num_experts_per_tok": 1,
+		"interleave_moe_layer_step": 2, "vocab_size": TinyVocab, "max_position_embeddings": 256,
+		"rms_norm_eps": 1e-5, "rope_theta": 500000.0, "tie_word_embeddings": false, "attention_chunk_size": 8192,
+		"use_qk_norm": true, "attn_temperature_tuning": true, "floor_scale": 8192, "attn_scale": 0.1,
+	}
+	scout := map[string]any{
+		"architectures": []any{"Llama4ForCausalLM"}, "model_type": "llama4_text",
+		"hidden_size": 5120, "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
+		"intermediate_size": 8192, "intermediate_size_mlp": 16384, "num_local_experts": 16, "num_experts_per_tok": 1,
+		"interleave_moe_layer_step": 1, "vocab_size": 202048, "max_position_embeddings": 10485760,
+		"rms_norm_eps": 1e-5, "rope_theta": 500000.0, "tie_word_embeddings": false, "attention_chunk_size": 8192,
+		"use_qk_norm": true, "attn_temperature_tuning": true, "floor_scale": 8192, "attn_scale": 0.1,
+		"rope_scaling": map[string]any{"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+			"high_freq_factor": 1.0, "original_max_position_embeddings": 8192},
+	}
 	llama1b := map[string]any{
 		"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama",
 		"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -89,6 +107,8 @@ func Presets() []Preset {
 		{"tiny", "gemma3", "gemma3, dim 64, 3 layers (2 sliding-window, 1 global), GeGLU, vocab 512", gemma},
 		{"tiny", "qwen3moe", "qwen3moe, dim 64, 2 layers, 4 experts (2 used), vocab 512", qwen},
 		{"tiny", "mixtral", "mixtral, dim 64, 2 layers, 4 experts (2 used), vocab 512", mixtral},
+		{"tiny", "llama4", "llama4, dim 64, 4 layers (3 chunked with rope, 1 global without), dense and routed (4 experts, 1 used, shared) layers alternating, vocab 512", llama4},
+		{"scout", "llama4", "Llama-4-Scout-17B-16E text shape: dim 5120, 48 layers, 40 heads / 8 kv heads, 16 experts (1 used) and a shared expert in every layer, vocab 202048, llama3 rope scaling", scout},
 		{"llama3.2-1b", "llama", "Llama-3.2-1B shape: dim 2048, 16 layers, 32 heads / 8 kv heads, ffn 8192, vocab 128256, llama3 rope scaling", llama1b},
 	}
 }
