@@ -10,6 +10,7 @@ import (
 
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/gemma3"
+	"github.com/pootlabs/poot/families/gptoss"
 	"github.com/pootlabs/poot/families/llama"
 	"github.com/pootlabs/poot/families/mixtral"
 	"github.com/pootlabs/poot/families/qwen3moe"
@@ -23,6 +24,7 @@ var Shipped = []families.Row{
 	gemma3.Row,
 	qwen3moe.Row,
 	mixtral.Row,
+	gptoss.Row,
 }
 
 // ByGGUFArchitecture returns the row that reads GGUF files of architecture
