@@ -43,10 +43,10 @@ func tiny(t *testing.T) families.Model {
 	return m
 }
 
-// synth gives random weights larger than familytest.Synth's (matrices and
+// randomWeights gives random weights larger than familytest.Synth's (matrices and
 // biases N(0, 0.3), sinks N(0, 1), norms 1 + N(0, 0.1)), so that sinks,
 // biases, windows and routing all move the logits.
-func synth(t *testing.T, m families.Model, seed uint64) map[string][]float32 {
+func randomWeights(t *testing.T, m families.Model, seed uint64) map[string][]float32 {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	w := map[string][]float32{}
 	for _, s := range familytest.Tensors(t, m) {
@@ -68,7 +68,7 @@ func synth(t *testing.T, m families.Model, seed uint64) map[string][]float32 {
 
 func TestLayouts(t *testing.T) {
 	m := tiny(t)
-	familytest.CheckLayouts(t, m, familytest.MapBinder(synth(t, m, 3)), toks, 16)
+	familytest.CheckLayouts(t, m, familytest.MapBinder(randomWeights(t, m, 3)), toks, 16)
 }
 
 func TestLayerKinds(t *testing.T) {
@@ -96,7 +96,7 @@ func TestLayerKinds(t *testing.T) {
 // windowed unless l%p == p-1, and p = 0 windows every layer.
 func TestGGUFPattern(t *testing.T) {
 	m := tiny(t)
-	w := synth(t, m, 1)
+	w := randomWeights(t, m, 1)
 	for _, c := range []struct {
 		period uint32
 		want   []bool
@@ -205,7 +205,7 @@ func TestConfigErrors(t *testing.T) {
 // logits must agree, and each form's config reads back to the same model.
 func TestContainers(t *testing.T) {
 	m := tiny(t)
-	w := synth(t, m, 5)
+	w := randomWeights(t, m, 5)
 	n := len(toks)
 	shape := families.StepShape{Rows: 1, New: n, Capacity: 16, Logits: families.AllTokens}
 	run := func(m families.Model, bind familytest.Binder) []float32 {
@@ -265,7 +265,7 @@ func TestContainers(t *testing.T) {
 // UnsupportedTypeError.
 func TestMXFP4(t *testing.T) {
 	m := tiny(t)
-	path := familytest.WriteGGUF(t, m, metadata(t, m), synth(t, m, 1))
+	path := familytest.WriteGGUF(t, m, metadata(t, m), randomWeights(t, m, 1))
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
