@@ -221,9 +221,11 @@ func Write(m families.Model, path string, o Options) error {
 	return fmt.Errorf("%w: unknown format %q (gguf or safetensors)", ErrSynth, o.Format)
 }
 
-// isMatrix says whether a tensor takes the requested stored type: matrices
-// other than norms; vectors stay F32.
-func isMatrix(spec families.TensorSpec) bool { return len(spec.Shape) >= 2 && spec.Role != "norm" }
+// isMatrix says whether a tensor takes the requested stored type: weight
+// matrices; vectors, norms and biases (gpt-oss's [experts, width] expert
+// biases, which llama.cpp adds in F32 only) stay F32, as in llama.cpp's
+// converter.
+func isMatrix(spec families.TensorSpec) bool { return len(spec.Shape) >= 2 && spec.Role == "weight" }
 
 // checkPacked reports the matrices whose rows are not whole blocks of a
 // packed o.Type to o.Fallback, and refuses a type that none can take.
