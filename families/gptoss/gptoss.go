@@ -16,6 +16,7 @@
 package gptoss
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/pootlabs/poot"
@@ -24,23 +25,19 @@ import (
 	"github.com/pootlabs/poot/ops"
 )
 
-// Family is the registry name; Arch the GGUF architecture.
+// Family is the registry name and the GGUF architecture. Alpha and Limit
+// are the clamped SwiGLU's constants: llama.cpp fixes both, Hugging Face
+// reads the limit as swiglu_limit.
 const (
 	Family = "gpt-oss"
-	Arch   = "gpt-oss"
-)
-
-// Alpha and Limit are the clamped SwiGLU's constants: llama.cpp fixes
-// both, Hugging Face reads the limit as swiglu_limit.
-const (
-	Alpha = 1.702
-	Limit = 7.0
+	Alpha  = 1.702
+	Limit  = 7.0
 )
 
 // Row is the family's registry row.
 var Row = families.Row{
 	Family:            Family,
-	GGUFArchitectures: []string{Arch},
+	GGUFArchitectures: []string{Family},
 	HFArchitectures:   []string{"GptOssForCausalLM"},
 	HFModelTypes:      []string{"gpt_oss"},
 	FromGGUF:          FromGGUF,
@@ -63,14 +60,14 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 				Detail: "poot does not decode this type yet (gpt-oss releases store their experts as MXFP4)"}
 		}
 	}
-	d, r := families.GGUFDecoder(f, Arch, ops.RopeNeoX)
+	d, r := families.GGUFDecoder(f, Family, ops.RopeNeoX)
 	period := r.IntOr("attention.sliding_window_pattern", 2)
 	slide(d, r, "attention.sliding_window", func(l int) bool { return period == 0 || l%period < period-1 })
 	if base := r.FloatOr("rope.freq_base_swa", d.Rope.Theta); base != d.Rope.Theta {
 		r.Fail("rope.freq_base_swa", families.ErrUnsupported, "windowed layers with their own rope base %v", base)
 	}
-	// llama.cpp reads no YaRN ramp ends for gpt-oss: they are 32 and 1.
-	d.Rope.BetaFast, d.Rope.BetaSlow = 32, 1
+	// llama.cpp reads no YaRN ramp ends for gpt-oss: the defaults apply.
+	d.Rope.BetaFast, d.Rope.BetaSlow = 0, 0
 	if d.MoE == nil {
 		r.Fail("expert_count", families.ErrMissing, "gpt-oss routes every layer")
 	}
@@ -106,7 +103,8 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 	return finish(d, r, families.Safetensors, r.FloatOr("swiglu_limit", Limit))
 }
 
-// slide gives the layers windowed says slide the window read from key.
+// slide sets d.Windows: the window read from key on the layers windowed
+// names, 0 (full attention) on the others.
 func slide(d *families.Decoder, r *families.Reader, key string, windowed func(l int) bool) {
 	window := r.Int(key)
 	d.Windows = make([]int, d.Layers)
@@ -122,6 +120,7 @@ func slide(d *families.Decoder, r *families.Reader, key string, windowed func(l 
 
 func finish(d *families.Decoder, r *families.Reader, c families.Container, limit float64) (families.Model, error) {
 	d.Name, d.QKVBias, d.OutBias = Family, true, true
+	d.Rope.BetaFast, d.Rope.BetaSlow = cmp.Or(d.Rope.BetaFast, 32), cmp.Or(d.Rope.BetaSlow, 1)
 	if d.MoE != nil {
 		d.FFN, d.MoE.Gating = d.MoE.FFN, ops.TopKSoftmax
 	}
@@ -146,7 +145,7 @@ func finish(d *families.Decoder, r *families.Reader, c families.Container, limit
 	if d.MoE != nil {
 		d.Weight.Experts = d.MoE.Experts
 	}
-	d.GGUF = families.GGUFStyle{Architecture: Arch, Keys: func(d *families.Decoder, put func(string, gguf.Value)) {
+	d.GGUF = families.GGUFStyle{Architecture: Family, Keys: func(d *families.Decoder, put func(string, gguf.Value)) {
 		window, period, _ := pattern(d)
 		put("attention.sliding_window", gguf.ValueOf(uint32(window)))
 		put("attention.sliding_window_pattern", gguf.ValueOf(uint32(period)))
@@ -209,7 +208,7 @@ func (m *Model) GGUFMetadata() ([]gguf.KV, error) {
 		return unsupported("attention.sliding_window_pattern", "windowed layers that no period gives")
 	case m.Limit != Limit:
 		return unsupported("swiglu_limit", fmt.Sprintf("a clamp other than %v", Limit))
-	case c.Scaling == ops.ScaleYaRN && (c.BetaFast != 32 && c.BetaFast != 0 || c.BetaSlow != 1 && c.BetaSlow != 0 || c.AttnFactor != 0):
+	case c.Scaling == ops.ScaleYaRN && (c.BetaFast != 32 || c.BetaSlow != 1 || c.AttnFactor != 0):
 		return unsupported("rope.scaling", "YaRN ramp ends other than 32 and 1 or an attention factor")
 	}
 	return m.Decoder.GGUFMetadata()
@@ -277,8 +276,11 @@ func (m *Model) Trace(spec families.StepSpec, limits poot.Limits) (*poot.Graph, 
 		outs = append(outs, hidden)
 	}
 	g, err := step.Finish(outs...)
+	if err == nil {
+		err = families.CheckCarries(Family, spec.Carries, g)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return g, families.CheckCarries(Family, spec.Carries, g)
+	return g, nil
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 
+	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/familytest"
 	"github.com/pootlabs/poot/families/gptoss"
@@ -69,6 +71,17 @@ func randomWeights(t *testing.T, m families.Model, seed uint64) map[string][]flo
 func TestLayouts(t *testing.T) {
 	m := tiny(t)
 	familytest.CheckLayouts(t, m, familytest.MapBinder(randomWeights(t, m, 3)), toks, 16)
+	// The F16 fixture, as stored (window 4, so 8 tokens outgrow it too).
+	c, err := load.Open(filepath.Join("testdata", "tiny-f16.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fm, err := registry.FromCheckpoint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	familytest.CheckLayouts(t, fm, familytest.LoadBinder(c, fm.Weights()), []int32{1, 15, 27, 100, 200, 300, 400, 500}, 16)
 }
 
 func TestLayerKinds(t *testing.T) {
@@ -295,4 +308,39 @@ func TestMXFP4(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	t.Log(err)
+}
+
+// TestStepSpec checks the step's outputs and states: Hidden adds the final
+// hidden states, every layer carries its key and value caches, and a spec
+// that names other carries is a StepError.
+func TestStepSpec(t *testing.T) {
+	m := tiny(t)
+	shape := families.StepShape{Rows: 2, New: 3, Capacity: 8, Hidden: true}
+	g, err := m.Trace(families.StepSpec{Program: families.Prefill, Shape: shape}, poot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := g.Outputs()
+	if len(outs) != 2 || !g.Type(outs[0]).Shape.Equal(poot.Shape{2, 64}) || !g.Type(outs[1]).Shape.Equal(poot.Shape{6, 32}) {
+		t.Errorf("outputs %v", outs)
+	}
+	states, err := families.States(m, shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range states {
+		names = append(names, s.Name)
+	}
+	want := []string{"cache.k.0", "cache.v.0", "cache.k.1", "cache.v.1", "cache.k.2", "cache.v.2", "cache.k.3", "cache.v.3"}
+	if !slices.Equal(names, want) {
+		t.Errorf("states %v, want %v", names, want)
+	}
+	var se *families.StepError
+	if _, err := m.Trace(families.StepSpec{Shape: shape, Carries: []string{"cache.k.0"}}, poot.Limits{}); !errors.As(err, &se) {
+		t.Errorf("a spec carrying one cache: got %v", err)
+	}
+	if _, err := m.Trace(families.StepSpec{Shape: families.StepShape{Rows: 1, New: 1, Capacity: 65}}, poot.Limits{}); !errors.As(err, &se) {
+		t.Errorf("capacity beyond the context: got %v", err)
+	}
 }
