@@ -94,6 +94,10 @@ func Presets() []Preset {
 		"rope_scaling": map[string]any{"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
 			"high_freq_factor": 1.0, "original_max_position_embeddings": 8192},
 	}
+	oss := tinyLlama()
+	oss["architectures"], oss["model_type"], oss["head_dim"], oss["num_local_experts"], oss["num_experts_per_tok"], oss["intermediate_size"], oss["sliding_window"] = []any{"GptOssForCausalLM"}, "gpt_oss", 16, 4, 2, 32, 4
+	oss["rope_theta"], oss["rope_scaling"] = 150000.0, map[string]any{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
+	oss20b := map[string]any{"architectures": []any{"GptOssForCausalLM"}, "model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 2880, "num_local_experts": 32, "num_experts_per_tok": 4, "vocab_size": 201088, "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "rope_theta": 150000.0, "sliding_window": 128, "rope_scaling": map[string]any{"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "original_max_position_embeddings": 4096}}
 	llama1b := map[string]any{
 		"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama",
 		"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -109,6 +113,8 @@ func Presets() []Preset {
 		{"tiny", "mixtral", "mixtral, dim 64, 2 layers, 4 experts (2 used), vocab 512", mixtral},
 		{"tiny", "llama4", "llama4, dim 64, 4 layers (3 chunked with rope, 1 global without), dense and routed (4 experts, 1 used, shared) layers alternating, vocab 512", llama4},
 		{"scout", "llama4", "Llama-4-Scout-17B-16E text shape: dim 5120, 48 layers, 40 heads / 8 kv heads, 16 experts (1 used) and a shared expert in every layer, vocab 202048, llama3 rope scaling", scout},
+		{"tiny", "gpt-oss", "gpt-oss, dim 64, 2 layers (window 4, full), 4 heads / 2 kv heads with sinks and biases, 4 experts (2 used), YaRN x4, vocab 512", oss},
+		{"gpt-oss-20b", "gpt-oss", "gpt-oss-20b shape: dim 2880, 24 layers alternating window 128 and full, 64 heads / 8 kv heads, 32 experts (4 used) of 2880, vocab 201088, YaRN x32", oss20b},
 		{"llama3.2-1b", "llama", "Llama-3.2-1B shape: dim 2048, 16 layers, 32 heads / 8 kv heads, ffn 8192, vocab 128256, llama3 rope scaling", llama1b},
 	}
 }
@@ -236,9 +242,11 @@ func Write(m families.Model, path string, o Options) error {
 	return fmt.Errorf("%w: unknown format %q (gguf or safetensors)", ErrSynth, o.Format)
 }
 
-// isMatrix says whether a tensor takes the requested stored type: matrices
-// other than norms; vectors stay F32.
-func isMatrix(spec families.TensorSpec) bool { return len(spec.Shape) >= 2 && spec.Role != "norm" }
+// isMatrix says whether a tensor takes the requested stored type: weight
+// matrices; vectors, norms and biases (gpt-oss's [experts, width] expert
+// biases, which llama.cpp adds in F32 only) stay F32, as in llama.cpp's
+// converter.
+func isMatrix(spec families.TensorSpec) bool { return len(spec.Shape) >= 2 && spec.Role == "weight" }
 
 // checkPacked reports the matrices whose rows are not whole blocks of a
 // packed o.Type to o.Fallback, and refuses a type that none can take.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/gemma3"
+	"github.com/pootlabs/poot/families/gptoss"
 	"github.com/pootlabs/poot/families/llama"
 	"github.com/pootlabs/poot/families/llama4"
 	"github.com/pootlabs/poot/families/mixtral"
@@ -25,6 +26,7 @@ var Shipped = []families.Row{
 	qwen3moe.Row,
 	mixtral.Row,
 	llama4.Row,
+	gptoss.Row,
 }
 
 // ByGGUFArchitecture returns the row that reads GGUF files of architecture

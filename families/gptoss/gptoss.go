@@ -1,0 +1,286 @@
+// Package gptoss is OpenAI's gpt-oss family (llama.cpp's "gpt-oss"
+// architecture, Hugging Face's GptOssForCausalLM): a decoder whose
+// attention has Q/K/V/O biases and learned per-head sinks in the softmax
+// denominator, alternating sliding-window and full-attention layers, NeoX
+// rope with YaRN scaling, and a routed feed-forward in every layer (a
+// router with a bias, top-k then softmax over the chosen experts, experts
+// with biases and gpt-oss's clamped SwiGLU). The feed-forward's pre-norm is
+// stored as post_attention_norm.
+//
+// The model embeds a families.Decoder for its hyperparameters, weight map
+// and writers; its layers are traced here. Experts stored as MXFP4, the
+// form of the published checkpoints, are not decoded yet: such a GGUF file
+// or config.json is refused with an ErrUnsupported error. Poot's own
+// safetensors form stores one tensor per expert (mlp.experts.{e}.*), not
+// the published fused, column-interleaved gate_up_proj.
+package gptoss
+
+import (
+	"cmp"
+	"fmt"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/ops"
+)
+
+// Family is the registry name and the GGUF architecture. Alpha and Limit
+// are the clamped SwiGLU's constants: llama.cpp fixes both, Hugging Face
+// reads the limit as swiglu_limit.
+const (
+	Family = "gpt-oss"
+	Alpha  = 1.702
+	Limit  = 7.0
+)
+
+// Row is the family's registry row.
+var Row = families.Row{
+	Family:            Family,
+	GGUFArchitectures: []string{Family},
+	HFArchitectures:   []string{"GptOssForCausalLM"},
+	HFModelTypes:      []string{"gpt_oss"},
+	FromGGUF:          FromGGUF,
+	FromHF:            FromHF,
+}
+
+// Model is one configured gpt-oss model.
+type Model struct {
+	*families.Decoder
+	Limit float64 // the experts' SwiGLU clamp
+}
+
+// FromGGUF configures a model from a GGUF file. Layer l has a sliding
+// window unless l%p == p-1 for the pattern p (default 2: even layers are
+// windowed), as llama.cpp reads it; p = 0 windows every layer.
+func FromGGUF(f *gguf.File) (families.Model, error) {
+	for _, t := range f.Tensors() {
+		if _, err := t.DType(); err != nil {
+			return nil, &families.TensorError{Model: Family, Tensor: t.Name, Err: fmt.Errorf("%w: %w", families.ErrUnsupported, err),
+				Detail: "poot does not decode this type yet (gpt-oss releases store their experts as MXFP4)"}
+		}
+	}
+	d, r := families.GGUFDecoder(f, Family, ops.RopeNeoX)
+	period := r.IntOr("attention.sliding_window_pattern", 2)
+	slide(d, r, "attention.sliding_window", func(l int) bool { return period == 0 || l%period < period-1 })
+	if base := r.FloatOr("rope.freq_base_swa", d.Rope.Theta); base != d.Rope.Theta {
+		r.Fail("rope.freq_base_swa", families.ErrUnsupported, "windowed layers with their own rope base %v", base)
+	}
+	// llama.cpp reads no YaRN ramp ends for gpt-oss: the defaults apply.
+	d.Rope.BetaFast, d.Rope.BetaSlow = 0, 0
+	if d.MoE == nil {
+		r.Fail("expert_count", families.ErrMissing, "gpt-oss routes every layer")
+	}
+	return finish(d, r, families.GGUF, Limit)
+}
+
+// FromHF configures a model from a config.json.
+func FromHF(cfg map[string]any) (families.Model, error) {
+	d, r := families.HFDecoder(cfg, Family, false)
+	d.MoE = &families.MoE{Experts: r.PositiveAtMost("num_local_experts", families.MaxExperts), Used: r.Positive("num_experts_per_tok"), FFN: r.Positive("intermediate_size")}
+	types := r.Strings("layer_types")
+	if types != nil && len(types) != d.Layers {
+		r.Fail("layer_types", families.ErrInconsistent, "%d entries for %d layers", len(types), d.Layers)
+	}
+	slide(d, r, "sliding_window", func(l int) bool {
+		switch {
+		case l >= len(types):
+			return types == nil && l%2 == 0 // transformers' default: even layers slide
+		case types[l] != "sliding_attention" && types[l] != "full_attention":
+			r.Fail("layer_types", families.ErrUnsupported, "layer %d is %q", l, types[l])
+		}
+		return types[l] == "sliding_attention"
+	})
+	if q := r.StringOr("quantization_config.quant_method", ""); q != "" {
+		r.Fail("quantization_config", families.ErrUnsupported, "%s weights: poot does not decode MXFP4 experts yet", q)
+	}
+	if !r.BoolOr("attention_bias", true) {
+		r.Fail("attention_bias", families.ErrUnsupported, "attention without biases")
+	}
+	if d.Tied {
+		r.Fail("tie_word_embeddings", families.ErrUnsupported, "gpt-oss has its own output matrix")
+	}
+	return finish(d, r, families.Safetensors, r.FloatOr("swiglu_limit", Limit))
+}
+
+// slide sets d.Windows: the window read from key on the layers windowed
+// names, 0 (full attention) on the others.
+func slide(d *families.Decoder, r *families.Reader, key string, windowed func(l int) bool) {
+	window := r.Int(key)
+	d.Windows = make([]int, d.Layers)
+	for l := range d.Windows {
+		if windowed(l) {
+			d.Windows[l] = window
+			if window < 1 {
+				r.Fail(key, families.ErrWrongType, "layer %d slides a window of %d", l, window)
+			}
+		}
+	}
+}
+
+func finish(d *families.Decoder, r *families.Reader, c families.Container, limit float64) (families.Model, error) {
+	d.Name, d.QKVBias, d.OutBias = Family, true, true
+	d.Rope.BetaFast, d.Rope.BetaSlow = cmp.Or(d.Rope.BetaFast, 32), cmp.Or(d.Rope.BetaSlow, 1)
+	if d.MoE != nil {
+		d.FFN, d.MoE.Gating = d.MoE.FFN, ops.TopKSoftmax
+	}
+	if d.Rope.Dims != d.HeadDim {
+		r.Fail("rope.dimension_count", families.ErrUnsupported, "%d rotary dims for head dim %d", d.Rope.Dims, d.HeadDim)
+	}
+	if !(limit > 0) {
+		r.Fail("swiglu_limit", families.ErrWrongType, "limit %v must be positive", limit)
+	}
+	d.Weight = families.HFNames().With(map[string]string{
+		"post_attention_norm.weight": "post_attention_layernorm.weight",
+		"attn_sinks.weight":          "self_attn.sinks",
+		"ffn_gate_inp.weight":        "mlp.router.weight",
+		"ffn_gate_inp.bias":          "mlp.router.bias",
+		"ffn_gate_exps.weight":       "mlp.experts.{e}.gate_proj.weight",
+		"ffn_gate_exps.bias":         "mlp.experts.{e}.gate_proj.bias",
+		"ffn_up_exps.weight":         "mlp.experts.{e}.up_proj.weight",
+		"ffn_up_exps.bias":           "mlp.experts.{e}.up_proj.bias",
+		"ffn_down_exps.weight":       "mlp.experts.{e}.down_proj.weight",
+		"ffn_down_exps.bias":         "mlp.experts.{e}.down_proj.bias",
+	}).In(c)
+	if d.MoE != nil {
+		d.Weight.Experts = d.MoE.Experts
+	}
+	d.GGUF = families.GGUFStyle{Architecture: Family, Keys: func(d *families.Decoder, put func(string, gguf.Value)) {
+		window, period, _ := pattern(d)
+		put("attention.sliding_window", gguf.ValueOf(uint32(window)))
+		put("attention.sliding_window_pattern", gguf.ValueOf(uint32(period)))
+	}}
+	d.HF = families.HFStyle{Architecture: "GptOssForCausalLM", ModelType: "gpt_oss", Keys: func(d *families.Decoder, cfg map[string]any) {
+		types := make([]any, d.Layers)
+		for l := range types {
+			types[l] = "full_attention"
+			if d.Window(l) > 0 {
+				types[l] = "sliding_attention"
+			}
+		}
+		window, _, _ := pattern(d)
+		cfg["layer_types"], cfg["sliding_window"], cfg["attention_bias"], cfg["swiglu_limit"] = types, window, true, limit
+		cfg["num_local_experts"], cfg["num_experts_per_tok"] = d.MoE.Experts, d.MoE.Used
+	}}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	m := &Model{Decoder: d, Limit: limit}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// pattern returns the window of the windowed layers and llama.cpp's
+// pattern p that windows the same layers (p = layers+1 windows all, as 0
+// does), reporting false when none does or when the windows differ.
+func pattern(d *families.Decoder) (window, period int, ok bool) {
+	for l := range d.Layers {
+		window = max(window, d.Window(l))
+	}
+	for p := 1; p <= d.Layers+1; p++ {
+		ok = true
+		for l := range d.Layers {
+			want := 0
+			if l%p < p-1 {
+				want = window
+			}
+			ok = ok && d.Window(l) == want
+		}
+		if ok {
+			return window, p, true
+		}
+	}
+	return window, 0, false
+}
+
+// GGUFMetadata writes the keys FromGGUF reads. Settings llama.cpp's
+// gpt-oss cannot express (another clamp, YaRN ramp ends or attention
+// factor, a layer pattern no period gives) are an ErrUnsupported error.
+func (m *Model) GGUFMetadata() ([]gguf.KV, error) {
+	c := m.Rope.RopeConfig
+	unsupported := func(key, detail string) ([]gguf.KV, error) {
+		return nil, &families.ConfigError{Source: Family, Key: key, Err: families.ErrUnsupported, Detail: "llama.cpp's gpt-oss has no key for " + detail}
+	}
+	switch _, _, ok := pattern(m.Decoder); {
+	case !ok:
+		return unsupported("attention.sliding_window_pattern", "windowed layers that no period gives")
+	case m.Limit != Limit:
+		return unsupported("swiglu_limit", fmt.Sprintf("a clamp other than %v", Limit))
+	case c.Scaling == ops.ScaleYaRN && (c.BetaFast != 32 || c.BetaSlow != 1 || c.AttnFactor != 0):
+		return unsupported("rope.scaling", "YaRN ramp ends other than 32 and 1 or an attention factor")
+	}
+	return m.Decoder.GGUFMetadata()
+}
+
+type brand struct{}
+
+// Validate checks the hyperparameters (the decoder's checks, then
+// gpt-oss's own).
+func (m *Model) Validate() error {
+	if err := m.Decoder.Validate(); err != nil {
+		return err
+	}
+	if m.MoE == nil || m.Rope.Dims != m.HeadDim || !(m.Limit > 0) {
+		return &families.ConfigError{Source: Family, Key: "MoE", Err: families.ErrInconsistent, Detail: "gpt-oss needs experts, full-width rope and a positive clamp"}
+	}
+	return nil
+}
+
+// Trace checks spec against the schema and records the step.
+func (m *Model) Trace(spec families.StepSpec, limits poot.Limits) (*poot.Graph, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	if err := m.Schema().Check(Family, spec.Shape); err != nil {
+		return nil, err
+	}
+	b := poot.NewBuilder[brand](limits)
+	step := families.NewStep(b, spec.Shape, m.Vocab)
+	w := func(name string, dims ...int) poot.Traced[brand] { return b.Constant(name, poot.T(poot.F32, dims...)) }
+	rot := step.Rotary(m.Rope, poot.Traced[brand]{})
+	dim, q, e, f := m.Dim, m.Heads*m.HeadDim, m.MoE.Experts, m.MoE.FFN
+	moe := ops.MoEConfig{TopK: m.MoE.Used, Gating: ops.TopKSoftmax, Activation: ops.ExpertClampedSwiGLU, Alpha: Alpha, Limit: m.Limit}
+	layer := func(l int, x poot.Traced[brand]) poot.Traced[brand] {
+		p := func(name string, dims ...int) poot.Traced[brand] {
+			return w(fmt.Sprintf("blk.%d.%s", l, name), dims...)
+		}
+		proj := func(name string, out, in int) func(h poot.Traced[brand]) poot.Traced[brand] {
+			weight, bias := p(name+".weight", out, in), p(name+".bias", out)
+			return func(h poot.Traced[brand]) poot.Traced[brand] { return ops.Linear(b, h, weight, bias) }
+		}
+		heads := m.LayerKV(l)
+		wq, wk, wv, wo := proj("attn_q", q, dim), proj("attn_k", heads*m.HeadDim, dim), proj("attn_v", heads*m.HeadDim, dim), proj("attn_output", dim, q)
+		sinks := p("attn_sinks.weight", m.Heads)
+		attention := func(h poot.Traced[brand]) poot.Traced[brand] {
+			queries := ops.RoPE(b, wq(h), m.Heads, rot)
+			keys := step.Cache(families.CacheName("k", l), ops.RoPE(b, wk(h), heads, rot))
+			values := step.Cache(families.CacheName("v", l), wv(h))
+			return wo(ops.Attention(b, queries, keys, values, step.Mask(m.Window(l)), ops.AttentionConfig[brand]{
+				Heads: m.Heads, KVHeads: heads, HeadDim: m.HeadDim, Rows: spec.Shape.Rows, Sinks: sinks}))
+		}
+		experts := ops.MoEWeights[brand]{
+			Router: p("ffn_gate_inp.weight", e, dim), RouterBias: p("ffn_gate_inp.bias", e),
+			Gate: p("ffn_gate_exps.weight", e, f, dim), GateBias: p("ffn_gate_exps.bias", e, f),
+			Up: p("ffn_up_exps.weight", e, f, dim), UpBias: p("ffn_up_exps.bias", e, f),
+			Down: p("ffn_down_exps.weight", e, dim, f), DownBias: p("ffn_down_exps.bias", e, dim),
+		}
+		norms := families.LayerNorms[brand]{Mixer: p("attn_norm.weight", dim), FFN: p("post_attention_norm.weight", dim), Eps: m.Eps}
+		return families.Layer(b, x, norms, attention, func(h poot.Traced[brand]) poot.Traced[brand] { return families.RoutedFFN(b, h, experts, moe) })
+	}
+	head := families.StackWeights[brand]{Embed: w("token_embd.weight", m.Vocab, dim), Norm: w("output_norm.weight", dim), Output: w("output.weight", m.Vocab, dim)}
+	logits, hidden := families.Stack(step, head, families.StackConfig{Layers: m.Layers, Eps: m.Eps}, layer)
+	outs := []poot.Traced[brand]{logits}
+	if spec.Shape.Hidden {
+		outs = append(outs, hidden)
+	}
+	g, err := step.Finish(outs...)
+	if err == nil {
+		err = families.CheckCarries(Family, spec.Carries, g)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
