@@ -29,6 +29,38 @@ var Shipped = []families.Row{
 	gptoss.Row,
 }
 
+// Refused names the architectures poot knows and does not run, by GGUF
+// architecture and Hugging Face architecture, with the feature that the
+// IR's layer language has no form for yet. Opening one is an
+// ErrUnsupported error naming the feature, not "unknown architecture",
+// and never a model loaded wrongly.
+var Refused = []struct {
+	GGUF, HF []string
+	Feature  string
+}{
+	{[]string{"gemma3n"}, []string{"Gemma3nForCausalLM", "Gemma3nForConditionalGeneration"},
+		"per-layer embeddings and the AltUp/Laurel blocks of Gemma 3n"},
+	{[]string{"deepseek32"}, []string{"DeepseekV32ForCausalLM"},
+		"the sparse attention indexer of DeepSeek-V3.2 (lightning indexer selecting top-k keys)"},
+	{[]string{"deepseek4"}, []string{"DeepseekV4ForCausalLM"},
+		"hyper-connections (several residual streams mixed by Sinkhorn-normalised matrices) of DeepSeek-V4"},
+}
+
+// refused returns the feature of a refused architecture.
+func refused(gguf string, hf []any) (string, bool) {
+	for _, r := range Refused {
+		if slices.Contains(r.GGUF, gguf) {
+			return r.Feature, true
+		}
+		for _, a := range hf {
+			if s, _ := a.(string); s != "" && slices.Contains(r.HF, s) {
+				return r.Feature, true
+			}
+		}
+	}
+	return "", false
+}
+
 // ByGGUFArchitecture returns the row that reads GGUF files of architecture
 // arch.
 func ByGGUFArchitecture(arch string) (families.Row, bool) {
@@ -72,6 +104,9 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 		return nil, err
 	}
 	r, ok := ByGGUFArchitecture(arch)
+	if feature, no := refused(arch, nil); !ok && no {
+		return nil, &families.ConfigError{Source: "gguf", Key: gguf.KeyArchitecture, Err: families.ErrUnsupported, Detail: fmt.Sprintf("%q: %s", arch, feature)}
+	}
 	if !ok {
 		return nil, &families.ConfigError{Source: "gguf", Key: gguf.KeyArchitecture, Err: families.ErrUnknownArchitecture, Detail: fmt.Sprintf("%q", arch)}
 	}
@@ -112,6 +147,10 @@ func FromCheckpoint(c *load.Checkpoint) (families.Model, error) {
 // FromHF configures the model of a decoded config.json.
 func FromHF(cfg map[string]any) (families.Model, error) {
 	r, ok := ByHFConfig(cfg)
+	archs, _ := cfg["architectures"].([]any)
+	if feature, no := refused("", archs); !ok && no {
+		return nil, &families.ConfigError{Source: "config.json", Key: "architectures", Err: families.ErrUnsupported, Detail: fmt.Sprintf("%v: %s", archs, feature)}
+	}
 	if !ok {
 		return nil, &families.ConfigError{Source: "config.json", Key: "architectures", Err: families.ErrUnknownArchitecture,
 			Detail: fmt.Sprintf("architectures %v, model_type %v", cfg["architectures"], cfg["model_type"])}

@@ -1,16 +1,19 @@
 package registry
 
 import (
+	"bytes"
 	"errors"
 	"maps"
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/familytest"
+	"github.com/pootlabs/poot/gguf"
 	"github.com/pootlabs/poot/load"
 )
 
@@ -91,6 +94,27 @@ func TestLookup(t *testing.T) {
 	_, err := FromHF(map[string]any{"architectures": []any{"BertModel"}})
 	if !errors.Is(err, families.ErrUnknownArchitecture) {
 		t.Errorf("unknown architecture: got %v", err)
+	}
+	// Architectures poot knows and refuses name the feature.
+	for arch, feature := range map[string]string{"Gemma3nForConditionalGeneration": "per-layer embeddings",
+		"DeepseekV32ForCausalLM": "sparse attention indexer", "DeepseekV4ForCausalLM": "hyper-connections"} {
+		_, err := FromHF(map[string]any{"architectures": []any{arch}})
+		if !errors.Is(err, families.ErrUnsupported) || !strings.Contains(err.Error(), feature) {
+			t.Errorf("%s: got %v, want an unsupported error naming %s", arch, err, feature)
+		}
+	}
+	for _, arch := range []string{"gemma3n", "deepseek32", "deepseek4"} {
+		var buf bytes.Buffer
+		if err := gguf.Write(&buf, []gguf.KV{{Key: gguf.KeyArchitecture, Value: gguf.ValueOf(arch)}}, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Parse(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := FromGGUF(f); !errors.Is(err, families.ErrUnsupported) {
+			t.Errorf("GGUF %s: got %v, want an unsupported error", arch, err)
+		}
 	}
 }
 
