@@ -123,19 +123,22 @@ func CheckTensors(m Model, t TensorTable) error {
 		if !ok {
 			return fail(src.Tensor, ErrMissing, "")
 		}
-		want := spec.Shape.Clone()
-		switch {
-		case src.RowEnd > 0 && len(got) > 0:
-			// A slice of rows of a fused tensor: the rows must be there.
-			if src.RowEnd > got[0] || !got[1:].Equal(want[1:]) || src.RowEnd-src.RowStart != want[0] {
-				return fail(src.Tensor, ErrShape, "rows [%d, %d) of stored %v, want %v", src.RowStart, src.RowEnd, got, want)
-			}
-			continue
-		case src.Transposed && len(want) == 2:
-			want[0], want[1] = want[1], want[0]
+		// The shape the loader makes of the stored one: matrices
+		// transposed, then rows selected.
+		eff := got.Clone()
+		if n := len(eff); src.Transposed && n >= 2 {
+			eff[n-2], eff[n-1] = eff[n-1], eff[n-2]
 		}
-		if !got.Equal(want) {
-			return fail(src.Tensor, ErrShape, "stored %v, the configuration gives %v", got, want)
+		if src.RowEnd > 0 && len(eff) > 0 {
+			axis := max(len(eff)-2, 0)
+			if src.RowStart < 0 || src.RowEnd > eff[axis] || src.RowStart >= src.RowEnd {
+				return fail(src.Tensor, ErrShape, "rows [%d, %d) of stored %v, want %v", src.RowStart, src.RowEnd, got, spec.Shape)
+			}
+			step := max(src.RowStep, 1)
+			eff[axis] = (src.RowEnd - src.RowStart + step - 1) / step
+		}
+		if !eff.Equal(spec.Shape) {
+			return fail(src.Tensor, ErrShape, "stored %v, the configuration gives %v", got, spec.Shape)
 		}
 	}
 	return nil

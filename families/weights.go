@@ -22,6 +22,13 @@ type WeightMap struct {
 	LayerPrefix string            // "model.layers."
 	Layer       map[string]string // role -> name after "<prefix>N."
 	Experts     int               // number of experts, for Parts
+	// Views are per-layer roles stored as part of a larger tensor: a
+	// fused projection (gate and up in one matrix, a stack of experts
+	// stored [E, in, out]). Each source's Tensor is named after
+	// "<prefix>N." like a Layer entry; its Transposed and row fields say
+	// how the canonical tensor is cut from the stored one. Views take
+	// precedence over Layer.
+	Views map[string]load.Source
 }
 
 // In returns the same map for another container.
@@ -45,7 +52,8 @@ func splitLayer(name string) (int, string, bool) {
 }
 
 // Stored returns the stored name of a canonical tensor name, and false when
-// the map has none (or the tensor is stored as per-expert parts).
+// the map has none (or the tensor is stored as per-expert parts or as a
+// view of a fused tensor).
 func (m WeightMap) Stored(name string) (string, bool) {
 	if m.Container == GGUF {
 		return name, true
@@ -55,6 +63,9 @@ func (m WeightMap) Stored(name string) (string, bool) {
 	}
 	l, role, ok := splitLayer(name)
 	if !ok {
+		return "", false
+	}
+	if _, ok := m.Views[role]; ok {
 		return "", false
 	}
 	s, ok := m.Layer[role]
@@ -83,6 +94,24 @@ func (m WeightMap) Parts(name string) []string {
 		out[e] = m.LayerPrefix + strconv.Itoa(l) + "." + strings.ReplaceAll(s, "{e}", strconv.Itoa(e))
 	}
 	return out
+}
+
+// View returns the source of a canonical tensor stored as a view of a
+// fused tensor, its Tensor the full stored name; false otherwise.
+func (m WeightMap) View(name string) (load.Source, bool) {
+	if m.Container == GGUF {
+		return load.Source{}, false
+	}
+	l, role, ok := splitLayer(name)
+	if !ok {
+		return load.Source{}, false
+	}
+	src, ok := m.Views[role]
+	if !ok {
+		return load.Source{}, false
+	}
+	src.Tensor = m.LayerPrefix + strconv.Itoa(l) + "." + src.Tensor
+	return src, true
 }
 
 // Names returns Stored as a function, the form load.Bind takes.
@@ -141,6 +170,9 @@ func (m WeightMap) With(layer map[string]string) WeightMap {
 // to its stored tensor, or to the per-expert parts that load stacks.
 func (m WeightMap) Resolver() load.Resolver {
 	return func(name string) (load.Source, bool) {
+		if v, ok := m.View(name); ok {
+			return v, true
+		}
 		if parts := m.Parts(name); parts != nil {
 			return load.Source{Parts: parts}, true
 		}

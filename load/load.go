@@ -206,14 +206,19 @@ type Source struct {
 	// Tensor is the stored tensor's name.
 	Tensor string
 	// RowStart and RowEnd, when RowEnd > 0, select rows [RowStart, RowEnd)
-	// of Tensor: how a fused QKV projection is split (a zero-copy view).
-	RowStart, RowEnd int
+	// of each matrix of Tensor (axis -2, after Transposed): how a fused QKV
+	// projection is split (a zero-copy view for a plain matrix), or the
+	// gate half of a stack of fused expert projections. RowStep, when
+	// above 1, keeps every RowStep-th row from RowStart (gate and up
+	// projections fused with interleaved rows, as gpt-oss stores them).
+	RowStart, RowEnd, RowStep int
 	// Parts, instead of Tensor, lists tensors of one shape and dtype that
 	// are stacked along a new leading axis (per-expert matrices stored one
 	// tensor an expert). The stack is copied once, in the stored dtype.
 	Parts []string
-	// Transposed says the stored matrix is [in, out]; it is transposed at
-	// load (plain dtypes only).
+	// Transposed says the stored matrices are [in, out] (the last two
+	// axes; a stack of experts [E, in, out] is transposed expert by
+	// expert); they are transposed at load (plain dtypes only).
 	Transposed bool
 	// RowOrder, when set, reorders the rows at load: row i of the constant
 	// is stored row RowOrder[i] (Hugging Face's rotary layout of Q and K).
@@ -307,13 +312,13 @@ func (c *Checkpoint) materialize(src Source) (tensor.Tensor, error) {
 	if err != nil {
 		return t, err
 	}
-	if src.RowEnd > 0 {
-		if t, err = sliceRows(t, src.RowStart, src.RowEnd); err != nil {
+	if src.Transposed {
+		if t, err = transpose(t); err != nil {
 			return t, &BindError{Tensor: src.name(), Got: t.Type, Err: err}
 		}
 	}
-	if src.Transposed {
-		if t, err = transpose(t); err != nil {
+	if src.RowEnd > 0 {
+		if t, err = sliceRows(t, src.RowStart, src.RowEnd, src.RowStep); err != nil {
 			return t, &BindError{Tensor: src.name(), Got: t.Type, Err: err}
 		}
 	}
@@ -353,14 +358,36 @@ func rowBytes(t tensor.Tensor) int {
 	return len(t.Data) / t.Type.Shape[0]
 }
 
-func sliceRows(t tensor.Tensor, start, end int) (tensor.Tensor, error) {
-	if len(t.Type.Shape) == 0 || start < 0 || start >= end || end > t.Type.Shape[0] {
+// sliceRows keeps rows start, start+step, … below end of each matrix of t
+// (axis -2; axis 0 of a vector): a view of a matrix or a vector when the
+// rows are contiguous, a copy otherwise.
+func sliceRows(t tensor.Tensor, start, end, step int) (tensor.Tensor, error) {
+	sh := t.Type.Shape
+	axis := max(len(sh)-2, 0)
+	step = max(step, 1)
+	if len(sh) == 0 || start < 0 || start >= end || end > sh[axis] {
 		return t, fmt.Errorf("%w: rows [%d, %d) of %v", ErrShape, start, end, t.Type)
 	}
-	rb := rowBytes(t)
-	shape := slices.Clone(t.Type.Shape)
-	shape[0] = end - start
-	return tensor.View(poot.TensorType{Shape: shape, DType: t.Type.DType}, t.Data[start*rb:end*rb])
+	n := (end - start + step - 1) / step
+	shape := slices.Clone(sh)
+	shape[axis] = n
+	typ := poot.TensorType{Shape: shape, DType: t.Type.DType}
+	mats := 1
+	for _, d := range sh[:axis] {
+		mats *= d
+	}
+	matBytes := len(t.Data) / mats
+	rb := matBytes / sh[axis]
+	if mats == 1 && step == 1 {
+		return tensor.View(typ, t.Data[start*rb:end*rb])
+	}
+	data := make([]byte, 0, mats*n*rb)
+	for m := range mats {
+		for r := start; r < end; r += step {
+			data = append(data, t.Data[m*matBytes+r*rb:m*matBytes+(r+1)*rb]...)
+		}
+	}
+	return tensor.View(typ, data)
 }
 
 func reorderRows(t tensor.Tensor, order []int) (tensor.Tensor, error) {
@@ -378,17 +405,25 @@ func reorderRows(t tensor.Tensor, order []int) (tensor.Tensor, error) {
 	return tensor.View(t.Type, data)
 }
 
+// transpose swaps the last two axes of t (each matrix of a stack).
 func transpose(t tensor.Tensor) (tensor.Tensor, error) {
-	if len(t.Type.Shape) != 2 || t.Type.DType.Packed() {
+	sh := t.Type.Shape
+	if len(sh) < 2 || t.Type.DType.Packed() {
 		return t, fmt.Errorf("%w: cannot transpose %v at load", ErrDType, t.Type)
 	}
-	r, c := t.Type.Shape[0], t.Type.Shape[1]
+	r, c := sh[len(sh)-2], sh[len(sh)-1]
 	es := t.Type.DType.BlockBytes()
 	data := make([]byte, len(t.Data))
-	for i := range r {
-		for j := range c {
-			copy(data[(j*r+i)*es:(j*r+i+1)*es], t.Data[(i*c+j)*es:(i*c+j+1)*es])
+	mat := r * c * es
+	for m := 0; m < len(t.Data)/max(mat, 1); m++ {
+		src, dst := t.Data[m*mat:(m+1)*mat], data[m*mat:(m+1)*mat]
+		for i := range r {
+			for j := range c {
+				copy(dst[(j*r+i)*es:(j*r+i+1)*es], src[(i*c+j)*es:(i*c+j+1)*es])
+			}
 		}
 	}
-	return tensor.View(poot.TensorType{Shape: poot.Shape{c, r}, DType: t.Type.DType}, data)
+	shape := slices.Clone(sh)
+	shape[len(sh)-2], shape[len(sh)-1] = c, r
+	return tensor.View(poot.TensorType{Shape: shape, DType: t.Type.DType}, data)
 }

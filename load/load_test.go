@@ -183,6 +183,9 @@ func TestLayouts(t *testing.T) {
 		{Name: "e1", DType: safetensors.F16, Shape: poot.Shape{2, 2}, Data: f16(5, 6, 7, 8)},
 		{Name: "qkv", DType: safetensors.F16, Shape: poot.Shape{3, 2}, Data: f16(1, 2, 3, 4, 5, 6)},
 		{Name: "t", DType: safetensors.F16, Shape: poot.Shape{2, 3}, Data: f16(1, 2, 3, 4, 5, 6)},
+		// Two experts' fused [in 2, out 4] gate_up projections: out
+		// columns 0-1 are the gate, 2-3 the up.
+		{Name: "gu", DType: safetensors.F16, Shape: poot.Shape{2, 2, 4}, Data: f16(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)},
 	}
 	if err := safetensors.WriteDir(dir, []byte(`{"architectures":["Test"]}`), ts, 0); err != nil {
 		t.Fatal(err)
@@ -200,7 +203,10 @@ func TestLayouts(t *testing.T) {
 	k := b.Constant("k", poot.T(poot.F32, 1, 2))
 	tr := b.Constant("tr", poot.T(poot.F32, 3, 2))
 	ro := b.Constant("ro", poot.T(poot.F32, 3, 2))
-	g, err := b.Finish(poot.Out(b.Cast(stack, poot.F32), b.Cast(k, poot.F32), b.Cast(tr, poot.F32), b.Cast(ro, poot.F32)))
+	up := b.Constant("up", poot.T(poot.F32, 2, 2, 2))
+	odd := b.Constant("odd", poot.T(poot.F32, 2, 2, 2))
+	g, err := b.Finish(poot.Out(b.Cast(stack, poot.F32), b.Cast(k, poot.F32), b.Cast(tr, poot.F32), b.Cast(ro, poot.F32),
+		b.Cast(up, poot.F32), b.Cast(odd, poot.F32)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +215,8 @@ func TestLayouts(t *testing.T) {
 		"k":     {Tensor: "qkv", RowStart: 1, RowEnd: 2},
 		"tr":    {Tensor: "t", Transposed: true},
 		"ro":    {Tensor: "qkv", RowOrder: []int{2, 0, 1}},
+		"up":    {Tensor: "gu", Transposed: true, RowStart: 2, RowEnd: 4},
+		"odd":   {Tensor: "gu", Transposed: true, RowStart: 1, RowEnd: 4, RowStep: 2},
 	}
 	bg, consts, err := load.Bind(g, c, func(n string) (load.Source, bool) { s, ok := src[n]; return s, ok })
 	if err != nil {
@@ -223,7 +231,9 @@ func TestLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := [][]float32{{1, 2, 3, 4, 5, 6, 7, 8}, {3, 4}, {1, 4, 2, 5, 3, 6}, {5, 6, 1, 2, 3, 4}}
+	want := [][]float32{{1, 2, 3, 4, 5, 6, 7, 8}, {3, 4}, {1, 4, 2, 5, 3, 6}, {5, 6, 1, 2, 3, 4},
+		{3, 7, 4, 8, 11, 15, 12, 16}, // each expert's up rows [out, in]
+		{2, 6, 4, 8, 10, 14, 12, 16}} // each expert's odd rows (interleaved)
 	for i, w := range want {
 		got := outs[i].F32()
 		for j := range w {

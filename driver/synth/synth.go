@@ -12,6 +12,7 @@ package synth
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -447,6 +448,49 @@ func encodeRow(d poot.DType, dst []byte, src []float32) error {
 	return quant.QuantizeRow(d, dst, src)
 }
 
+// fusedTensors makes the stored tensors that views of canonical tensors
+// read (fused projections): each view's values are generated whole, as its
+// rows would be streamed, and fused in memory, so a fused tensor costs its
+// size in memory while it is written.
+func fusedTensors(w families.WeightMap, views []families.TensorSpec, plans map[string]tensorPlan, o Options) ([]safetensors.WriterTensor, error) {
+	if len(views) == 0 {
+		return nil, nil
+	}
+	get := func(name string) ([]float32, error) {
+		p := plans[name]
+		p.dtype = poot.F32
+		var done, total int64
+		raw, err := io.ReadAll(p.reader(o, 0, 1, &done, &total))
+		if err != nil {
+			return nil, err
+		}
+		out := make([]float32, len(raw)/4)
+		for i := range out {
+			out[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		return out, nil
+	}
+	fused, err := w.Fuse(views, get)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSynth, err)
+	}
+	dt := plans[views[0].Name].dtype
+	st, _ := safetensors.DTypeOf(dt)
+	var ts []safetensors.WriterTensor
+	for _, f := range fused {
+		n := f.Shape[len(f.Shape)-1]
+		rb := int(dt.RowBytes(int64(n)))
+		data := make([]byte, len(f.Data)/n*rb)
+		for r := range len(f.Data) / n {
+			if err := encodeRow(dt, data[r*rb:(r+1)*rb], f.Data[r*n:(r+1)*n]); err != nil {
+				return nil, err
+			}
+		}
+		ts = append(ts, safetensors.WriterTensor{Name: f.Name, DType: st, Shape: f.Shape, Data: data})
+	}
+	return ts, nil
+}
+
 // ggufModel returns the decoder to describe as GGUF and the fixed values of
 // tensors the GGUF form adds: Llama 3 rope scaling becomes a rope_freqs
 // table, norms stored as offsets from one are folded.
@@ -570,12 +614,20 @@ func writeHF(m families.Model, dir string, o Options, v *Vocabulary) error {
 	var done, total int64
 	var ts []safetensors.WriterTensor
 	head := headName(specs)
+	plans := map[string]tensorPlan{}
+	var views []families.TensorSpec
 	for _, spec := range specs {
 		p := plan(spec, o, normOffset, nil)
 		if spec.Name == head {
 			p = silence(p, v)
 		}
 		st, _ := safetensors.DTypeOf(p.dtype)
+		if _, ok := w.View(spec.Name); ok {
+			// Part of a fused tensor: made whole below.
+			plans[spec.Name] = p
+			views = append(views, spec)
+			continue
+		}
 		if parts := w.Parts(spec.Name); parts != nil {
 			total += p.bytes(1)
 			for e, name := range parts {
@@ -592,6 +644,11 @@ func writeHF(m families.Model, dir string, o Options, v *Vocabulary) error {
 		ts = append(ts, safetensors.WriterTensor{Name: name, DType: st, Shape: spec.Shape.Clone(),
 			Reader: p.reader(o, 0, 1, &done, &total)})
 	}
+	fused, err := fusedTensors(w, views, plans, o)
+	if err != nil {
+		return err
+	}
+	ts = append(ts, fused...)
 	tj, tc, err := hfTokenizer(v)
 	if err != nil {
 		return err

@@ -53,12 +53,23 @@ func WriteHF(t testing.TB, m families.Model, get func(name string) ([]float32, e
 	}
 	w := m.Weights().In(families.Safetensors)
 	var ts []safetensors.WriterTensor
+	var views []families.TensorSpec
+	hfValue := func(name string) ([]float32, error) {
+		v, err := get(name)
+		if err != nil {
+			return nil, err
+		}
+		return hw.HFTensor(name, append([]float32(nil), v...)), nil
+	}
 	for _, spec := range Tensors(t, m) {
-		v, err := get(spec.Name)
+		if _, ok := w.View(spec.Name); ok {
+			views = append(views, spec)
+			continue
+		}
+		v, err := hfValue(spec.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v = hw.HFTensor(spec.Name, append([]float32(nil), v...))
 		if parts := w.Parts(spec.Name); parts != nil {
 			per := len(v) / len(parts)
 			for e, p := range parts {
@@ -71,6 +82,13 @@ func WriteHF(t testing.TB, m families.Model, get func(name string) ([]float32, e
 			t.Fatalf("no Hugging Face name for %q", spec.Name)
 		}
 		ts = append(ts, safetensors.WriterTensor{Name: stored, DType: "F32", Shape: spec.Shape.Clone(), Data: f32bytes(v)})
+	}
+	fused, err := w.Fuse(views, hfValue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fused {
+		ts = append(ts, safetensors.WriterTensor{Name: f.Name, DType: "F32", Shape: f.Shape, Data: f32bytes(f.Data)})
 	}
 	dir := filepath.Join(t.TempDir(), "hf")
 	if err := safetensors.WriteDir(dir, js, ts, 0); err != nil {
