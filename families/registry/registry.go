@@ -13,6 +13,7 @@ import (
 	"github.com/pootlabs/poot/families/llama"
 	"github.com/pootlabs/poot/families/mixtral"
 	"github.com/pootlabs/poot/families/qwen3moe"
+	"github.com/pootlabs/poot/families/qwen3next"
 	"github.com/pootlabs/poot/gguf"
 	"github.com/pootlabs/poot/load"
 )
@@ -23,6 +24,7 @@ var Shipped = []families.Row{
 	gemma3.Row,
 	qwen3moe.Row,
 	mixtral.Row,
+	qwen3next.Row,
 }
 
 // ByGGUFArchitecture returns the row that reads GGUF files of architecture
