@@ -333,7 +333,9 @@ func deltaNet[B any](step *families.Step[B], m *Model, l int, h poot.Traced[B], 
 	if m.Fused {
 		// Per key head: q, k, then its value heads' v and z.
 		g := b.Reshape(ops.Linear(b, h, w("ssm_in.weight", 2*kd+2*vd, m.Dim), none), n, hk, 2*ds+2*per*ds)
-		part := func(from, width int) poot.Traced[B] { return b.Reshape(b.SliceAxis(g, 2, from, from+width), n, hk*width) }
+		part := func(from, width int) poot.Traced[B] {
+			return b.Reshape(b.SliceAxis(g, 2, from, from+width), n, hk*width)
+		}
 		qkv = b.Concat(1, part(0, ds), part(ds, ds), part(2*ds, per*ds))
 		z = part(2*ds+per*ds, per*ds)
 	} else {
