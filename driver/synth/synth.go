@@ -76,6 +76,10 @@ func Presets() []Preset {
 	mixtral := tinyLlama()
 	mixtral["architectures"], mixtral["model_type"] = []any{"MixtralForCausalLM"}, "mixtral"
 	mixtral["num_local_experts"], mixtral["num_experts_per_tok"] = 4, 2
+	next := tinyLlama()
+	next["architectures"], next["model_type"], next["num_hidden_layers"], next["full_attention_interval"], next["head_dim"], next["partial_rotary_factor"] = []any{"Qwen3NextForCausalLM"}, "qwen3_next", 3, 2, 16, 0.25
+	next["linear_conv_kernel_dim"], next["linear_key_head_dim"], next["linear_value_head_dim"], next["linear_num_key_heads"], next["linear_num_value_heads"] = 4, 16, 16, 2, 4
+	next["num_experts"], next["num_experts_per_tok"], next["moe_intermediate_size"], next["shared_expert_intermediate_size"], next["rms_norm_eps"], next["rope_theta"] = 4, 2, 16, 16, 1e-6, 1e6
 	llama1b := map[string]any{
 		"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama",
 		"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -89,6 +93,13 @@ func Presets() []Preset {
 		{"tiny", "gemma3", "gemma3, dim 64, 3 layers (2 sliding-window, 1 global), GeGLU, vocab 512", gemma},
 		{"tiny", "qwen3moe", "qwen3moe, dim 64, 2 layers, 4 experts (2 used), vocab 512", qwen},
 		{"tiny", "mixtral", "mixtral, dim 64, 2 layers, 4 experts (2 used), vocab 512", mixtral},
+		{"tiny", "qwen3next", "qwen3next, dim 64, 3 layers (gated delta net, gated attention, gated delta net), 4 experts (2 used) and a shared expert, rope on 4 of 16 channels, vocab 512", next},
+		{"80b-a3b", "qwen3next", "Qwen3-Next-80B-A3B shape: dim 2048, 48 layers (every 4th attention, 16 heads / 2 kv heads of 256), gated delta nets of 16 key / 32 value heads of 128, 512 experts (10 used) of 512 and a shared one, vocab 151936", map[string]any{
+			"architectures": []any{"Qwen3NextForCausalLM"}, "model_type": "qwen3_next", "hidden_size": 2048, "num_hidden_layers": 48, "full_attention_interval": 4,
+			"num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "partial_rotary_factor": 0.25, "intermediate_size": 5120, "vocab_size": 151936,
+			"linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+			"num_experts": 512, "num_experts_per_tok": 10, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "norm_topk_prob": true,
+			"max_position_embeddings": 262144, "rms_norm_eps": 1e-6, "rope_theta": 1e7, "tie_word_embeddings": false}},
 		{"llama3.2-1b", "llama", "Llama-3.2-1B shape: dim 2048, 16 layers, 32 heads / 8 kv heads, ffn 8192, vocab 128256, llama3 rope scaling", llama1b},
 	}
 }
