@@ -25,6 +25,12 @@
 // converter folds the (1 + w) of Qwen3-Next's RMSNorms into the weights
 // (all but the gated norm's) and stores A = -exp(A_log); a model read from
 // config.json scales its norms by (1 + w) and reads A_log.
+//
+// Hugging Face's own checkpoints store the convolution filters as
+// [channels, 1, taps]; the weights a model reads have their GGUF shapes
+// ([channels, taps], which is what poot writes in safetensors too), and the
+// loader binds shapes exactly, so such a checkpoint is refused with a
+// TensorError naming linear_attn.conv1d.weight.
 package qwen3next
 
 import (

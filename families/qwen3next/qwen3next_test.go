@@ -2,11 +2,14 @@ package qwen3next_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
+	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/familytest"
 	"github.com/pootlabs/poot/families/qwen3next"
+	"github.com/pootlabs/poot/gguf"
 )
 
 // tinyConfig is a config.json with both layer kinds (layers 0 and 2 are
@@ -60,7 +63,8 @@ func TestLayerKinds(t *testing.T) {
 
 // TestLayouts holds every layout of the model to the step laws: chunked
 // prefill equals token-by-token decode, paged equals contiguous, batched
-// rows equal rows alone, for both projection layouts.
+// rows equal rows alone, for both projection layouts and for the F16
+// fixture as the loader binds it.
 func TestLayouts(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -70,6 +74,10 @@ func TestLayouts(t *testing.T) {
 			familytest.CheckLayouts(t, c.m, familytest.MapBinder(familytest.Synth(t, c.m, 3)), toks, 16)
 		})
 	}
+	t.Run("tiny-f16.gguf", func(t *testing.T) {
+		c, m := open(t, "testdata/tiny-f16.gguf")
+		familytest.CheckLayouts(t, m, familytest.LoadBinder(c, m.Weights()), []int32{1, 15, 27, 100, 200, 300, 400, 500}, 16)
+	})
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -112,5 +120,116 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := qwen3next.FromHF(cfg); err == nil {
 			t.Errorf("%s = %v: accepted", key, v)
 		}
+	}
+}
+
+// TestRealShape configures synth's Qwen3-Next-80B-A3B preset (without
+// writing it) and checks its structure: 12 attention layers in 48, and
+// about 80 billion parameters.
+func TestRealShape(t *testing.T) {
+	p, err := synth.FindPreset("qwen3next", "80b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := synth.Model(p.Family, p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attention := 0
+	for _, k := range m.(families.Layered).LayerKinds() {
+		if k == "attention(gated)+moe(shared)" {
+			attention++
+		}
+	}
+	var params int64
+	for _, s := range familytest.Tensors(t, m) {
+		params += int64(s.Shape.Size())
+	}
+	if attention != 12 || params < 79e9 || params > 82e9 {
+		t.Errorf("%d attention layers, %d parameters; want 12 and about 80e9", attention, params)
+	}
+	t.Logf("%d parameters", params)
+}
+
+// ggufFile writes m (in its GGUF form) with metadata kvs and random
+// weights, and configures a model from the file.
+func ggufFile(t *testing.T, m *qwen3next.Model, kvs []gguf.KV) (families.Model, error) {
+	t.Helper()
+	g := asGGUF(m, true)
+	f, err := gguf.Open(familytest.WriteGGUF(t, g, kvs, familytest.Synth(t, g, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return qwen3next.FromGGUF(f)
+}
+
+// TestGGUFMetadata: the metadata a model writes reads back to the same
+// model, for a periodic layer pattern (full_attention_interval) and an
+// irregular one (attention.recurrent_layers); a missing or inconsistent key
+// is a ConfigError naming it.
+func TestGGUFMetadata(t *testing.T) {
+	for _, pattern := range [][]bool{{true, false, true, false}, {true, false, false, true}} {
+		m := tiny(t)
+		m.Recurrent = pattern
+		kvs, err := m.GGUFMetadata()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ggufFile(t, m, kvs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := asGGUF(m, true)
+		g := got.(*qwen3next.Model)
+		if fmt.Sprint(g.LayerKinds()) != fmt.Sprint(want.LayerKinds()) || g.KeyHeads != want.KeyHeads || g.ValueHeads != want.ValueHeads ||
+			g.StateSize != want.StateSize || g.ConvKernel != want.ConvKernel || g.SharedFFN != want.SharedFFN || *g.MoE != *want.MoE ||
+			g.Rope != want.Rope || g.HeadDim != want.HeadDim || g.Heads != want.Heads || g.KVHeads != want.KVHeads || !g.Fused || g.LogDecay || g.NormPlusOne {
+			t.Errorf("pattern %v: read back %+v, want %+v", pattern, g, want)
+		}
+	}
+	m := tiny(t)
+	kvs, err := m.GGUFMetadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(key string, v gguf.Value) []gguf.KV {
+		var out []gguf.KV
+		for _, kv := range kvs {
+			if kv.Key != key {
+				out = append(out, kv)
+			}
+		}
+		if v.IsValid() {
+			out = append(out, gguf.KV{Key: key, Value: v})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		key  string
+		v    gguf.Value
+		want error
+	}{
+		{"qwen3next.ssm.state_size", gguf.Value{}, families.ErrMissing},
+		{"qwen3next.ssm.group_count", gguf.Value{}, families.ErrMissing},
+		{"qwen3next.expert_count", gguf.Value{}, families.ErrMissing},
+		{"qwen3next.ssm.inner_size", gguf.ValueOf(uint32(48)), families.ErrUnsupported},
+		{"qwen3next.nextn_predict_layers", gguf.ValueOf(uint32(4)), families.ErrInconsistent},
+		{"qwen3next.full_attention_interval", gguf.ValueOf(uint32(0)), families.ErrWrongType},
+	} {
+		_, err := ggufFile(t, m, edit(c.key, c.v))
+		var ce *families.ConfigError
+		if !errors.Is(err, c.want) || !errors.As(err, &ce) || ce.Key != c.key {
+			t.Errorf("%s = %v: got %v, want %v", c.key, c.v, err, c.want)
+		}
+	}
+	// An MTP block after the trunk is not run: the model has one layer
+	// fewer than the file's blocks.
+	got, err := ggufFile(t, m, edit("qwen3next.nextn_predict_layers", gguf.ValueOf(uint32(1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Schema().Layers != 3 {
+		t.Errorf("with one MTP block: %d layers, want 3", got.Schema().Layers)
 	}
 }

@@ -288,6 +288,13 @@ func TestSafetensors(t *testing.T) {
 	if d := familytest.MaxDiff32(got, want); d > 1e-4 {
 		t.Errorf("safetensors vs GGUF: max |Δlogit| %.3g", d)
 	}
+	// Hugging Face's own checkpoints store the filters [channels, 1, taps]:
+	// refused, naming the tensor.
+	err = families.CheckTensors(hm, convAs3D{hc})
+	var te *families.TensorError
+	if !errors.As(err, &te) || !errors.Is(err, families.ErrShape) || te.Stored != "model.layers.0.linear_attn.conv1d.weight" {
+		t.Errorf("[channels, 1, taps] filters: got %v", err)
+	}
 	_, split := open(t, filepath.Join("testdata", "tiny-split-f32.gguf"))
 	if _, err := split.HFConfig(); !errors.Is(err, families.ErrUnsupported) {
 		t.Errorf("the split layout as config.json: got %v", err)
@@ -347,4 +354,16 @@ func TestSynthSafetensors(t *testing.T) {
 	if d := familytest.MaxDiff32(got, want); d != 0 {
 		t.Errorf("synth safetensors vs synth GGUF values: max |Δlogit| %.3g", d)
 	}
+}
+
+// convAs3D is a checkpoint's tensor table with the convolution filters
+// shaped as PyTorch's Conv1d stores them.
+type convAs3D struct{ *load.Checkpoint }
+
+func (c convAs3D) TensorShape(name string) (poot.Shape, bool) {
+	s, ok := c.Checkpoint.TensorShape(name)
+	if strings.HasSuffix(name, "conv1d.weight") && len(s) == 2 {
+		s = poot.Shape{s[0], 1, s[1]}
+	}
+	return s, ok
 }
