@@ -251,7 +251,7 @@ func (m *Model) LayerKinds() []string {
 	out := make([]string, m.Layers)
 	for l := range out {
 		out[l] = "attention(gated)+moe(shared)"
-		if m.Recurrent[l] {
+		if l < len(m.Recurrent) && m.Recurrent[l] {
 			out[l] = "gated_delta+moe(shared)"
 		}
 	}
@@ -378,6 +378,9 @@ func deltaNet[B any](step *families.Step[B], m *Model, l int, h poot.Traced[B], 
 
 // GGUFMetadata writes llama.cpp's qwen3next keys.
 func (m *Model) GGUFMetadata() ([]gguf.KV, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
 	if !m.MoE.Renormalize {
 		return nil, &families.ConfigError{Source: m.Name, Key: "norm_topk_prob", Err: families.ErrUnsupported, Detail: "llama.cpp always renormalises the routing weights"}
 	}
@@ -435,7 +438,9 @@ func (m *Model) HFConfig() (map[string]any, error) {
 	unsupported := func(key, detail string) (map[string]any, error) {
 		return nil, &families.ConfigError{Source: m.Name, Key: key, Err: families.ErrUnsupported, Detail: detail}
 	}
-	switch {
+	switch err := m.Validate(); {
+	case err != nil:
+		return nil, err
 	case !m.Fused:
 		return unsupported("linear_attn.in_proj_qkvz", "Hugging Face stores q, k, v and z as one projection whose rows interleave them by key head; this model's attn_qkv and attn_gate cannot be written as it")
 	case m.ExpertScale != 0 || m.AttnScale != 0:

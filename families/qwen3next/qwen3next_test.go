@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/familytest"
@@ -231,5 +232,28 @@ func TestGGUFMetadata(t *testing.T) {
 	}
 	if got.Schema().Layers != 3 {
 		t.Errorf("with one MTP block: %d layers, want 3", got.Schema().Layers)
+	}
+}
+
+// TestZeroModel: a model not made by a reader is refused with errors, not
+// panics.
+func TestZeroModel(t *testing.T) {
+	m := &qwen3next.Model{}
+	if _, err := m.Trace(families.StepSpec{Shape: families.ProbeShape}, poot.Limits{}); err == nil {
+		t.Error("Trace accepted the zero model")
+	}
+	if _, err := m.GGUFMetadata(); err == nil {
+		t.Error("GGUFMetadata accepted the zero model")
+	}
+	if _, err := m.HFConfig(); err == nil {
+		t.Error("HFConfig accepted the zero model")
+	}
+	half := tiny(t)
+	half.Recurrent = half.Recurrent[:1]
+	if len(half.LayerKinds()) != 4 {
+		t.Error("LayerKinds of a model with too few layer kinds")
+	}
+	if _, err := half.Trace(families.StepSpec{Shape: families.ProbeShape}, poot.Limits{}); !errors.Is(err, families.ErrInconsistent) {
+		t.Errorf("Trace with 1 layer kind for 4 layers: %v", err)
 	}
 }
