@@ -24,7 +24,7 @@ func tinyConfig() map[string]any {
 		"linear_conv_kernel_dim": 4.0, "linear_key_head_dim": 8.0, "linear_value_head_dim": 8.0,
 		"linear_num_key_heads": 2.0, "linear_num_value_heads": 4.0,
 		"num_experts": 4.0, "num_experts_per_tok": 2.0, "moe_intermediate_size": 24.0, "shared_expert_intermediate_size": 16.0,
-		"rms_norm_eps": 1e-6, "rope_theta": 1e6, "max_position_embeddings": 64.0,
+		"rms_norm_eps": 1e-6, "rope_theta": 1e6, "max_position_embeddings": 128.0,
 	}
 }
 
@@ -255,5 +255,39 @@ func TestZeroModel(t *testing.T) {
 	}
 	if _, err := half.Trace(families.StepSpec{Shape: families.ProbeShape}, poot.Limits{}); !errors.Is(err, families.ErrInconsistent) {
 		t.Errorf("Trace with 1 layer kind for 4 layers: %v", err)
+	}
+}
+
+// TestChunks: a prompt run in chunks of 1, 3 and 64 tokens (the delta
+// rule's chunked form over several chunks, and its token-by-token form)
+// gives every position the logits of one prefill of all of it.
+func TestChunks(t *testing.T) {
+	m := tiny(t)
+	bind := familytest.MapBinder(familytest.Synth(t, m, 9))
+	const n, capacity = 70, 80
+	prompt := make([]int32, n)
+	for i := range prompt {
+		prompt[i] = int32((i*37 + 11) % 64)
+	}
+	vocab := m.Schema().Vocab
+	all, err := familytest.NewRunner(m, bind).Step(families.StepShape{Rows: 1, New: n, Capacity: capacity, Logits: families.AllTokens}, prompt, familytest.Seq(0, n), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{1, 3, 64} {
+		r, worst := familytest.NewRunner(m, bind), 0.0
+		for from := 0; from < n; from += size {
+			k := min(size, n-from)
+			got, err := r.Step(families.StepShape{Rows: 1, New: k, Capacity: capacity, Logits: families.AllTokens}, prompt[from:from+k], familytest.Seq(from, k), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := familytest.MaxDiff32(got, all[from*vocab:(from+k)*vocab])
+			worst = max(worst, d)
+			if d > 1e-5 {
+				t.Fatalf("chunks of %d, tokens [%d, %d): max |Δlogit| %.3g", size, from, from+k, d)
+			}
+		}
+		t.Logf("chunks of %d: max |Δlogit| %.3g", size, worst)
 	}
 }
