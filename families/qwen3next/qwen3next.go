@@ -236,7 +236,7 @@ func (m *Model) Validate() error {
 	switch {
 	case len(m.Recurrent) != m.Layers:
 		return bad("Recurrent", "%d layer kinds for %d layers", len(m.Recurrent), m.Layers)
-	case m.KeyHeads < 1 || m.ValueHeads%m.KeyHeads != 0 || m.StateSize < 1:
+	case m.KeyHeads < 1 || m.ValueHeads < 1 || m.ValueHeads%m.KeyHeads != 0 || m.StateSize < 1:
 		return bad("ValueHeads", "%d value heads for %d key heads of %d channels", m.ValueHeads, m.KeyHeads, m.StateSize)
 	case m.ConvKernel < 2:
 		return bad("ConvKernel", "a convolution of %d taps", m.ConvKernel)
