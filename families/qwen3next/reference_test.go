@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/driver/drivertest"
 	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/familytest"
@@ -181,7 +182,8 @@ var fixtures = []struct {
 }
 
 // TestReference compares with llama.cpp's logits at every position and its
-// greedy tokens, on the oracle and on the CPU backend.
+// greedy tokens, on the oracle and on the CPU backend, stepping the model
+// directly and through the driver.
 func TestReference(t *testing.T) {
 	for _, f := range fixtures {
 		t.Run(f.ref, func(t *testing.T) {
@@ -194,6 +196,7 @@ func TestReference(t *testing.T) {
 			familytest.CheckReference(t, m, bind, ref, 32, f.tol, true)
 			if f.cpu {
 				checkCPU(t, m, bind, ref, f.tol)
+				drivertest.CheckReference(t, filepath.Join("testdata", f.model), ref, f.tol)
 			}
 		})
 	}
