@@ -149,9 +149,18 @@ func GatedRMSNorm[B any](b *poot.Builder[B], x, z, w poot.Traced[B], heads int, 
 // per-head aLog and dtBias [H]. exp(g) lies in (0, 1].
 func GatedDeltaDecay[B any](b *poot.Builder[B], a, dtBias, aLog poot.Traced[B]) poot.Traced[B] {
 	return scoped(b, "gated_delta_decay", func() poot.Traced[B] {
+		return GatedDeltaDecayRate(b, a, dtBias, b.Neg(b.Exp(AsF32(b, aLog))))
+	})
+}
+
+// GatedDeltaDecayRate is the same log decay from the rate itself:
+// g = rate · softplus(a + dtBias), rate [H] the negative A = -exp(A_log)
+// that llama.cpp's converter stores (ssm_a).
+func GatedDeltaDecayRate[B any](b *poot.Builder[B], a, dtBias, rate poot.Traced[B]) poot.Traced[B] {
+	return scoped(b, "gated_delta_decay", func() poot.Traced[B] {
 		t := b.Dim(a, 0)
 		sp := softplus(b, b.Add(a, broadcastRow(b, AsF32(b, dtBias), t)))
-		return b.Mul(b.Neg(b.Exp(broadcastRow(b, AsF32(b, aLog), t))), sp)
+		return b.Mul(broadcastRow(b, AsF32(b, rate), t), sp)
 	})
 }
 
@@ -475,15 +484,31 @@ func GatedDeltaNet[B any](b *poot.Builder[B], x poot.Traced[B], w GatedDeltaNetW
 	b.Scope("gated_delta_net", func() {
 		none := poot.Traced[B]{}
 		q, k, v := Linear(b, x, w.Q, none), Linear(b, x, w.K, none), Linear(b, x, w.V, none)
-		kd, vd := b.Dim(q, -1), b.Dim(v, -1)
-		var conv poot.Traced[B]
-		conv, next.Conv = CausalConv1D(b, b.Concat(1, q, k, v), st.Conv, w.Conv, none)
-		parts := SplitColumns(b, silu(b, conv), kd, kd, vd)
 		beta := sigmoid(b, Linear(b, x, w.Beta, none))
 		g := GatedDeltaDecay(b, Linear(b, x, w.Alpha, none), w.DtBias, w.ALog)
 		var o poot.Traced[B]
-		o, next.Delta = GatedDelta(b, parts[0], parts[1], parts[2], g, beta, Linear(b, x, w.Z, none), w.Norm, st.Delta, cfg)
+		o, next = GatedDeltaMix(b, b.Concat(1, q, k, v), Linear(b, x, w.Z, none), g, beta, w.Conv, w.Norm, st, cfg)
 		out = Linear(b, o, w.Out, none)
 	})
 	return out, next
+}
+
+// GatedDeltaMix is a gated delta rule mixer between its input and output
+// projections, for checkpoints that project differently (fused q, k and v
+// rows, grouped beta and alpha): convolve the projected rows qkv
+// [T, 2·Kd + Vd] (q, then k, then v) causally with conv [taps, 2·Kd + Vd],
+// apply SiLU, split q, k and v, and run GatedDelta with the log decay g and
+// write strength beta [T, ValueHeads] (after its sigmoid), the output gate
+// z [T, Vd] and the gated norm's weight norm [Dv]. It returns [T, Vd] and
+// the new state.
+func GatedDeltaMix[B any](b *poot.Builder[B], qkv, z, g, beta, conv, norm poot.Traced[B], st GatedDeltaNetState[B], cfg GatedDeltaConfig) (o poot.Traced[B], next GatedDeltaNetState[B]) {
+	b.Scope("gated_delta_mix", func() {
+		vd := b.Dim(z, -1)
+		kd := (b.Dim(qkv, -1) - vd) / 2
+		var y poot.Traced[B]
+		y, next.Conv = CausalConv1D(b, qkv, st.Conv, conv, poot.Traced[B]{})
+		parts := SplitColumns(b, silu(b, y), kd, kd, vd)
+		o, next.Delta = GatedDelta(b, parts[0], parts[1], parts[2], g, beta, z, norm, st.Delta, cfg)
+	})
+	return o, next
 }

@@ -546,3 +546,78 @@ func TestRecurrentBatchLaw(t *testing.T) {
 		}
 	})
 }
+
+// TestGatedDeltaDecayRate checks the decay from a stored rate (llama.cpp's
+// ssm_a = -exp(A_log)) against the float64 formula and against the decay
+// from A_log, including inputs large enough that a naive softplus would
+// overflow.
+func TestGatedDeltaDecayRate(t *testing.T) {
+	const rows, heads = 5, 3
+	c := newMixCase(t, 31)
+	a, av := c.randConst("a", 4, rows, heads)
+	av[0], av[1] = 120, -120 // softplus(120) overflows exp in float32
+	c.consts["a"] = mixTensor(t, av, rows, heads)
+	dt, dtv := c.randConst("dt_bias", 1, heads)
+	alog, alogv := c.randConst("a_log", 1, heads)
+	ratev := make([]float64, heads)
+	for h := range ratev {
+		ratev[h] = float64(float32(-math.Exp(alogv[h])))
+	}
+	rate := c.constant("rate", ratev, heads)
+	c.outs = append(c.outs, ops.GatedDeltaDecayRate(c.b, a, dt, rate), ops.GatedDeltaDecay(c.b, a, dt, alog))
+	got, _ := c.run()
+	want := make([]float64, rows*heads)
+	for i := range want {
+		x := av[i] + dtv[i%heads]
+		sp := math.Max(x, 0) + math.Log1p(math.Exp(-math.Abs(x)))
+		want[i] = ratev[i%heads] * sp
+	}
+	mixClose(t, "decay from the rate", got[0], want, 1e-5)
+	mixClose(t, "decay from the rate vs from A_log", got[0], got[1], 1e-5)
+}
+
+// TestGatedDeltaMix checks that the mixer core keeps sequences apart: two
+// sequences in one call, their states stacked, give what each gives alone.
+// (TestGatedDeltaNet checks its values, through GatedDeltaNet.)
+func TestGatedDeltaMix(t *testing.T) {
+	s := deltaSpec{t: 4, hk: 1, hv: 2, dk: 3, dv: 3}
+	const taps = 3
+	kd, vd := s.hk*s.dk, s.hv*s.dv
+	ch := 2*kd + vd
+	for _, chunk := range []int{0, 2} {
+		t.Run(fmt.Sprintf("chunk%d", chunk), func(t *testing.T) {
+			c := newMixCase(t, 41)
+			rows := 2 * s.t
+			qkv, _ := c.randConst("qkv", 1, rows, ch)
+			z, _ := c.randConst("z", 1, rows, vd)
+			g, _ := c.randConst("g", 0.5, rows, s.hv)
+			beta, _ := c.randConst("beta", 0.5, rows, s.hv)
+			conv, _ := c.randConst("wconv", 0.5, taps, ch)
+			norm, _ := c.randConst("norm", 1, s.dv)
+			convs, deltas := c.random(2*(taps-1)*ch, 1), c.random(2*s.hv*s.dv*s.dk, 0.5)
+			cfg := ops.GatedDeltaConfig{KeyHeads: s.hk, ValueHeads: s.hv, ChunkSize: chunk}
+			both := ops.GatedDeltaNetState[mixBrand]{
+				Conv:  c.state("conv", convs, 2, taps-1, ch),
+				Delta: c.state("delta", deltas, 2, s.hv, s.dv, s.dk),
+			}
+			o, next := ops.GatedDeltaMix(c.b, qkv, z, g, beta, conv, norm, both, cfg)
+			c.outs = append(c.outs, o)
+			c.carry = append(c.carry, poot.Carry[mixBrand]{In: both.Conv, Out: next.Conv}, poot.Carry[mixBrand]{In: both.Delta, Out: next.Delta})
+			rowsOf := func(x mixH, r int) mixH { return c.b.SliceAxis(x, 0, r*s.t, (r+1)*s.t) }
+			for r := range 2 {
+				cn, dn := (taps-1)*ch, s.hv*s.dv*s.dk
+				one := ops.GatedDeltaNetState[mixBrand]{
+					Conv:  c.state(fmt.Sprint("conv", r), convs[r*cn:(r+1)*cn], taps-1, ch),
+					Delta: c.state(fmt.Sprint("delta", r), deltas[r*dn:(r+1)*dn], s.hv, s.dv, s.dk),
+				}
+				o, next := ops.GatedDeltaMix(c.b, rowsOf(qkv, r), rowsOf(z, r), rowsOf(g, r), rowsOf(beta, r), conv, norm, one, cfg)
+				c.outs = append(c.outs, o)
+				c.carry = append(c.carry, poot.Carry[mixBrand]{In: one.Conv, Out: next.Conv}, poot.Carry[mixBrand]{In: one.Delta, Out: next.Delta})
+			}
+			got, states := c.run()
+			mixClose(t, "output", got[0], append(got[1], got[2]...), 1e-6)
+			mixClose(t, "conv state", states["conv"], append(states["conv0"], states["conv1"]...), 0)
+			mixClose(t, "delta state", states["delta"], append(states["delta0"], states["delta1"]...), 1e-6)
+		})
+	}
+}

@@ -98,6 +98,10 @@ func Presets() []Preset {
 	oss["architectures"], oss["model_type"], oss["head_dim"], oss["num_local_experts"], oss["num_experts_per_tok"], oss["intermediate_size"], oss["sliding_window"] = []any{"GptOssForCausalLM"}, "gpt_oss", 16, 4, 2, 32, 4
 	oss["rope_theta"], oss["rope_scaling"] = 150000.0, map[string]any{"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}
 	oss20b := map[string]any{"architectures": []any{"GptOssForCausalLM"}, "model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 2880, "num_local_experts": 32, "num_experts_per_tok": 4, "vocab_size": 201088, "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "rope_theta": 150000.0, "sliding_window": 128, "rope_scaling": map[string]any{"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "original_max_position_embeddings": 4096}}
+	next := tinyLlama()
+	next["architectures"], next["model_type"], next["num_hidden_layers"], next["full_attention_interval"], next["head_dim"], next["partial_rotary_factor"] = []any{"Qwen3NextForCausalLM"}, "qwen3_next", 3, 2, 16, 0.25
+	next["linear_conv_kernel_dim"], next["linear_key_head_dim"], next["linear_value_head_dim"], next["linear_num_key_heads"], next["linear_num_value_heads"] = 4, 16, 16, 2, 4
+	next["num_experts"], next["num_experts_per_tok"], next["moe_intermediate_size"], next["shared_expert_intermediate_size"], next["rms_norm_eps"], next["rope_theta"] = 4, 2, 16, 16, 1e-6, 1e6
 	llama1b := map[string]any{
 		"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama",
 		"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -115,6 +119,13 @@ func Presets() []Preset {
 		{"scout", "llama4", "Llama-4-Scout-17B-16E text shape: dim 5120, 48 layers, 40 heads / 8 kv heads, 16 experts (1 used) and a shared expert in every layer, vocab 202048, llama3 rope scaling", scout},
 		{"tiny", "gpt-oss", "gpt-oss, dim 64, 2 layers (window 4, full), 4 heads / 2 kv heads with sinks and biases, 4 experts (2 used), YaRN x4, vocab 512", oss},
 		{"gpt-oss-20b", "gpt-oss", "gpt-oss-20b shape: dim 2880, 24 layers alternating window 128 and full, 64 heads / 8 kv heads, 32 experts (4 used) of 2880, vocab 201088, YaRN x32", oss20b},
+		{"tiny", "qwen3next", "qwen3next, dim 64, 3 layers (gated delta net, gated attention, gated delta net), 4 experts (2 used) and a shared expert, rope on 4 of 16 channels, vocab 512", next},
+		{"80b-a3b", "qwen3next", "Qwen3-Next-80B-A3B shape: dim 2048, 48 layers (every 4th attention, 16 heads / 2 kv heads of 256), gated delta nets of 16 key / 32 value heads of 128, 512 experts (10 used) of 512 and a shared one, vocab 151936", map[string]any{
+			"architectures": []any{"Qwen3NextForCausalLM"}, "model_type": "qwen3_next", "hidden_size": 2048, "num_hidden_layers": 48, "full_attention_interval": 4,
+			"num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "partial_rotary_factor": 0.25, "intermediate_size": 5120, "vocab_size": 151936,
+			"linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+			"num_experts": 512, "num_experts_per_tok": 10, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "norm_topk_prob": true,
+			"max_position_embeddings": 262144, "rms_norm_eps": 1e-6, "rope_theta": 1e7, "tie_word_embeddings": false}},
 		{"llama3.2-1b", "llama", "Llama-3.2-1B shape: dim 2048, 16 layers, 32 heads / 8 kv heads, ffn 8192, vocab 128256, llama3 rope scaling", llama1b},
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pootlabs/poot/families/llama4"
 	"github.com/pootlabs/poot/families/mixtral"
 	"github.com/pootlabs/poot/families/qwen3moe"
+	"github.com/pootlabs/poot/families/qwen3next"
 	"github.com/pootlabs/poot/gguf"
 	"github.com/pootlabs/poot/load"
 )
@@ -27,6 +28,7 @@ var Shipped = []families.Row{
 	mixtral.Row,
 	llama4.Row,
 	gptoss.Row,
+	qwen3next.Row,
 }
 
 // Refused names the architectures poot knows and does not run, by GGUF
