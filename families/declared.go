@@ -26,7 +26,7 @@ var ProbeShape = StepShape{Rows: 1, New: 1, Capacity: 1}
 // Each weight's Role comes from where the trace uses it, through the
 // composites' operand lists: the weight of a norm is "norm", the bias of a
 // projection, a LayerNorm, a convolution or a router is "bias", the sinks
-// of an attention are "sinks". A few roles no composite operand carries are
+// of an attention are "sinks", the filter of a causal convolution "conv". A few roles no composite operand carries are
 // read from canonical names: rope_freqs.weight ("rope_freqs") and the
 // decay rates of a recurrent mixer, ssm_a ("decay"). Everything else is a
 // "weight".
@@ -41,9 +41,26 @@ func Tensors(m Model) ([]TensorSpec, error) {
 // TensorsOf lists the constants of a traced graph as Tensors does.
 func TensorsOf(g *poot.Graph) []TensorSpec {
 	roles := map[poot.ValueID]string{}
+	producers := g.Producers()
+	// stored follows an operand back through the layout changes a family
+	// makes to a weight before using it (a transpose, a reshape, a cast)
+	// to the constant it reads, or returns -1.
+	stored := func(v poot.ValueID) poot.ValueID {
+		for v >= 0 && g.Value(v).Kind == poot.Device {
+			e := g.Eqn(producers[v])
+			if e.Op != poot.Transpose && e.Op != poot.Reshape && e.Op != poot.Cast {
+				return -1
+			}
+			v = e.Inputs[0]
+		}
+		if v < 0 || g.Value(v).Kind != poot.Const {
+			return -1
+		}
+		return v
+	}
 	for _, c := range g.Composites() {
 		for i, v := range c.Operands {
-			if v < 0 || g.Value(v).Kind != poot.Const {
+			if v = stored(v); v < 0 {
 				continue
 			}
 			if r := operandRole(c.Name, i); r != "" && roles[v] == "" {
@@ -109,7 +126,10 @@ func operandRole(name string, i int) string {
 			return "bias"
 		}
 	case "causal_conv":
-		if i == 3 {
+		switch i {
+		case 2:
+			return "conv" // stored F32 by llama.cpp's converter, whose convolution reads no other type
+		case 3:
 			return "bias"
 		}
 	case "attention":

@@ -61,7 +61,8 @@ type TensorSpec struct {
 	Name  string     // canonical (GGUF) name
 	Shape poot.Shape // poot order, [out_features, in_features] for matrices
 	// Role says what the tensor is, for synthesisers: "norm" (initialise
-	// near one), "bias", "sinks", "decay", "rope_freqs", "weight".
+	// near one), "bias", "sinks", "decay", "conv", "rope_freqs", "weight".
+	// Only "weight" matrices take a synthesiser's requested stored type.
 	Role string
 }
 
