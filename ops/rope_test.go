@@ -224,14 +224,14 @@ type coreRefRun struct {
 }
 
 // TestReferenceModelsMatchLlamaCpp runs the random-weight llama, qwen3 and
-// gemma3 models and stories260K of /work/shared/refmodels through the
+// gemma3 models and stories260K of ../shared/refmodels through the
 // composites of this package
 // (one prefill of every fed token) and compares the logits with llama.cpp's.
 // It pins the conventions the README describes: llama's interleaved (NORM)
 // rotary layout, qwen3's NeoX layout and per-head query/key norms, gemma3's
 // sliding window, post-norms, embedding scale and tanh GeGLU.
 func TestReferenceModelsMatchLlamaCpp(t *testing.T) {
-	const dir = "/work/shared/refmodels/"
+	const dir = "../../shared/refmodels/" // ../shared beside the repository
 	for _, c := range []struct {
 		model string
 		tol   float64 // absolute, on logits of magnitude ~1
