@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/families/deepseek2"
 	"github.com/pootlabs/poot/families/gemma3"
 	"github.com/pootlabs/poot/families/llama"
 	"github.com/pootlabs/poot/families/mixtral"
@@ -23,6 +24,7 @@ var Shipped = []families.Row{
 	gemma3.Row,
 	qwen3moe.Row,
 	mixtral.Row,
+	deepseek2.Row,
 }
 
 // ByGGUFArchitecture returns the row that reads GGUF files of architecture
