@@ -412,3 +412,210 @@ func same(a, b *deepseek2.Model) bool {
 		x.DenseLayers == y.DenseLayers && x.FFN == y.FFN && x.Experts == y.Experts && x.ExpertFFN == y.ExpertFFN &&
 		x.Shared == y.Shared && x.Routing == y.Routing && x.SelectionBias == y.SelectionBias
 }
+
+// liteConfig is DeepSeek-V2-Lite's shape, shrunk: queries without a
+// low-rank path, softmax gating over all experts without groups or
+// normalisation, YaRN with mscale = mscale_all_dim.
+func liteConfig() map[string]any {
+	return map[string]any{
+		"architectures": []any{"DeepseekV2ForCausalLM"}, "model_type": "deepseek_v2", "vocab_size": 512.0, "hidden_size": 32.0,
+		"num_hidden_layers": 2.0, "num_attention_heads": 2.0, "num_key_value_heads": 2.0, "q_lora_rank": nil, "kv_lora_rank": 8.0,
+		"qk_nope_head_dim": 6.0, "qk_rope_head_dim": 4.0, "v_head_dim": 5.0, "intermediate_size": 24.0, "first_k_dense_replace": 1.0,
+		"n_routed_experts": 4.0, "num_experts_per_tok": 2.0, "moe_intermediate_size": 8.0, "n_shared_experts": 2.0,
+		"topk_method": "greedy", "scoring_func": "softmax", "norm_topk_prob": false, "routed_scaling_factor": 1.5,
+		"rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 128.0,
+		"rope_scaling": map[string]any{"type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4.0, "mscale": 0.707, "mscale_all_dim": 0.707},
+	}
+}
+
+// TestLite runs the V2-Lite shape: the step laws, and the same logits from
+// its GGUF form (metadata written by the model, read through the registry).
+func TestLite(t *testing.T) {
+	m, err := deepseek2.FromHF(liteConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lite := m.(*deepseek2.Model)
+	if lite.QLoraRank != 0 || lite.Routing.Gating != 0 || lite.Routing.Groups != 0 || lite.SelectionBias {
+		t.Fatalf("lite read as %+v", lite)
+	}
+	w := familytest.Synth(t, m, 9)
+	familytest.CheckLayouts(t, m, familytest.MapBinder(w), toks, 16)
+	kvs, err := lite.GGUFMetadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := readGGUF(t, m, kvs)
+	if !same(back, lite) {
+		t.Errorf("GGUF metadata reads back as\n%+v\nnot\n%+v", back, lite)
+	}
+	shape := families.StepShape{Rows: 1, New: len(toks), Capacity: 16, Logits: families.AllTokens}
+	want, err := familytest.NewRunner(m, familytest.MapBinder(w)).Step(shape, toks, familytest.Seq(0, len(toks)), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := familytest.NewRunner(back, familytest.MapBinder(w)).Step(shape, toks, familytest.Seq(0, len(toks)), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The safetensors model absorbs, the GGUF one decompresses.
+	if d := familytest.MaxDiff32(got, want); d > 1e-4 {
+		t.Errorf("GGUF form vs config.json form: max |Δlogit| %.3g", d)
+	}
+	if kinds := lite.LayerKinds(); len(kinds) != 2 || kinds[0] != "latent_attention+dense" || kinds[1] != "latent_attention+moe(shared)" {
+		t.Errorf("layer kinds %v", kinds)
+	}
+}
+
+// TestSteps: the hidden states come out when asked, the carries are one
+// latent cache per layer of kv_lora_rank + rope dims, and the weights'
+// roles come from the composites that read them.
+func TestSteps(t *testing.T) {
+	m := tinyModel(t)
+	g, err := m.Trace(families.StepSpec{Program: families.Decode, Shape: families.StepShape{Rows: 2, New: 1, Capacity: 8, Hidden: true}}, poot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(g.Outputs()); n != 2 {
+		t.Errorf("%d outputs with hidden states, want 2", n)
+	}
+	states, err := families.States(m, families.StepShape{Rows: 2, New: 1, Capacity: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(states) != m.Layers || states[0].Name != "cache.latent.0" || !states[0].Type.Shape.Equal(poot.Shape{16, 16 + 8}) {
+		t.Errorf("states %v", states)
+	}
+	_, err = m.Trace(families.StepSpec{Program: families.Decode, Shape: families.StepShape{Rows: 1, New: 1, Capacity: 8}, Carries: []string{"cache.k.0"}}, poot.Limits{})
+	var se *families.StepError
+	if !errors.As(err, &se) {
+		t.Errorf("carries of another model: got %v", err)
+	}
+	roles := map[string]string{}
+	for _, s := range familytest.Tensors(t, m) {
+		roles[s.Name] = s.Role
+	}
+	for name, want := range map[string]string{"blk.0.attn_q_a_norm.weight": "norm", "blk.0.attn_kv_a_norm.weight": "norm",
+		"blk.1.exp_probs_b.bias": "bias", "blk.1.attn_kv_b.weight": "weight", "blk.1.ffn_gate_shexp.weight": "weight"} {
+		if roles[name] != want {
+			t.Errorf("%s: role %q, want %q", name, roles[name], want)
+		}
+	}
+}
+
+// TestConfigErrors: every bad or unsupported setting is a *ConfigError
+// naming the key, from config.json and from GGUF.
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		key  string
+		edit func(cfg map[string]any)
+		want error
+	}{
+		{"kv_lora_rank", func(cfg map[string]any) { delete(cfg, "kv_lora_rank") }, families.ErrMissing},
+		{"num_experts_per_tok", func(cfg map[string]any) { delete(cfg, "num_experts_per_tok") }, families.ErrMissing},
+		{"scoring_func", func(cfg map[string]any) { cfg["scoring_func"] = "sqrtsoftplus" }, families.ErrUnsupported},
+		{"topk_method", func(cfg map[string]any) { cfg["topk_method"] = "auction" }, families.ErrUnsupported},
+		{"moe_layer_freq", func(cfg map[string]any) { cfg["moe_layer_freq"] = 2.0 }, families.ErrUnsupported},
+		{"attention_bias", func(cfg map[string]any) { cfg["attention_bias"] = true }, families.ErrUnsupported},
+		{"rope_scaling", func(cfg map[string]any) { cfg["rope_scaling"] = map[string]any{"type": "linear", "factor": 2.0} }, families.ErrUnsupported},
+		{"experts", func(cfg map[string]any) { cfg["num_experts_per_tok"] = 9.0 }, families.ErrInconsistent},
+		{"exp_probs_b", func(cfg map[string]any) { cfg["scoring_func"] = "softmax" }, families.ErrUnsupported},
+	} {
+		cfg := tinyConfig(t)
+		copyCfg := map[string]any{}
+		for k, v := range cfg {
+			copyCfg[k] = v
+		}
+		c.edit(copyCfg)
+		_, err := deepseek2.FromHF(copyCfg)
+		var ce *families.ConfigError
+		if !errors.Is(err, c.want) || !errors.As(err, &ce) || ce.Key != c.key {
+			t.Errorf("config.json %s: got %v", c.key, err)
+		}
+	}
+
+	m := tinyModel(t)
+	base, err := m.GGUFMetadata()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := familytest.Synth(t, m, 1)
+	for _, c := range []struct {
+		key  string
+		v    *gguf.Value // nil: delete the key
+		want error
+	}{
+		{"deepseek2.attention.kv_lora_rank", nil, families.ErrMissing},
+		{"deepseek2.expert_shared_count", nil, families.ErrMissing},
+		{"deepseek2.expert_gating_func", ptr(gguf.ValueOf(uint32(3))), families.ErrUnsupported},
+		{"deepseek2.attention.head_count_kv", ptr(gguf.ValueOf(uint32(1))), families.ErrInconsistent},
+		{"deepseek2.rope.scaling.type", ptr(gguf.ValueOf("linear")), families.ErrUnsupported},
+		{"deepseek2.rope.scaling.attn_factor", ptr(gguf.ValueOf(float32(2))), families.ErrUnsupported},
+		{"deepseek2.attention.temperature_scale", ptr(gguf.ValueOf(float32(0.1))), families.ErrUnsupported},
+		{"deepseek2.attention.key_length", ptr(gguf.ValueOf(uint32(8))), families.ErrInconsistent},
+	} {
+		var kvs []gguf.KV
+		found := false
+		for _, kv := range base {
+			if kv.Key == c.key {
+				found = true
+				if c.v == nil {
+					continue
+				}
+				kv.Value = *c.v
+			}
+			kvs = append(kvs, kv)
+		}
+		if !found {
+			kvs = append(kvs, gguf.KV{Key: c.key, Value: *c.v})
+		}
+		f, err := gguf.Open(familytest.WriteGGUF(t, m, kvs, w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = deepseek2.FromGGUF(f)
+		f.Close()
+		var ce *families.ConfigError
+		if !errors.Is(err, c.want) || !errors.As(err, &ce) || !strings.HasPrefix(ce.Key, "deepseek2.") {
+			t.Errorf("GGUF %s: got %v", c.key, err)
+		}
+	}
+
+	// More layers than the file holds: the first missing layer is named.
+	var kvs []gguf.KV
+	for _, kv := range base {
+		if kv.Key == "deepseek2.block_count" {
+			kv.Value = gguf.ValueOf(uint32(7))
+		}
+		kvs = append(kvs, kv)
+	}
+	f, err := gguf.Open(familytest.WriteGGUF(t, m, kvs, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = deepseek2.FromGGUF(f)
+	var te *families.TensorError
+	if !errors.As(err, &te) || !strings.HasPrefix(te.Tensor, "blk.3.") {
+		t.Errorf("7 layers in a file of 3: got %v", err)
+	}
+
+	// What GGUF cannot say is refused by the writer.
+	g := *m
+	g.Rope.MScale = 1
+	if _, err := g.GGUFMetadata(); !errors.Is(err, families.ErrUnsupported) {
+		t.Errorf("mscale ≠ mscale_all_dim: got %v", err)
+	}
+	g = *m
+	g.Routing.GroupScore = 1
+	if _, err := g.GGUFMetadata(); !errors.Is(err, families.ErrUnsupported) {
+		t.Errorf("groups scored by their best expert: got %v", err)
+	}
+	g = *m
+	g.Fused = false
+	if _, err := g.HFConfig(); !errors.Is(err, families.ErrUnsupported) {
+		t.Errorf("split k_b/v_b as config.json: got %v", err)
+	}
+}
+
+func ptr(v gguf.Value) *gguf.Value { return &v }
