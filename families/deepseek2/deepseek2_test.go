@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/lower/cpu"
+	"github.com/pootlabs/poot/pootest"
 	"github.com/pootlabs/poot/tensor"
 )
 
@@ -152,6 +154,56 @@ func checkCPU(t *testing.T, m families.Model, bind familytest.Binder, ref *famil
 		run(decode, ref.Tokens()[i:i+1], i)
 	}
 	t.Logf("cpu: %d positions, max |Δlogit| %.3g", n, worst)
+}
+
+// TestCPUBatched holds the CPU backend to the oracle on a step of two rows
+// of three new tokens over caches that already hold random rows,
+// contiguous and paged (each row's pages reversed), for both kv_b forms.
+func TestCPUBatched(t *testing.T) {
+	for _, name := range []string{"tiny-f32", "tiny-mla-f32"} {
+		for _, layout := range []families.KVLayout{families.Contiguous, families.Paged} {
+			m, bind := open(t, filepath.Join("testdata", name+".gguf"))
+			shape := families.StepShape{Rows: 2, New: 3, Capacity: 16, Layout: layout, Logits: families.AllTokens}
+			pos := []int32{4, 5, 6, 9, 10, 11}
+			slots := interp.Slots{}
+			if layout == families.Paged {
+				shape.PageSize = 4
+				slot, write := make([]int32, 2*16), make([]int32, len(pos))
+				for i := range slot {
+					slot[i] = int32((i/16)*16 + 15 - i%16)
+				}
+				for i, p := range pos {
+					write[i] = slot[(i/3)*16+int(p)]
+				}
+				slots["slot_map"], _ = tensor.FromI32(poot.Shape{2, 16}, slot)
+				slots["write_map"], _ = tensor.FromI32(poot.Shape{6}, write)
+			}
+			g, err := m.Trace(families.StepSpec{Program: "test", Shape: shape}, poot.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bg, consts, err := bind(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			state, err := interp.NewState(bg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(7, 8))
+			for _, ten := range state.Tensors {
+				for i := range ten.F32() {
+					ten.F32()[i] = float32(rng.NormFloat64())
+				}
+			}
+			slots["token"], _ = tensor.FromI32(poot.Shape{6}, []int32{1, 5, 9, 13, 2, 7})
+			slots["pos"], _ = tensor.FromI32(poot.Shape{6}, pos)
+			tol := pootest.Tolerance{F32: pootest.Bound{Abs: 1e-4, Rel: 1e-3}}
+			if err := pootest.Compare(interp.Oracle{}, cpu.Interpreter{}, bg, consts, slots, state, tol); err != nil {
+				t.Errorf("%s %v: %v", name, layout, err)
+			}
+		}
+	}
 }
 
 // absorb converts a fused GGUF file to llama.cpp's converter layout: each
@@ -619,3 +671,29 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func ptr(v gguf.Value) *gguf.Value { return &v }
+
+// TestRealShape: the DeepSeek-V3 preset configures, traces a decode step
+// (no data) and describes itself in both containers.
+func TestRealShape(t *testing.T) {
+	p, err := synth.FindPreset("deepseek2", "deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := deepseek2.FromHF(p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := m.(families.Layered).LayerKinds()
+	if len(kinds) != 61 || kinds[2] != "latent_attention+dense" || kinds[3] != "latent_attention+moe(shared)" {
+		t.Errorf("layer kinds %v", kinds)
+	}
+	if _, err := m.Trace(families.StepSpec{Program: families.Decode, Shape: families.StepShape{Rows: 1, New: 1, Capacity: 4096}}, poot.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.(families.GGUFWriter).GGUFMetadata(); err != nil {
+		t.Error(err)
+	}
+	if _, err := m.(families.HFWriter).HFConfig(); err != nil {
+		t.Error(err)
+	}
+}
