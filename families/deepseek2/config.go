@@ -168,15 +168,15 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 		r.Fail("moe_layer_freq", families.ErrUnsupported, "dense layers between routed ones (every %d)", n)
 	}
 	rc := &m.Routing
-	rc.Renormalize, rc.Scale = r.BoolOr("norm_topk_prob", false), r.FloatOr("routed_scaling_factor", 1)
+	// DeepSeek's gates normalise only more than one weight.
+	rc.Renormalize, rc.Scale = r.BoolOr("norm_topk_prob", false) && rc.TopK > 1, r.FloatOr("routed_scaling_factor", 1)
 	if rc.Renormalize && r.StringOr("model_type", "") == "deepseek_v2" {
 		rc.Scale = 1 // V2's gate scales only the weights it does not normalise
 	}
-	switch s := r.StringOr("scoring_func", "softmax"); s {
-	case "softmax":
-	case "sigmoid":
-		rc.Gating = ops.SigmoidTopK
-	default:
+	s := r.StringOr("scoring_func", "softmax")
+	if g, ok := map[string]ops.Gating{"softmax": ops.SoftmaxTopK, "sigmoid": ops.SigmoidTopK}[s]; ok {
+		rc.Gating = g
+	} else {
 		r.Fail("scoring_func", families.ErrUnsupported, "scoring function %q", s)
 	}
 	switch t := r.StringOr("topk_method", "greedy"); t {
@@ -288,6 +288,8 @@ func (m *Model) HFConfig() (map[string]any, error) {
 	switch {
 	case !m.Fused:
 		return nil, unsupported("attn_k_b.weight", "Hugging Face checkpoints store kv_b_proj whole")
+	case rc.Renormalize && rc.TopK == 1:
+		return nil, unsupported("norm_topk_prob", "DeepSeek's gates do not normalise a single weight")
 	case m.SelectionBias:
 		method = "noaux_tc"
 	case v3:
