@@ -149,11 +149,6 @@ func operandRole(name string, i int) string {
 		if i == 4 {
 			return "bias"
 		}
-	case "latent_attention":
-		switch i {
-		case 7, 10: // q_a_norm, kv_a_norm
-			return "norm"
-		}
 	}
 	return ""
 }

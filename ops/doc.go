@@ -45,15 +45,15 @@
 //	gated_delta_rule q, k, v, g, beta, state            (as gated_delta)
 //	mamba2_ssm       x, dt, b, c, dt_bias, a_log, d, state
 //	                                heads, groups, chunk (results y, state)
-//	latent_attention x, pos, cache, cos, sin, q_, q_a_, q_a_norm_, q_b_,
-//	                 kv_a, kv_a_norm, k_b, k_b_t_, v_b, o
+//	latent_kv        x, kv_a, kv_a_norm, cos, sin
+//	                                kv_lora_rank, rope_dim, epsilon
+//	latent_attention q, cache, mask, kv_b_, k_b_t_, v_b_
 //	                                heads, nope_dim, rope_dim, value_dim,
-//	                                kv_lora_rank, epsilon, scale, mscale,
-//	                                absorb (results out, cache)
+//	                                kv_lora_rank, rows, scale, absorb
 //
 // The other functions (feed-forward blocks, the gated delta net mixer, the
-// router, cache indices) record plain scopes around the composites they
-// call.
+// router, cache indices, latent queries) record plain scopes around the
+// composites they call.
 //
 // What ops is for: the arithmetic of a model, written so a family reads like
 // its paper. There is no error plumbing: the builder keeps the first error

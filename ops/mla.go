@@ -10,16 +10,25 @@ import (
 // Kimi K2). Keys and values are not cached per head: each token's hidden
 // state is compressed to a latent vector of KVLoraRank channels (normalised)
 // plus one rotary key of RopeDim channels shared by every head, and the
-// cache holds just those, [capacity, KVLoraRank + RopeDim]. The per-head
-// keys and values are linear maps of the latent (W_UK and W_UV, together
-// the checkpoint's kv_b projection), which gives two equal ways to attend:
+// cache holds just those, one row of KVLoraRank + RopeDim per position. The
+// per-head keys and values are linear maps of the latent (W_UK and W_UV,
+// together the checkpoint's kv_b projection), which gives two equal ways to
+// attend:
 //
 //   - naive: decompress every cached latent into per-head keys (nope part,
 //     joined with the shared rotary key) and values, then attend as usual;
 //   - absorbed: fold W_UK into the queries (q_nope·W_UK is a query in latent
-//     space), attend over the cache rows themselves, and apply W_UV to the
-//     attention-weighted latent. Nothing is decompressed, which is what
-//     decode wants.
+//     space), attend over the cache rows themselves as one key/value head,
+//     and apply W_UV to the attention-weighted latent. Nothing is
+//     decompressed, which is what decode wants.
+//
+// A layer is three calls, so that the caller owns the cache as it owns an
+// attention layer's keys and values: LatentQuery projects the queries,
+// LatentKV the rows to cache; the caller writes those to its cache and reads
+// every row's cache back (families.Step.Cache: contiguous or paged, one row
+// or many); LatentAttention attends over it under a mask. Both forms end in
+// the "attention" composite, so what a masked cache row contributes is
+// defined as there (nothing, unless another query of its sequence sees it).
 
 // MLAConfig describes a latent attention layer.
 type MLAConfig struct {
@@ -34,6 +43,8 @@ type MLAConfig struct {
 	// Eps is the epsilon of the latent and low-rank query RMSNorms; 0 means
 	// 1e-6.
 	Eps float64
+	// Rows is the number of sequences R of a batch; 0 means 1.
+	Rows int
 	// Scale is the softmax scale; 0 means 1/sqrt(NopeDim + RopeDim).
 	Scale float64
 	// MScale, when non-zero, multiplies the scale by MScale² (YaRN's
@@ -45,13 +56,33 @@ type MLAConfig struct {
 	Absorb bool
 }
 
+func (c MLAConfig) eps() float64 {
+	if c.Eps == 0 {
+		return 1e-6
+	}
+	return c.Eps
+}
+
+// scale is the resolved softmax scale.
+func (c MLAConfig) scale() float64 {
+	s := c.Scale
+	if s == 0 {
+		s = 1 / math.Sqrt(float64(c.NopeDim+c.RopeDim))
+	}
+	if c.MScale != 0 {
+		s *= c.MScale * c.MScale
+	}
+	return s
+}
+
 // YaRNMScale is YaRN's attention factor for a context-extension factor and
 // a coefficient m: 0.1·m·ln(factor) + 1, or 1 when factor ≤ 1. DeepSeek
 // checkpoints set MLAConfig.MScale to YaRNMScale(factor, mscale_all_dim).
 func YaRNMScale(factor, m float64) float64 { return yarnMScale(factor, m) }
 
 // MLAWeights are the tensors of a latent attention layer of width D with
-// H heads, in the Linear convention [out_features, in_features].
+// H heads, in the Linear convention [out_features, in_features]. The
+// output projection is an ordinary Linear after LatentAttention.
 type MLAWeights[B any] struct {
 	// Q is [H·(NopeDim+RopeDim), D], for queries that are not low-rank.
 	Q poot.Traced[B]
@@ -64,132 +95,109 @@ type MLAWeights[B any] struct {
 	KVA poot.Traced[B]
 	// KVANorm is [KVLoraRank] (kv_a_layernorm).
 	KVANorm poot.Traced[B]
-	// KB is W_UK, [H, NopeDim, KVLoraRank]: the key rows of kv_b_proj.
-	KB poot.Traced[B]
-	// KBT is W_UK transposed, [H, KVLoraRank, NopeDim], optional: the
-	// absorbed form reads it when given (llama.cpp's attn_k_b) and
-	// transposes KB in the graph otherwise.
-	KBT poot.Traced[B]
-	// VB is W_UV, [H, ValueDim, KVLoraRank]: the value rows of kv_b_proj.
-	VB poot.Traced[B]
-	// O is [D, H·ValueDim].
-	O poot.Traced[B]
+	// KVB is kv_b_proj, [H·(NopeDim+ValueDim), KVLoraRank]: head h's
+	// NopeDim key rows (W_UK) then its ValueDim value rows (W_UV); the
+	// layout of Hugging Face checkpoints and of llama.cpp's older attn_kv_b.
+	// When it is absent, KBT and VB hold the same matrices split.
+	KVB poot.Traced[B]
+	// KBT is W_UK transposed per head, [H, KVLoraRank, NopeDim] (llama.cpp's
+	// attn_k_b), and VB is W_UV, [H, ValueDim, KVLoraRank] (attn_v_b).
+	KBT, VB poot.Traced[B]
 }
 
-// LatentAttention is latent attention for T new tokens x [T, D] at absolute
-// positions pos i32 [T] over the cache [capacity, KVLoraRank+RopeDim] (a
-// State: row p holds the normalised latent and the rotated key of position
-// p). The new tokens' rows are written at their positions, and each token
-// attends to the cache rows at positions up to its own. rot holds the
-// rotary tables of the new tokens' positions, of width RopeDim/2. It
-// returns [T, D] and the new cache.
-//
-// For R sequences of T new tokens each, x is [R·T, D] and pos [R·T]
-// (sequence-major), and the cache is [R, capacity, KVLoraRank+RopeDim]:
-// each sequence writes and attends to its own rows.
-func LatentAttention[B any](b *poot.Builder[B], x, pos, cache poot.Traced[B], rot Rotary[B], w MLAWeights[B], cfg MLAConfig) (out, newCache poot.Traced[B]) {
-	attrs := poot.Attrs{attr("heads", cfg.Heads), attr("nope_dim", cfg.NopeDim), attr("rope_dim", cfg.RopeDim),
-		attr("value_dim", cfg.ValueDim), attr("kv_lora_rank", cfg.KVLoraRank), attr("epsilon", cfg.Eps), attr("scale", cfg.Scale),
-		attr("mscale", cfg.MScale), attr("absorb", cfg.Absorb)}
-	operands := in(x, pos, cache, rot.Cos, rot.Sin, w.Q, w.QA, w.QANorm, w.QB, w.KVA, w.KVANorm, w.KB, w.KBT, w.VB, w.O)
-	record(b, "latent_attention", attrs, operands, func() {
-		h, nope, rope, vd, lora := cfg.Heads, cfg.NopeDim, cfg.RopeDim, cfg.ValueDim, cfg.KVLoraRank
-		qk, kw := nope+rope, lora+rope
-		r := sequences(b, cache, 2)
-		rows, capacity := b.Dim(x, 0), b.Dim(cache, -2)
-		want := poot.T(poot.F32, capacity, kw)
-		if b.Rank(cache) == 3 {
-			want = poot.T(poot.F32, r, capacity, kw)
-		}
-		if h < 1 || nope < 1 || rope < 2 || vd < 1 || lora < 1 || b.Rank(x) != 2 || rows%r != 0 ||
-			!b.Aval(cache).Equal(want) || !b.Aval(pos).Equal(poot.T(poot.I32, rows)) ||
-			rope%2 != 0 || 2*b.Dim(rot.Cos, -1) != rope {
-			out = fail(b, "latent_attention", "x %v, positions %v, cache %v, rotary tables %v for %d heads of %d+%d dims, latent %d",
-				b.Shape(x), b.Shape(pos), b.Shape(cache), b.Shape(rot.Cos), h, nope, rope, lora)
-			newCache = out
-			return
-		}
-		t := rows / r
-		eps := cfg.Eps
-		if eps == 0 {
-			eps = 1e-6
-		}
-		scale := cfg.Scale
-		if scale == 0 {
-			scale = 1 / math.Sqrt(float64(qk))
-		}
-		if cfg.MScale != 0 {
-			scale *= cfg.MScale * cfg.MScale
+// LatentQuery projects x [N, D] to the queries [N, H·(NopeDim+RopeDim)] of
+// LatentAttention, through the low-rank path when w.QA is given, and
+// rotates the last RopeDim channels of each head by rot (the tables of the
+// rows' positions).
+func LatentQuery[B any](b *poot.Builder[B], x poot.Traced[B], rot Rotary[B], w MLAWeights[B], cfg MLAConfig) poot.Traced[B] {
+	return scoped(b, "latent_query", func() poot.Traced[B] {
+		h, nope, rope := cfg.Heads, cfg.NopeDim, cfg.RopeDim
+		n, qk := b.Dim(x, 0), nope+rope
+		if h < 1 || nope < 1 || rope < 2 {
+			return fail(b, "latent_query", "%d heads of %d+%d dims", h, nope, rope)
 		}
 		none := poot.Traced[B]{}
 		var q poot.Traced[B]
 		if present(w.QA) {
-			q = Linear(b, RMSNorm(b, Linear(b, x, w.QA, none), w.QANorm, eps), w.QB, none)
+			q = Linear(b, RMSNorm(b, Linear(b, x, w.QA, none), w.QANorm, cfg.eps()), w.QB, none)
 		} else {
 			q = Linear(b, x, w.Q, none)
 		}
-		q = b.Reshape(q, rows, h, qk)
-		qNope := b.Transpose(b.SliceAxis(q, 2, 0, nope), 1, 0, 2) // [H, R·T, nope]
-		qRope := RoPE(b, b.Reshape(b.SliceAxis(q, 2, nope, qk), rows, h*rope), h, rot)
-		qRope = b.Transpose(b.Reshape(qRope, rows, h, rope), 1, 0, 2) // [H, R·T, rope]
+		q = b.Reshape(q, n, h, qk)
+		qRope := RoPE(b, b.Reshape(b.SliceAxis(q, 2, nope, qk), n, h*rope), h, rot)
+		return b.Reshape(b.Concat(2, b.SliceAxis(q, 2, 0, nope), b.Reshape(qRope, n, h, rope)), n, h*qk)
+	})
+}
 
-		// Compress the new tokens and write them at their positions, row
-		// r·capacity + pos of the flattened caches.
-		kv := Linear(b, x, w.KVA, none)
-		latent := RMSNorm(b, b.SliceAxis(kv, 1, 0, lora), w.KVANorm, eps)
-		kRope := RoPE(b, b.SliceAxis(kv, 1, lora, kw), 1, rot)
-		at := pos
-		if r > 1 {
-			base := b.Mul(b.Iota(poot.T(poot.I32, r, t), 0), b.Full(poot.T(poot.I32, r, t), float64(capacity)))
-			at = b.Add(pos, b.Reshape(base, rows))
+// LatentKV compresses x [N, D] to the rows a latent cache holds,
+// [N, KVLoraRank+RopeDim]: the normalised latent, then the shared rotary
+// key rotated by rot.
+func LatentKV[B any](b *poot.Builder[B], x poot.Traced[B], rot Rotary[B], w MLAWeights[B], cfg MLAConfig) poot.Traced[B] {
+	attrs := poot.Attrs{attr("kv_lora_rank", cfg.KVLoraRank), attr("rope_dim", cfg.RopeDim), attr("epsilon", cfg.eps())}
+	return composite(b, "latent_kv", attrs, in(x, w.KVA, w.KVANorm, rot.Cos, rot.Sin), func() poot.Traced[B] {
+		lora, kw := cfg.KVLoraRank, cfg.KVLoraRank+cfg.RopeDim
+		kv := Linear(b, x, w.KVA, poot.Traced[B]{})
+		if lora < 1 || cfg.RopeDim < 2 || b.Rank(kv) != 2 || b.Dim(kv, 1) != kw {
+			return fail(b, "latent_kv", "kv_a projection %v for a latent of %d and %d rotary dims", b.Shape(w.KVA), lora, cfg.RopeDim)
 		}
-		flat := b.WriteRows(b.Reshape(cache, r*capacity, kw), at, b.Concat(1, latent, kRope))
-		newCache = b.Reshape(flat, dims(b, cache)...)
-		seqCache := b.Reshape(flat, r, capacity, kw)
+		latent := RMSNorm(b, b.SliceAxis(kv, 1, 0, lora), w.KVANorm, cfg.eps())
+		return b.Concat(1, latent, RoPE(b, b.SliceAxis(kv, 1, lora, kw), 1, rot))
+	})
+}
 
-		keyPos := b.Iota(poot.T(poot.I32, r, 1, t, capacity), 3)
-		visible := b.Le(keyPos, b.Broadcast(b.Reshape(pos, r, 1, t, 1), r, 1, t, capacity))
-		attend := func(scores poot.Traced[B]) poot.Traced[B] { // [R, H, T, capacity]
-			scores = MulScalar(b, scores, scale)
-			m := b.Broadcast(visible, r, h, t, capacity)
-			return softmax(b, b.Select(m, scores, b.FullLike(scores, math.Inf(-1))), -1)
+// LatentAttention attends the queries q [R·T, H·(NopeDim+RopeDim)] of
+// LatentQuery over a latent cache [R·S, KVLoraRank+RopeDim] that already
+// holds this step's rows (LatentKV, written by the caller; row r·S + j is
+// position j of sequence r), under mask Bool [R·T, S] (as Attention's),
+// and returns each head's values [R·T, H·ValueDim], before the output
+// projection. The weights are w.KVB, or w.KBT and w.VB; each form reads
+// them as stored when it can (naive: KVB; absorbed: KBT and VB), and slices
+// or transposes them in the graph otherwise.
+func LatentAttention[B any](b *poot.Builder[B], q, cache, mask poot.Traced[B], w MLAWeights[B], cfg MLAConfig) poot.Traced[B] {
+	r := max(cfg.Rows, 1)
+	attrs := poot.Attrs{attr("heads", cfg.Heads), attr("nope_dim", cfg.NopeDim), attr("rope_dim", cfg.RopeDim),
+		attr("value_dim", cfg.ValueDim), attr("kv_lora_rank", cfg.KVLoraRank), attr("rows", r), attr("scale", cfg.scale()),
+		attr("absorb", cfg.Absorb)}
+	return composite(b, "latent_attention", attrs, in(q, cache, mask, w.KVB, w.KBT, w.VB), func() poot.Traced[B] {
+		h, nope, rope, vd, lora := cfg.Heads, cfg.NopeDim, cfg.RopeDim, cfg.ValueDim, cfg.KVLoraRank
+		qk, kw := nope+rope, lora+rope
+		nq, nk := b.Dim(q, 0), b.Dim(cache, 0)
+		fused := present(w.KVB)
+		if h < 1 || nope < 1 || rope < 2 || vd < 1 || lora < 1 || b.Rank(q) != 2 || b.Dim(q, 1) != h*qk ||
+			b.Rank(cache) != 2 || b.Dim(cache, 1) != kw || nq%r != 0 || nk%r != 0 || fused == (present(w.KBT) && present(w.VB)) {
+			return fail(b, "latent_attention", "queries %v, cache %v for %d heads of %d+%d dims, latent %d, %d rows, kv_b given: %v, k_b and v_b: %v/%v",
+				b.Shape(q), b.Shape(cache), h, nope, rope, lora, r, fused, present(w.KBT), present(w.VB))
 		}
-		// bySequence views [H, R·T, n] as [R, H, T, n].
-		bySequence := func(v poot.Traced[B]) poot.Traced[B] {
-			return b.Transpose(b.Reshape(v, h, r, t, b.Dim(v, -1)), 1, 0, 2, 3)
+		kbt, vb := w.KBT, w.VB
+		split := func() { // kv_b's key and value rows, [H, NopeDim, lora] and [H, ValueDim, lora]
+			heads := b.Reshape(w.KVB, h, nope+vd, lora)
+			kbt, vb = b.Transpose(b.SliceAxis(heads, 1, 0, nope), 0, 2, 1), b.SliceAxis(heads, 1, nope, nope+vd)
 		}
-		var ctx poot.Traced[B] // [R·T, H·ValueDim]
+		latent := b.SliceAxis(cache, 1, 0, lora) // [R·S, lora]
 		if cfg.Absorb {
-			b.Scope("absorbed", func() {
-				kbt := w.KBT
-				if !present(kbt) {
-					kbt = b.Transpose(w.KB, 0, 2, 1)
-				}
-				qLatent := b.MatMul(qNope, kbt) // [H, R·T, lora]
-				// Every head's queries of a sequence meet the same cache
-				// rows, so they are stacked into one product per sequence.
-				queries := b.Reshape(bySequence(b.Concat(2, qLatent, qRope)), r, h*t, kw)
-				p := attend(b.Reshape(b.MatMul(queries, seqCache), r, h, t, capacity))
-				cachedLatent := b.Transpose(b.SliceAxis(seqCache, 2, 0, lora), 0, 2, 1) // [R, lora, capacity]
-				weighted := b.MatMul(b.Reshape(p, r, h*t, capacity), cachedLatent)      // [R, H·T, lora]
-				weighted = b.Reshape(b.Transpose(b.Reshape(weighted, r, h, t, lora), 1, 0, 2, 3), h, rows, lora)
-				ctx = b.Reshape(b.Transpose(b.MatMul(weighted, w.VB), 1, 0, 2), rows, h*vd)
-			})
-		} else {
-			b.Scope("naive", func() {
-				flatLatent := b.SliceAxis(flat, 1, 0, lora) // [R·capacity, lora]
-				perHead := b.Broadcast(b.Reshape(flatLatent, 1, r*capacity, lora), h, r*capacity, lora)
-				kNope := b.MatMul(perHead, w.KB)  // [H, R·capacity, nope]
-				values := b.MatMul(perHead, w.VB) // [H, R·capacity, v]
-				kShared := b.Broadcast(b.Reshape(b.SliceAxis(flat, 1, lora, kw), 1, r*capacity, rope), h, r*capacity, rope)
-				keys := b.Reshape(b.Concat(2, kNope, kShared), h, r, capacity, qk)
-				keys = b.Transpose(keys, 1, 0, 2, 3) // [R, H, capacity, qk]
-				p := attend(b.MatMul(bySequence(b.Concat(2, qNope, qRope)), keys))
-				vt := b.Transpose(b.Reshape(values, h, r, capacity, vd), 1, 0, 3, 2) // [R, H, v, capacity]
-				ctx = b.Reshape(b.Transpose(b.MatMul(p, vt), 0, 2, 1, 3), rows, h*vd)
-			})
+			if fused {
+				split()
+			}
+			qh := b.Transpose(b.Reshape(q, nq, h, qk), 1, 0, 2)   // [H, R·T, qk]
+			qLatent := b.MatMul(b.SliceAxis(qh, 2, 0, nope), kbt) // [H, R·T, lora]
+			queries := b.Reshape(b.Transpose(b.Concat(2, qLatent, b.SliceAxis(qh, 2, nope, qk)), 1, 0, 2), nq, h*kw)
+			// Every head meets the same cache rows: one key/value head whose
+			// keys are the whole rows and whose values are their latents.
+			ctx := Attention(b, queries, cache, latent, mask, AttentionConfig[B]{Heads: h, KVHeads: 1, HeadDim: kw, ValueDim: lora, Rows: r, Scale: cfg.scale()})
+			weighted := b.Transpose(b.Reshape(ctx, nq, h, lora), 1, 0, 2) // [H, R·T, lora]
+			return b.Reshape(b.Transpose(b.MatMul(weighted, vb), 1, 0, 2), nq, h*vd)
 		}
-		out = Linear(b, ctx, w.O, none)
-	}, &out, &newCache)
-	return out, newCache
+		var kNope, values poot.Traced[B] // [R·S, H, NopeDim], [R·S, H, ValueDim]
+		if fused {
+			kv := b.Reshape(b.MatMul(latent, w.KVB), nk, h, nope+vd)
+			kNope, values = b.SliceAxis(kv, 2, 0, nope), b.SliceAxis(kv, 2, nope, nope+vd)
+		} else {
+			perHead := b.Broadcast(b.Reshape(latent, 1, nk, lora), h, nk, lora)
+			kNope = b.Transpose(b.MatMul(perHead, b.Transpose(kbt, 0, 2, 1)), 1, 0, 2)
+			values = b.Transpose(b.MatMul(perHead, vb), 1, 0, 2)
+		}
+		shared := b.Broadcast(b.Reshape(b.SliceAxis(cache, 1, lora, kw), nk, 1, rope), nk, h, rope)
+		keys := b.Reshape(b.Concat(2, kNope, shared), nk, h*qk)
+		return Attention(b, q, keys, b.Reshape(values, nk, h*vd), mask, AttentionConfig[B]{Heads: h, HeadDim: qk, ValueDim: vd, Rows: r, Scale: cfg.scale()})
+	})
 }

@@ -7,72 +7,110 @@ import (
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/ops"
+	"github.com/pootlabs/poot/tensor"
 	"pgregory.net/rapid"
 )
 
-// mlaSpec sizes a latent attention test.
+// mlaSpec sizes a latent attention test: rows sequences of len(pos)/rows
+// new tokens each (pos is sequence-major), over caches of capacity
+// positions per sequence.
 type mlaSpec struct {
-	d, h, nope, rope, vd, lora, qlora, capacity int
-	pos                                         []int32
-	layout                                      ops.RopeLayout
-	mscale                                      float64
-	absorb, kbt                                 bool
-	stored                                      bool // weights as stored: half precision and packed blocks
+	d, h, nope, rope, vd, lora, qlora, capacity, rows int
+	pos                                               []int32
+	layout                                            ops.RopeLayout
+	mscale                                            float64
+	absorb                                            bool
+	fused                                             bool // kv_b as one tensor, not k_b_t and v_b
+	stored                                            bool // weights as stored: half precision and packed blocks
+	paged                                             bool // the cache a pool of pages in scrambled order
 }
 
-// mlaInputs are the random inputs, in float64 and as handles.
+func (s mlaSpec) kw() int { return s.lora + s.rope }
+
+// mlaInputs are the random inputs, in float64 and as handles. kb [H, nope,
+// lora] and vb [H, vd, lora] are W_UK and W_UV whatever the layout the
+// graph reads them in.
 type mlaInputs struct {
 	x, q, qa, qaNorm, qb, kva, kvaNorm, kb, vb, o, invFreq, cache0 []float64
-	hx                                                             mixH
+	hx, ho                                                         mixH
 	w                                                              ops.MLAWeights[mixBrand]
+}
+
+// fuseKV lays W_UK and W_UV out as kv_b [H·(nope+vd), lora], and splitKV
+// reads them back.
+func fuseKV(s mlaSpec, kb, vb []float64) []float64 {
+	out := make([]float64, 0, len(kb)+len(vb))
+	for h := range s.h {
+		out = append(out, kb[h*s.nope*s.lora:(h+1)*s.nope*s.lora]...)
+		out = append(out, vb[h*s.vd*s.lora:(h+1)*s.vd*s.lora]...)
+	}
+	return out
+}
+
+func splitKV(s mlaSpec, kvb []float64) (kb, vb []float64) {
+	per := (s.nope + s.vd) * s.lora
+	for h := range s.h {
+		kb = append(kb, kvb[h*per:h*per+s.nope*s.lora]...)
+		vb = append(vb, kvb[h*per+s.nope*s.lora:(h+1)*per]...)
+	}
+	return kb, vb
+}
+
+// transposeHeads turns [H, a, b] into [H, b, a].
+func transposeHeads(v []float64, h, a, b int) []float64 {
+	out := make([]float64, len(v))
+	for k := range h {
+		for i := range a {
+			for j := range b {
+				out[(k*b+j)*a+i] = v[(k*a+i)*b+j]
+			}
+		}
+	}
+	return out
 }
 
 func newMLAInputs(c *mixCase, s mlaSpec) *mlaInputs {
 	in := &mlaInputs{}
-	qk := s.nope + s.rope
-	in.hx, in.x = c.randConst("x", 1, len(s.pos), s.d)
-	switch {
-	case s.stored:
-		// Declared with the other stored weights below.
-	case s.qlora > 0:
-		in.w.QA, in.qa = c.randConst("q_a", 0.5, s.qlora, s.d)
-		in.w.QANorm, in.qaNorm = c.randConst("q_a_norm", 1, s.qlora)
-		in.w.QB, in.qb = c.randConst("q_b", 0.5, s.h*qk, s.qlora)
-	default:
-		in.w.Q, in.q = c.randConst("q", 0.5, s.h*qk, s.d)
-	}
-	if s.stored {
-		in.w.Q, in.q = c.storedConst("q", poot.BF16, 0.5, s.h*qk, s.d)
-		in.w.KVA, in.kva = c.storedConst("kv_a", poot.Q8_0, 0.5, s.lora+s.rope, s.d)
-		in.w.KVANorm, in.kvaNorm = c.storedConst("kv_a_norm", poot.BF16, 1, s.lora)
-		in.w.KB, in.kb = c.storedConst("k_b", poot.F16, 0.5, s.h, s.nope, s.lora)
-		in.w.VB, in.vb = c.storedConst("v_b", poot.Q8_0, 0.5, s.h, s.vd, s.lora)
-		in.w.O, in.o = c.storedConst("o", poot.F16, 0.5, s.d, s.h*s.vd)
-	} else {
-		in.w.KVA, in.kva = c.randConst("kv_a", 0.5, s.lora+s.rope, s.d)
-		in.w.KVANorm, in.kvaNorm = c.randConst("kv_a_norm", 1, s.lora)
-		in.w.KB, in.kb = c.randConst("k_b", 0.5, s.h, s.nope, s.lora)
-	}
-	if s.kbt {
-		t := make([]float64, len(in.kb))
-		for h := range s.h {
-			for n := range s.nope {
-				for l := range s.lora {
-					t[(h*s.lora+l)*s.nope+n] = in.kb[(h*s.nope+n)*s.lora+l]
-				}
-			}
+	qk, n := s.nope+s.rope, len(s.pos)
+	in.hx, in.x = c.randConst("x", 1, n, s.d)
+	store := func(name string, d poot.DType, scale float64, dims ...int) (mixH, []float64) {
+		if s.stored {
+			return c.storedConst(name, d, scale, dims...)
 		}
-		in.w.KBT = c.constant("k_b_t", t, s.h, s.lora, s.nope)
+		return c.randConst(name, scale, dims...)
 	}
-	if !s.stored {
-		in.w.VB, in.vb = c.randConst("v_b", 0.5, s.h, s.vd, s.lora)
-		in.w.O, in.o = c.randConst("o", 0.5, s.d, s.h*s.vd)
+	if s.qlora > 0 {
+		in.w.QA, in.qa = store("q_a", poot.F16, 0.5, s.qlora, s.d)
+		in.w.QANorm, in.qaNorm = store("q_a_norm", poot.BF16, 1, s.qlora)
+		in.w.QB, in.qb = store("q_b", poot.BF16, 0.5, s.h*qk, s.qlora)
+	} else {
+		in.w.Q, in.q = store("q", poot.BF16, 0.5, s.h*qk, s.d)
 	}
+	in.w.KVA, in.kva = store("kv_a", poot.Q8_0, 0.5, s.kw(), s.d)
+	in.w.KVANorm, in.kvaNorm = store("kv_a_norm", poot.BF16, 1, s.lora)
+	switch {
+	case s.fused:
+		// The naive form reads a packed kv_b as stored; the absorbed one
+		// slices it in the graph, which half precision allows.
+		d := poot.Q8_0
+		if s.absorb {
+			d = poot.F16
+		}
+		var kvb []float64
+		in.w.KVB, kvb = store("kv_b", d, 0.5, s.h*(s.nope+s.vd), s.lora)
+		in.kb, in.vb = splitKV(s, kvb)
+	default:
+		var kbt []float64
+		in.w.KBT, kbt = store("k_b_t", poot.F16, 0.5, s.h, s.lora, s.nope)
+		in.kb = transposeHeads(kbt, s.h, s.lora, s.nope)
+		in.w.VB, in.vb = store("v_b", poot.Q8_0, 0.5, s.h, s.vd, s.lora)
+	}
+	in.ho, in.o = store("o", poot.F16, 0.5, s.d, s.h*s.vd)
 	in.invFreq = make([]float64, s.rope/2)
 	for i := range in.invFreq {
 		in.invFreq[i] = float64(float32(math.Pow(100, -2*float64(i)/float64(s.rope))))
 	}
-	in.cache0 = c.random(s.capacity*(s.lora+s.rope), 1)
+	in.cache0 = c.random(s.rows*s.capacity*s.kw(), 1)
 	return in
 }
 
@@ -107,11 +145,14 @@ func refRotate(x, inv []float64, pos float64, layout ops.RopeLayout) []float64 {
 }
 
 // refLatentAttention decompresses every cached latent per head, as the
-// papers write it, and returns the output and the cache afterwards.
+// papers write it, sequence by sequence, and returns the output and the
+// caches afterwards ([rows·capacity, kw], sequence r's position p at row
+// r·capacity+p).
 func refLatentAttention(in *mlaInputs, s mlaSpec) (out, cache []float64) {
-	qk, kw, t := s.nope+s.rope, s.lora+s.rope, len(s.pos)
+	qk, kw, t := s.nope+s.rope, s.kw(), len(s.pos)/s.rows
 	cache = append([]float64(nil), in.cache0...)
-	qs := make([][]float64, t)
+	qs := make([][]float64, len(s.pos))
+	row := func(i int) int { return (i/t)*s.capacity + int(s.pos[i]) }
 	for i, p := range s.pos {
 		x := in.x[i*s.d : (i+1)*s.d]
 		if s.qlora > 0 {
@@ -123,15 +164,16 @@ func refLatentAttention(in *mlaInputs, s mlaSpec) (out, cache []float64) {
 			copy(qs[i][h*qk+s.nope:(h+1)*qk], refRotate(qs[i][h*qk+s.nope:(h+1)*qk], in.invFreq, float64(p), s.layout))
 		}
 		kv := mixMatVec(in.kva, 0, kw, s.d, x)
-		copy(cache[int(p)*kw:], refRMS(kv[:s.lora], in.kvaNorm))
-		copy(cache[int(p)*kw+s.lora:], refRotate(kv[s.lora:], in.invFreq, float64(p), s.layout))
+		copy(cache[row(i)*kw:], refRMS(kv[:s.lora], in.kvaNorm))
+		copy(cache[row(i)*kw+s.lora:], refRotate(kv[s.lora:], in.invFreq, float64(p), s.layout))
 	}
 	scale := 1 / math.Sqrt(float64(qk))
 	if s.mscale != 0 {
 		scale *= s.mscale * s.mscale
 	}
-	out = make([]float64, t*s.d)
+	out = make([]float64, len(s.pos)*s.d)
 	for i, p := range s.pos {
+		base := (i / t) * s.capacity
 		ctx := make([]float64, s.h*s.vd)
 		for h := range s.h {
 			q := qs[i][h*qk : (h+1)*qk]
@@ -139,14 +181,14 @@ func refLatentAttention(in *mlaInputs, s mlaSpec) (out, cache []float64) {
 			scores := make([]float64, n)
 			mx := math.Inf(-1)
 			for j := range n {
-				lat := cache[j*kw : j*kw+s.lora]
-				kNope := mixMatVec(in.kb, h*s.nope*s.lora, s.nope, s.lora, lat)
+				c := cache[(base+j)*kw : (base+j+1)*kw]
+				kNope := mixMatVec(in.kb, h*s.nope*s.lora, s.nope, s.lora, c[:s.lora])
 				var sc float64
-				for c := range s.nope {
-					sc += q[c] * kNope[c]
+				for k := range s.nope {
+					sc += q[k] * kNope[k]
 				}
-				for c := range s.rope {
-					sc += q[s.nope+c] * cache[j*kw+s.lora+c]
+				for k := range s.rope {
+					sc += q[s.nope+k] * c[s.lora+k]
 				}
 				scores[j] = sc * scale
 				mx = math.Max(mx, scores[j])
@@ -157,9 +199,9 @@ func refLatentAttention(in *mlaInputs, s mlaSpec) (out, cache []float64) {
 				sum += scores[j]
 			}
 			for j := range n {
-				v := mixMatVec(in.vb, h*s.vd*s.lora, s.vd, s.lora, cache[j*kw:j*kw+s.lora])
-				for c := range s.vd {
-					ctx[h*s.vd+c] += scores[j] / sum * v[c]
+				v := mixMatVec(in.vb, h*s.vd*s.lora, s.vd, s.lora, cache[(base+j)*kw:(base+j)*kw+s.lora])
+				for k := range s.vd {
+					ctx[h*s.vd+k] += scores[j] / sum * v[k]
 				}
 			}
 		}
@@ -168,27 +210,69 @@ func refLatentAttention(in *mlaInputs, s mlaSpec) (out, cache []float64) {
 	return out, cache
 }
 
-func mlaGraph(c *mixCase, in *mlaInputs, s mlaSpec, forms ...bool) ([]mixH, []int) {
+// mlaGraph records one layer as a family step does: queries and the rows
+// to cache, written into the state (at row r·capacity+pos, or through a
+// page table of pages in reverse order inside a pool with a spare page) and
+// read back per sequence, attention under the causal mask, the output
+// projection. It returns the output, the cache as the sequences see it, and
+// the primitives the three calls recorded.
+func mlaGraph(c *mixCase, in *mlaInputs, s mlaSpec) (out, view mixH, count int) {
+	b, kw, t := c.b, s.kw(), len(s.pos)/s.rows
 	pos := c.positions(s.pos, s.capacity)
-	inv := c.constant("inv_freq", in.invFreq, s.rope/2)
-	rot := ops.RopeTables(c.b, pos, inv, 1, s.layout)
-	cfg := ops.MLAConfig{Heads: s.h, NopeDim: s.nope, RopeDim: s.rope, ValueDim: s.vd, KVLoraRank: s.lora, MScale: s.mscale}
-	var outs []mixH
-	var counts []int
-	for i, absorb := range forms {
-		cfg.Absorb = absorb
-		name := fmt.Sprintf("cache_%d", i)
-		cache := c.state(name, in.cache0, s.capacity, s.lora+s.rope)
-		var out, cache2 mixH
-		counts = append(counts, c.counted(func() { out, cache2 = ops.LatentAttention(c.b, in.hx, pos, cache, rot, in.w, cfg) }))
-		outs = append(outs, out)
-		c.carry = append(c.carry, poot.Carry[mixBrand]{In: cache, Out: cache2})
+	rot := ops.RopeTables(b, pos, c.constant("inv_freq", in.invFreq, s.rope/2), 1, s.layout)
+	cfg := ops.MLAConfig{Heads: s.h, NopeDim: s.nope, RopeDim: s.rope, ValueDim: s.vd, KVLoraRank: s.lora,
+		Rows: s.rows, MScale: s.mscale, Absorb: s.absorb}
+	var q, fresh mixH
+	count = c.counted(func() {
+		q = ops.LatentQuery(b, in.hx, rot, in.w, cfg)
+		fresh = ops.LatentKV(b, in.hx, rot, in.w, cfg)
+	})
+	if !s.paged {
+		state := c.state("cache", in.cache0, s.rows*s.capacity, kw)
+		view = b.WriteRows(state, ops.CacheIndex(b, pos, s.rows, s.capacity), fresh)
+		c.carry = append(c.carry, poot.Carry[mixBrand]{In: state, Out: view})
+	} else {
+		const page = 2
+		pages := (s.capacity + page - 1) / page
+		pool := s.rows*pages + 1
+		slot := make([]int32, s.rows*s.capacity)
+		for r := range s.rows {
+			for p := range s.capacity {
+				slot[r*s.capacity+p] = int32((pool-1-r*pages-p/page)*page + p%page)
+			}
+		}
+		write := make([]int32, len(s.pos))
+		for i, p := range s.pos {
+			write[i] = slot[(i/t)*s.capacity+int(p)]
+		}
+		// The pool starts as the contiguous caches moved to their pages.
+		init := c.random(pool*page*kw, 1)
+		for i, phys := range slot {
+			copy(init[int(phys)*kw:(int(phys)+1)*kw], in.cache0[i*kw:(i+1)*kw])
+		}
+		state := c.state("cache", init, pool*page, kw)
+		next := b.WriteRows(state, c.indices("write_map", write), fresh)
+		c.carry = append(c.carry, poot.Carry[mixBrand]{In: state, Out: next})
+		view = b.Gather(next, c.indices("slot_map", slot))
 	}
-	return outs, counts
+	count += c.counted(func() {
+		out = ops.Linear(b, ops.LatentAttention(b, q, view, ops.CausalMask(b, pos, s.capacity, 0, 0), in.w, cfg), in.ho, mixH{})
+	})
+	return out, view, count
+}
+
+// indices declares an I32 constant.
+func (c *mixCase) indices(name string, v []int32) mixH {
+	tt, err := tensor.FromI32(poot.Shape{len(v)}, v)
+	if err != nil {
+		c.t.Fatalf("%s: %v", name, err)
+	}
+	c.consts[name] = tt
+	return c.b.Constant(name, poot.T(poot.I32, len(v)))
 }
 
 func TestLatentAttentionMatchesReference(t *testing.T) {
-	base := mlaSpec{d: 10, h: 3, nope: 4, rope: 4, vd: 3, lora: 5, capacity: 9, pos: []int32{3, 4, 5}}
+	base := mlaSpec{d: 10, h: 3, nope: 4, rope: 4, vd: 3, lora: 5, capacity: 9, rows: 1, pos: []int32{3, 4, 5}}
 	variants := []struct {
 		name string
 		edit func(*mlaSpec)
@@ -199,67 +283,99 @@ func TestLatentAttentionMatchesReference(t *testing.T) {
 		{"low_rank_q", func(s *mlaSpec) { s.qlora = 6 }},
 		{"interleaved_rope", func(s *mlaSpec) { s.layout = ops.RopeInterleaved }},
 		{"yarn_mscale", func(s *mlaSpec) { s.mscale = ops.YaRNMScale(40, 0.707) }},
-		{"k_b_transposed", func(s *mlaSpec) { s.kbt = true }},
-		{"stored_weights", func(s *mlaSpec) { s.stored, s.d, s.lora = true, 32, 32 }},
+		{"kv_b_fused", func(s *mlaSpec) { s.fused = true }},
+		{"two_rows", func(s *mlaSpec) { s.rows, s.pos = 2, []int32{3, 4, 0, 1} }},
+		{"paged", func(s *mlaSpec) { s.rows, s.pos, s.paged = 2, []int32{5, 6, 2, 3}, true }},
+		{"stored_weights", func(s *mlaSpec) { s.stored, s.d, s.lora, s.qlora = true, 32, 32, 32 }},
+		{"stored_weights_fused", func(s *mlaSpec) { s.stored, s.fused, s.d, s.lora, s.qlora = true, true, 32, 32, 32 }},
 	}
 	for _, v := range variants {
 		for _, absorb := range []bool{false, true} {
 			s := base
 			v.edit(&s)
+			s.absorb = absorb
 			name := fmt.Sprintf("%s/absorb=%v", v.name, absorb)
 			t.Run(name, func(t *testing.T) {
 				c := newMixCase(t, 11)
 				in := newMLAInputs(c, s)
-				outs, counts := mlaGraph(c, in, s, absorb)
-				c.outs = outs
-				got, states := c.run()
+				out, view, count := mlaGraph(c, in, s)
+				c.outs = []mixH{out, view}
+				got, _ := c.run()
 				wantOut, wantCache := refLatentAttention(in, s)
 				mixClose(t, "output", got[0], wantOut, 1e-5)
-				mixClose(t, "cache", states["cache_0"], wantCache, 1e-6)
-				t.Logf("latent_attention %s (T=%d, capacity %d): %d primitives", name, len(s.pos), s.capacity, counts[0])
+				mixClose(t, "cache", got[1], wantCache, 1e-6)
+				t.Logf("latent attention %s (T=%d, capacity %d): %d primitives", name, len(s.pos)/s.rows, s.capacity, count)
 			})
 		}
 	}
 }
 
-// TestLatentAttentionAbsorbedLaw: the absorbed form equals the naive one.
-func TestLatentAttentionAbsorbedLaw(t *testing.T) {
+// TestLatentAttentionLaws: against the naive reference, for random shapes,
+// positions, rows, layouts and weight forms: the absorbed form equals the
+// naive one, R sequences in one step equal each alone (the reference runs
+// them one by one), and a paged cache equals a contiguous one.
+func TestLatentAttentionLaws(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		s := mlaSpec{
 			d: rapid.IntRange(1, 8).Draw(rt, "width"), h: rapid.IntRange(1, 3).Draw(rt, "heads"),
 			nope: rapid.IntRange(1, 5).Draw(rt, "nope"), rope: 2 * rapid.IntRange(1, 3).Draw(rt, "rope/2"),
 			vd: rapid.IntRange(1, 4).Draw(rt, "value dim"), lora: rapid.IntRange(1, 6).Draw(rt, "latent"),
-			capacity: rapid.IntRange(1, 8).Draw(rt, "capacity"), kbt: rapid.Bool().Draw(rt, "k_b transposed"),
-			layout: ops.RopeLayout(rapid.IntRange(0, 1).Draw(rt, "layout")),
+			capacity: rapid.IntRange(1, 8).Draw(rt, "capacity"), rows: rapid.IntRange(1, 3).Draw(rt, "rows"),
+			layout: ops.RopeLayout(rapid.IntRange(0, 1).Draw(rt, "layout")), fused: rapid.Bool().Draw(rt, "fused"),
+			absorb: rapid.Bool().Draw(rt, "absorb"), paged: rapid.Bool().Draw(rt, "paged"),
 		}
 		if rapid.Bool().Draw(rt, "low-rank q") {
 			s.qlora = rapid.IntRange(1, 5).Draw(rt, "q rank")
 		}
-		start := rapid.IntRange(0, s.capacity-1).Draw(rt, "start")
-		t := rapid.IntRange(1, s.capacity-start).Draw(rt, "tokens")
-		for i := range t {
-			s.pos = append(s.pos, int32(start+i))
+		tok := rapid.IntRange(1, s.capacity).Draw(rt, "tokens")
+		for range s.rows {
+			start := rapid.IntRange(0, s.capacity-tok).Draw(rt, "start")
+			for i := range tok {
+				s.pos = append(s.pos, int32(start+i))
+			}
 		}
 		c := newMixCase(rt, rapid.Uint64().Draw(rt, "seed"))
 		in := newMLAInputs(c, s)
-		outs, _ := mlaGraph(c, in, s, false, true)
-		c.outs = outs
-		got, states := c.run()
-		mixClose(rt, "absorbed vs naive", got[1], got[0], 1e-5)
-		mixClose(rt, "caches", states["cache_1"], states["cache_0"], 0)
+		out, view, _ := mlaGraph(c, in, s)
+		c.outs = []mixH{out, view}
+		got, _ := c.run()
+		wantOut, wantCache := refLatentAttention(in, s)
+		mixClose(rt, "output", got[0], wantOut, 1e-5)
+		mixClose(rt, "cache", got[1], wantCache, 1e-6)
 	})
 }
 
 func TestLatentAttentionShapeErrors(t *testing.T) {
-	c := newMixCase(t, 1)
-	s := mlaSpec{d: 4, h: 2, nope: 2, rope: 2, vd: 2, lora: 3, capacity: 4, pos: []int32{0}}
-	in := newMLAInputs(c, s)
-	pos := c.positions(s.pos, s.capacity)
-	cache := c.state("cache", make([]float64, 4*4), 4, 4) // lora+rope is 5
-	rot := ops.RopeTables(c.b, pos, c.constant("inv", []float64{1}, 1), 1, ops.RopeNeoX)
-	ops.LatentAttention(c.b, in.hx, pos, cache, rot, in.w, ops.MLAConfig{Heads: 2, NopeDim: 2, RopeDim: 2, ValueDim: 2, KVLoraRank: 3})
-	if c.b.Err() == nil {
-		t.Errorf("a cache of the wrong width: no error recorded")
+	s := mlaSpec{d: 4, h: 2, nope: 2, rope: 2, vd: 2, lora: 3, capacity: 4, rows: 1, pos: []int32{0}}
+	cfg := ops.MLAConfig{Heads: 2, NopeDim: 2, RopeDim: 2, ValueDim: 2, KVLoraRank: 3}
+	cases := map[string]func(c *mixCase, in *mlaInputs, q, mask mixH){
+		"cache of the wrong width": func(c *mixCase, in *mlaInputs, q, mask mixH) {
+			ops.LatentAttention(c.b, q, c.constant("cache", make([]float64, 16), 4, 4), mask, in.w, cfg)
+		},
+		"both kv_b and k_b": func(c *mixCase, in *mlaInputs, q, mask mixH) {
+			w := in.w
+			w.KVB = c.constant("kv_b", make([]float64, 2*4*3), 8, 3)
+			ops.LatentAttention(c.b, q, c.constant("cache", make([]float64, 20), 4, 5), mask, w, cfg)
+		},
+		"rows that do not divide": func(c *mixCase, in *mlaInputs, q, mask mixH) {
+			two := cfg
+			two.Rows = 2
+			ops.LatentAttention(c.b, q, c.constant("cache", make([]float64, 20), 4, 5), mask, in.w, two)
+		},
+	}
+	for name, fn := range cases {
+		c := newMixCase(t, 1)
+		in := newMLAInputs(c, s)
+		pos := c.positions(s.pos, s.capacity)
+		rot := ops.RopeTables(c.b, pos, c.constant("inv", []float64{1}, 1), 1, ops.RopeNeoX)
+		q := ops.LatentQuery(c.b, in.hx, rot, in.w, cfg)
+		if err := c.b.Err(); err != nil {
+			t.Fatalf("%s: queries: %v", name, err)
+		}
+		fn(c, in, q, ops.CausalMask(c.b, pos, 4, 0, 0))
+		if c.b.Err() == nil {
+			t.Errorf("%s: no error recorded", name)
+		}
 	}
 }
 
@@ -325,51 +441,22 @@ func TestMixerCountsAtModelShapes(t *testing.T) {
 			})
 		}
 	}
-	// DeepSeek-V3's latent attention, one decode token over 4096 positions.
+	// DeepSeek-V3's latent attention, one decode token over 4096 positions,
+	// with GGUF's split k_b/v_b and with Hugging Face's fused kv_b.
 	mw := ops.MLAWeights[mixBrand]{QA: w(1536, 7168), QANorm: w(1536), QB: w(128*192, 1536), KVA: w(576, 7168), KVANorm: w(512),
-		KB: w(128, 128, 512), VB: w(128, 128, 512), O: w(7168, 128*128)}
+		KBT: w(128, 512, 128), VB: w(128, 128, 512)}
+	fw := mw
+	fw.KBT, fw.VB, fw.KVB = mixH{}, mixH{}, w(128*256, 512)
 	rot := ops.RopeTables(b, pos, w(32), 1, ops.RopeInterleaved)
-	mx, cache := w(1, 7168), b.StateInput("mla_cache", poot.T(poot.F32, 4096, 576))
+	mx, cache, mask := w(1, 7168), w(4096, 576), ops.CausalMask(b, pos, 4096, 0, 0)
 	for _, absorb := range []bool{false, true} {
-		cfg := ops.MLAConfig{Heads: 128, NopeDim: 128, RopeDim: 64, ValueDim: 128, KVLoraRank: 512, Absorb: absorb, MScale: ops.YaRNMScale(40, 1)}
-		logCount(fmt.Sprintf("LatentAttention deepseek-v3 T=1 absorb=%v", absorb), func() { ops.LatentAttention(b, mx, pos, cache, rot, mw, cfg) })
+		for name, weights := range map[string]ops.MLAWeights[mixBrand]{"split": mw, "fused": fw} {
+			cfg := ops.MLAConfig{Heads: 128, NopeDim: 128, RopeDim: 64, ValueDim: 128, KVLoraRank: 512, Absorb: absorb, MScale: ops.YaRNMScale(40, 1)}
+			logCount(fmt.Sprintf("LatentAttention deepseek-v3 %s T=1 absorb=%v", name, absorb), func() {
+				q := ops.LatentQuery(b, mx, rot, weights, cfg)
+				ops.LatentKV(b, mx, rot, weights, cfg)
+				ops.LatentAttention(b, q, cache, mask, weights, cfg)
+			})
+		}
 	}
-}
-
-// TestLatentAttentionBatchLaw: R sequences in one call (rows [R·T, D],
-// cache [R, capacity, ·]) equal R separate calls, in both forms.
-func TestLatentAttentionBatchLaw(t *testing.T) {
-	rapid.Check(t, func(rt *rapid.T) {
-		r := rapid.IntRange(1, 3).Draw(rt, "sequences")
-		s := mlaSpec{d: 6, h: 2, nope: 3, rope: 2, vd: 2, lora: 4, capacity: rapid.IntRange(1, 6).Draw(rt, "capacity")}
-		tok := rapid.IntRange(1, s.capacity).Draw(rt, "tokens")
-		for range r {
-			start := rapid.IntRange(0, s.capacity-tok).Draw(rt, "start")
-			for i := range tok {
-				s.pos = append(s.pos, int32(start+i))
-			}
-		}
-		absorb := rapid.Bool().Draw(rt, "absorb")
-		c := newMixCase(rt, rapid.Uint64().Draw(rt, "seed"))
-		in := newMLAInputs(c, s) // x has R·T rows
-		in.cache0 = c.random(r*s.capacity*(s.lora+s.rope), 1)
-		pos := c.positions(s.pos, s.capacity)
-		inv := c.constant("inv_freq", []float64{1}, 1)
-		cfg := ops.MLAConfig{Heads: s.h, NopeDim: s.nope, RopeDim: s.rope, ValueDim: s.vd, KVLoraRank: s.lora, Absorb: absorb}
-		kw := s.lora + s.rope
-		cache := c.constant("cache", in.cache0, r, s.capacity, kw)
-		out, cache2 := ops.LatentAttention(c.b, in.hx, pos, cache, ops.RopeTables(c.b, pos, inv, 1, s.layout), in.w, cfg)
-		var outs, caches []mixH
-		for i := range r {
-			rows := func(v mixH) mixH { return c.b.SliceAxis(v, 0, i*tok, (i+1)*tok) }
-			p := rows(pos)
-			ci := c.constant(fmt.Sprintf("cache_%d", i), in.cache0[i*s.capacity*kw:(i+1)*s.capacity*kw], s.capacity, kw)
-			oi, ci2 := ops.LatentAttention(c.b, rows(in.hx), p, ci, ops.RopeTables(c.b, p, inv, 1, s.layout), in.w, cfg)
-			outs, caches = append(outs, oi), append(caches, c.b.Reshape(ci2, 1, s.capacity, kw))
-		}
-		c.outs = []mixH{out, cache2, c.b.Concat(0, outs...), c.b.Concat(0, caches...)}
-		got, _ := c.run()
-		mixClose(rt, "batched output", got[0], got[2], 1e-6)
-		mixClose(rt, "batched caches", got[1], got[3], 0)
-	})
 }

@@ -601,12 +601,14 @@ func TestMixersNeverPanic(t *testing.T) {
 		case 3:
 			w := ops.MLAWeights[mixBrand]{
 				Q: operand("q"), QA: operand("qa"), QANorm: operand("qan"), QB: operand("qb"), KVA: operand("kva"),
-				KVANorm: operand("kvan"), KB: operand("kb"), KBT: operand("kbt"), VB: operand("vb"), O: operand("o"),
+				KVANorm: operand("kvan"), KVB: operand("kvb"), KBT: operand("kbt"), VB: operand("vb"),
 			}
 			rot := ops.Rotary[mixBrand]{Cos: operand("cos"), Sin: operand("sin")}
 			cfg := ops.MLAConfig{Heads: small("h"), NopeDim: small("nope"), RopeDim: small("rope"), ValueDim: small("v"),
-				KVLoraRank: small("lora"), Absorb: rapid.Bool().Draw(rt, "absorb")}
-			ops.LatentAttention(b, x, operand("pos"), operand("cache"), rot, w, cfg)
+				KVLoraRank: small("lora"), Rows: small("rows"), Absorb: rapid.Bool().Draw(rt, "absorb")}
+			ops.LatentQuery(b, x, rot, w, cfg)
+			ops.LatentKV(b, x, rot, w, cfg)
+			ops.LatentAttention(b, x, operand("cache"), operand("mask"), w, cfg)
 		}
 		_ = b.Err()
 	})

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/families/deepseek2"
 	"github.com/pootlabs/poot/families/gemma3"
 	"github.com/pootlabs/poot/families/gptoss"
 	"github.com/pootlabs/poot/families/llama"
@@ -29,6 +30,7 @@ var Shipped = []families.Row{
 	llama4.Row,
 	gptoss.Row,
 	qwen3next.Row,
+	deepseek2.Row,
 }
 
 // Refused names the architectures poot knows and does not run, by GGUF
