@@ -76,6 +76,10 @@ func Presets() []Preset {
 	mixtral := tinyLlama()
 	mixtral["architectures"], mixtral["model_type"] = []any{"MixtralForCausalLM"}, "mixtral"
 	mixtral["num_local_experts"], mixtral["num_experts_per_tok"] = 4, 2
+	olmo2 := tinyLlama()
+	olmo2["architectures"], olmo2["model_type"], olmo2["rms_norm_eps"], olmo2["rope_theta"] = []any{"Olmo2ForCausalLM"}, "olmo2", 1e-6, 500000.0
+	olmo2b := map[string]any{"architectures": []any{"Olmo2ForCausalLM"}, "model_type": "olmo2", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 16,
+		"intermediate_size": 8192, "vocab_size": 100352, "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 500000.0, "tie_word_embeddings": false}
 	llama1b := map[string]any{
 		"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama",
 		"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -89,7 +93,9 @@ func Presets() []Preset {
 		{"tiny", "gemma3", "gemma3, dim 64, 3 layers (2 sliding-window, 1 global), GeGLU, vocab 512", gemma},
 		{"tiny", "qwen3moe", "qwen3moe, dim 64, 2 layers, 4 experts (2 used), vocab 512", qwen},
 		{"tiny", "mixtral", "mixtral, dim 64, 2 layers, 4 experts (2 used), vocab 512", mixtral},
+		{"tiny", "olmo2", "olmo2, dim 64, 2 layers, 4 heads / 2 kv heads, post-norms, whole-projection QK norms, ffn 128, vocab 512", olmo2},
 		{"llama3.2-1b", "llama", "Llama-3.2-1B shape: dim 2048, 16 layers, 32 heads / 8 kv heads, ffn 8192, vocab 128256, llama3 rope scaling", llama1b},
+		{"olmo2-1b", "olmo2", "OLMo-2-0425-1B shape: dim 2048, 16 layers, 16 heads, ffn 8192, vocab 100352", olmo2b},
 	}
 }
 

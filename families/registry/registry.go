@@ -12,6 +12,7 @@ import (
 	"github.com/pootlabs/poot/families/gemma3"
 	"github.com/pootlabs/poot/families/llama"
 	"github.com/pootlabs/poot/families/mixtral"
+	"github.com/pootlabs/poot/families/olmo2"
 	"github.com/pootlabs/poot/families/qwen3moe"
 	"github.com/pootlabs/poot/gguf"
 	"github.com/pootlabs/poot/load"
@@ -23,6 +24,7 @@ var Shipped = []families.Row{
 	gemma3.Row,
 	qwen3moe.Row,
 	mixtral.Row,
+	olmo2.Row,
 }
 
 // ByGGUFArchitecture returns the row that reads GGUF files of architecture
