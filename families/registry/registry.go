@@ -13,6 +13,7 @@ import (
 	"github.com/pootlabs/poot/families/llama"
 	"github.com/pootlabs/poot/families/mixtral"
 	"github.com/pootlabs/poot/families/olmo2"
+	"github.com/pootlabs/poot/families/phi3"
 	"github.com/pootlabs/poot/families/qwen3moe"
 	"github.com/pootlabs/poot/gguf"
 	"github.com/pootlabs/poot/load"
@@ -25,6 +26,7 @@ var Shipped = []families.Row{
 	qwen3moe.Row,
 	mixtral.Row,
 	olmo2.Row,
+	phi3.Row,
 }
 
 // ByGGUFArchitecture returns the row that reads GGUF files of architecture
