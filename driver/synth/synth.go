@@ -85,6 +85,12 @@ func Presets() []Preset {
 	phi3["original_max_position_embeddings"], phi3["sliding_window"] = 256, 128
 	phi3mini := map[string]any{"architectures": []any{"Phi3ForCausalLM"}, "model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
 		"intermediate_size": 8192, "vocab_size": 32064, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096, "sliding_window": 2047, "rms_norm_eps": 1e-5, "rope_theta": 10000.0}
+	granite := tinyLlama()
+	granite["architectures"], granite["model_type"], granite["attention_bias"], granite["mlp_bias"] = []any{"GraniteForCausalLM"}, "granite", true, true
+	granite["embedding_multiplier"], granite["residual_multiplier"], granite["attention_multiplier"], granite["logits_scaling"] = 12.0, 0.22, 0.0625, 4.0
+	granite2b := map[string]any{"architectures": []any{"GraniteForCausalLM"}, "model_type": "granite", "hidden_size": 2048, "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
+		"intermediate_size": 8192, "vocab_size": 49155, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": true,
+		"embedding_multiplier": 12.0, "residual_multiplier": 0.22, "attention_multiplier": 0.015625, "logits_scaling": 8.0}
 	llama1b := map[string]any{
 		"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama",
 		"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -100,9 +106,11 @@ func Presets() []Preset {
 		{"tiny", "mixtral", "mixtral, dim 64, 2 layers, 4 experts (2 used), vocab 512", mixtral},
 		{"tiny", "olmo2", "olmo2, dim 64, 2 layers, 4 heads / 2 kv heads, post-norms, whole-projection QK norms, ffn 128, vocab 512", olmo2},
 		{"tiny", "phi3", "phi3, dim 64, 2 layers, 4 heads / 2 kv heads, fused QKV and gate/up, half the head dims rotated, window 128, vocab 512", phi3},
+		{"tiny", "granite", "granite, dim 64, 2 layers, 4 heads / 2 kv heads, embedding, residual, attention and logit multipliers, attention and MLP biases, vocab 512", granite},
 		{"llama3.2-1b", "llama", "Llama-3.2-1B shape: dim 2048, 16 layers, 32 heads / 8 kv heads, ffn 8192, vocab 128256, llama3 rope scaling", llama1b},
 		{"olmo2-1b", "olmo2", "OLMo-2-0425-1B shape: dim 2048, 16 layers, 16 heads, ffn 8192, vocab 100352", olmo2b},
 		{"phi3-mini-4k", "phi3", "Phi-3-mini-4k shape: dim 3072, 32 layers, 32 heads, ffn 8192, vocab 32064, window 2047", phi3mini},
+		{"granite3-2b", "granite", "Granite-3.0-2B shape: dim 2048, 40 layers, 32 heads / 8 kv heads, ffn 8192, vocab 49155, tied head, Granite's multipliers", granite2b},
 	}
 }
 

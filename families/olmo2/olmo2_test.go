@@ -63,8 +63,9 @@ func TestReference(t *testing.T) {
 // oracle: with ggml's rounding reproduced (familytest.HalfActivations),
 // which agrees to about 1e-6 except where an activation lies near a
 // rounding tie (2.8e-3 here), within 5e-3; and as poot runs it, within
-// halfTolerance, with the same greedy tokens.
-const halfTolerance = 1e-2
+// halfTolerance, with the same greedy tokens, on the oracle and the CPU
+// backend.
+const halfTolerance = 5e-3
 
 // checkReference checks m against ref on the oracle (prefill, then
 // decode steps) and on the CPU backend (one prefill).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/gemma3"
+	"github.com/pootlabs/poot/families/granite"
 	"github.com/pootlabs/poot/families/llama"
 	"github.com/pootlabs/poot/families/mixtral"
 	"github.com/pootlabs/poot/families/olmo2"
@@ -27,6 +28,7 @@ var Shipped = []families.Row{
 	mixtral.Row,
 	olmo2.Row,
 	phi3.Row,
+	granite.Row,
 }
 
 // ByGGUFArchitecture returns the row that reads GGUF files of architecture
