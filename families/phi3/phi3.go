@@ -23,6 +23,10 @@
 // (rope.scaling.original_context_length, config.json
 // original_max_position_embeddings), the short one otherwise. A driver
 // keeps one capacity for a session, so its prefill and decode steps agree.
+// The tables are tensors in GGUF and configuration in config.json, so a
+// LongRoPE model writes the container it was read from: its config.json
+// (HFConfig) configures the model whose safetensors form is written, and a
+// model read from config.json refuses to describe itself as GGUF.
 //
 // Sliding window: a configured attention.sliding_window (config.json
 // sliding_window) shorter than the context masks every layer, as Hugging

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/driver/drivertest"
 	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/familytest"
@@ -162,13 +163,34 @@ const halfTolerance = 3e-2
 // decode steps) and on the CPU backend (one prefill).
 func checkReference(t *testing.T, m families.Model, bind familytest.Binder, r *familytest.Ref, capacity int, f16 bool) {
 	t.Helper()
-	tol := 1e-3
+	familytest.CheckReference(t, m, bind, r, capacity, tolerance(f16), true)
+	familytest.CheckReferenceOn(t, cpu.Interpreter{}, m, bind, r, capacity, tolerance(f16))
 	if f16 {
 		familytest.CheckReference(t, m, familytest.HalfActivations(bind), r, capacity, 5e-3, true)
-		tol = halfTolerance
 	}
-	familytest.CheckReference(t, m, bind, r, capacity, tol, true)
-	familytest.CheckReferenceOn(t, cpu.Interpreter{}, m, bind, r, capacity, tol)
+}
+
+func tolerance(f16 bool) float64 {
+	if f16 {
+		return halfTolerance
+	}
+	return 1e-3
+}
+
+// TestDriver checks the tiny fixtures end to end through the driver, on
+// the oracle and the CPU backend: what a user of poot gets. (The driver
+// test's capacity, 48, is within the longrope files' original context, so
+// it would run them with the short table; TestReference runs them on the
+// CPU backend at capacity 256.)
+func TestDriver(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		f16  bool
+	}{{"tiny-f32", false}, {"tiny-f16", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			drivertest.CheckReference(t, filepath.Join("testdata", c.name+".gguf"), ref(t, c.name+".ref.json"), tolerance(c.f16))
+		})
+	}
 }
 
 // TestSafetensors writes the F32 fixtures as Hugging Face directories
@@ -420,5 +442,24 @@ func TestMalformedConfigs(t *testing.T) {
 				}
 			}()
 		}
+	}
+}
+
+// TestPresets configures every preset of the family and reads its weights
+// from a trace (the real-size shape is listed, never written in tests).
+func TestPresets(t *testing.T) {
+	for _, p := range synth.Presets() {
+		if p.Family != "phi3" {
+			continue
+		}
+		m, err := synth.Model(p.Family, p.Config)
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		params := int64(0)
+		for _, s := range familytest.Tensors(t, m) {
+			params += s.Shape.Size()
+		}
+		t.Logf("%s: %d tensors, %.3g parameters", p.Name, len(familytest.Tensors(t, m)), float64(params))
 	}
 }
