@@ -48,7 +48,7 @@ var Row = families.Row{
 type Model struct {
 	*families.Decoder
 	// ResidualScale multiplies each branch's output before it joins the
-	// residual stream; 0 means 1.
+	// residual stream.
 	ResidualScale float64
 	// LogitScale divides the logits.
 	LogitScale float64
@@ -62,6 +62,9 @@ type brand struct{}
 func FromGGUF(f *gguf.File) (families.Model, error) {
 	d, r := families.GGUFDecoder(f, "granite", ops.RopeInterleaved)
 	m := &Model{Decoder: d, LogitScale: r.Float("logit_scale"), ResidualScale: r.FloatOr("residual_scale", 0)}
+	if m.ResidualScale == 0 {
+		m.ResidualScale = 1 // llama.cpp's reading
+	}
 	d.EmbedScale = r.FloatOr("embedding_scale", 0)
 	d.AttnScale = r.FloatOr("attention.scale", 0)
 	if !r.BoolOr("rope.scaling.finetuned", true) {
@@ -115,18 +118,10 @@ func finish(m *Model, r *families.Reader, c families.Container) (families.Model,
 	return m, nil
 }
 
-// residual is the residual multiplier as applied: 0 means 1.
-func (m *Model) residual() float64 {
-	if m.ResidualScale == 0 {
-		return 1
-	}
-	return m.ResidualScale
-}
-
 // ggufKeys writes llama.cpp's granite keys beside the standard ones.
 func (m *Model) ggufKeys(d *families.Decoder, put func(string, gguf.Value)) {
 	put("logit_scale", gguf.ValueOf(float32(m.LogitScale)))
-	put("residual_scale", gguf.ValueOf(float32(m.residual())))
+	put("residual_scale", gguf.ValueOf(float32(m.ResidualScale)))
 	if d.EmbedScale != 0 {
 		put("embedding_scale", gguf.ValueOf(float32(d.EmbedScale)))
 	}
@@ -146,7 +141,7 @@ func (m *Model) hfKeys(d *families.Decoder, cfg map[string]any) {
 		embed = 1
 	}
 	cfg["attention_multiplier"], cfg["embedding_multiplier"] = attn, embed
-	cfg["residual_multiplier"], cfg["logits_scaling"] = m.residual(), m.LogitScale
+	cfg["residual_multiplier"], cfg["logits_scaling"] = m.ResidualScale, m.LogitScale
 	cfg["attention_bias"], cfg["mlp_bias"] = d.QKVBias, m.MLPBias
 }
 
@@ -193,8 +188,8 @@ func (m *Model) trace(step *families.Step[brand]) (logits, hidden poot.Traced[br
 		branch := func(name, norm string, f func(h poot.Traced[brand]) poot.Traced[brand]) {
 			b.Scope(name, func() {
 				y := f(ops.RMSNorm(b, x, w(p+norm, d.Dim), d.Eps))
-				if s := m.residual(); s != 1 {
-					y = ops.MulScalar(b, y, s)
+				if m.ResidualScale != 1 {
+					y = ops.MulScalar(b, y, m.ResidualScale)
 				}
 				x = b.Add(x, y)
 			})

@@ -138,8 +138,7 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 		if kind := rs.StringOr("rope_scaling.type", rs.StringOr("rope_scaling.rope_type", "")); kind != "longrope" && kind != "su" {
 			rs.Fail("rope_scaling.type", families.ErrUnsupported, "rope scaling %q (Phi-3 scales with longrope)", kind)
 		}
-		sc, _ := cfg["rope_scaling"].(map[string]any)
-		m.LongRoPE = &LongRoPE{Long: factors(rs, sc, "long_factor", d.Rope.Dims/2), Short: factors(rs, sc, "short_factor", d.Rope.Dims/2)}
+		m.LongRoPE = &LongRoPE{Long: factors(rs, "rope_scaling.long_factor", d.Rope.Dims/2), Short: factors(rs, "rope_scaling.short_factor", d.Rope.Dims/2)}
 		if s := float64(d.MaxContext) / float64(m.OrigContext); s > 1 && m.OrigContext > 1 {
 			m.AttnFactor = math.Sqrt(1 + math.Log(s)/math.Log(float64(m.OrigContext)))
 		}
@@ -151,23 +150,18 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 	return finish(m, r, r.IntOr("sliding_window", 0), families.Safetensors)
 }
 
-// factors reads rope_scaling's list key of n positive divisors.
-func factors(r *families.Reader, sc map[string]any, key string, n int) []float64 {
-	a, ok := sc[key].([]any)
-	if !ok || len(a) != n {
-		r.Fail("rope_scaling."+key, families.ErrInconsistent, "want a list of %d factors (half the rotary dims), got %v", n, sc[key])
-		return nil
+// factors reads a list of n positive divisors.
+func factors(r *families.Reader, key string, n int) []float64 {
+	v := r.Floats(key)
+	if len(v) != n {
+		r.Fail(key, families.ErrInconsistent, "%d factors, want %d (half the rotary dims)", len(v), n)
 	}
-	out := make([]float64, n)
-	for i, e := range a {
-		x, ok := e.(float64)
-		if !ok || !(x > 0) || math.IsInf(x, 0) {
-			r.Fail("rope_scaling."+key, families.ErrWrongType, "factor %d is %v, want a positive number", i, e)
-			return nil
+	for i, x := range v {
+		if !(x > 0) || math.IsInf(x, 0) {
+			r.Fail(key, families.ErrWrongType, "factor %d is %v, want a positive number", i, x)
 		}
-		out[i] = x
 	}
-	return out
+	return v
 }
 
 func finish(m *Model, r *families.Reader, window int, c families.Container) (families.Model, error) {
