@@ -102,6 +102,21 @@ func Presets() []Preset {
 	next["architectures"], next["model_type"], next["num_hidden_layers"], next["full_attention_interval"], next["head_dim"], next["partial_rotary_factor"] = []any{"Qwen3NextForCausalLM"}, "qwen3_next", 3, 2, 16, 0.25
 	next["linear_conv_kernel_dim"], next["linear_key_head_dim"], next["linear_value_head_dim"], next["linear_num_key_heads"], next["linear_num_value_heads"] = 4, 16, 16, 2, 4
 	next["num_experts"], next["num_experts_per_tok"], next["moe_intermediate_size"], next["shared_expert_intermediate_size"], next["rms_norm_eps"], next["rope_theta"] = 4, 2, 16, 16, 1e-6, 1e6
+	olmo2 := tinyLlama()
+	olmo2["architectures"], olmo2["model_type"], olmo2["rms_norm_eps"], olmo2["rope_theta"] = []any{"Olmo2ForCausalLM"}, "olmo2", 1e-6, 500000.0
+	olmo2b := map[string]any{"architectures": []any{"Olmo2ForCausalLM"}, "model_type": "olmo2", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 16,
+		"intermediate_size": 8192, "vocab_size": 100352, "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 500000.0, "tie_word_embeddings": false}
+	phi3 := tinyLlama()
+	phi3["architectures"], phi3["model_type"], phi3["partial_rotary_factor"] = []any{"Phi3ForCausalLM"}, "phi3", 0.5
+	phi3["original_max_position_embeddings"], phi3["sliding_window"] = 256, 128
+	phi3mini := map[string]any{"architectures": []any{"Phi3ForCausalLM"}, "model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+		"intermediate_size": 8192, "vocab_size": 32064, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096, "sliding_window": 2047, "rms_norm_eps": 1e-5, "rope_theta": 10000.0}
+	granite := tinyLlama()
+	granite["architectures"], granite["model_type"], granite["attention_bias"], granite["mlp_bias"] = []any{"GraniteForCausalLM"}, "granite", true, true
+	granite["embedding_multiplier"], granite["residual_multiplier"], granite["attention_multiplier"], granite["logits_scaling"] = 12.0, 0.22, 0.0625, 4.0
+	granite2b := map[string]any{"architectures": []any{"GraniteForCausalLM"}, "model_type": "granite", "hidden_size": 2048, "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
+		"intermediate_size": 8192, "vocab_size": 49155, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": true,
+		"embedding_multiplier": 12.0, "residual_multiplier": 0.22, "attention_multiplier": 0.015625, "logits_scaling": 8.0}
 	llama1b := map[string]any{
 		"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama",
 		"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -128,7 +143,13 @@ func Presets() []Preset {
 			"max_position_embeddings": 262144, "rms_norm_eps": 1e-6, "rope_theta": 1e7, "tie_word_embeddings": false}},
 		{"tiny", "deepseek2", "deepseek-v3, dim 64, 3 layers (1 dense, 2 with 8 experts in 4 groups, 2 groups and 2 experts used, 1 shared), latent 16 + rope 8, q rank 16, sigmoid gating with a selection bias, YaRN ×4 with mscale 0.707, vocab 512", map[string]any{"architectures": []any{"DeepseekV3ForCausalLM"}, "model_type": "deepseek_v3", "vocab_size": TinyVocab, "hidden_size": 64, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 4, "q_lora_rank": 16, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "v_head_dim": 8, "intermediate_size": 32, "first_k_dense_replace": 1, "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 8, "n_shared_experts": 1, "n_group": 4, "topk_group": 2, "topk_method": "noaux_tc", "scoring_func": "sigmoid", "norm_topk_prob": true, "routed_scaling_factor": 2.5, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 256, "tie_word_embeddings": false, "rope_scaling": map[string]any{"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "beta_fast": 32, "beta_slow": 1, "mscale": 0.707, "mscale_all_dim": 0.707}}},
 		{"deepseek-v3", "deepseek2", "DeepSeek-V3 / R1 shape: dim 7168, 61 layers (3 dense), 128 heads, latent 512 + rope 64, q rank 1536, 256 experts (8 used) in 8 groups (4 used), 1 shared, sigmoid gating with a selection bias, YaRN ×40, vocab 129280", map[string]any{"architectures": []any{"DeepseekV3ForCausalLM"}, "model_type": "deepseek_v3", "vocab_size": 129280, "hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "intermediate_size": 18432, "first_k_dense_replace": 3, "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "n_shared_experts": 1, "n_group": 8, "topk_group": 4, "topk_method": "noaux_tc", "scoring_func": "sigmoid", "norm_topk_prob": true, "routed_scaling_factor": 2.5, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 163840, "tie_word_embeddings": false, "rope_scaling": map[string]any{"type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}}},
+		{"tiny", "olmo2", "olmo2, dim 64, 2 layers, 4 heads / 2 kv heads, post-norms, whole-projection QK norms, ffn 128, vocab 512", olmo2},
+		{"tiny", "phi3", "phi3, dim 64, 2 layers, 4 heads / 2 kv heads, fused QKV and gate/up, half the head dims rotated, window 128, vocab 512", phi3},
+		{"tiny", "granite", "granite, dim 64, 2 layers, 4 heads / 2 kv heads, embedding, residual, attention and logit multipliers, attention and MLP biases, vocab 512", granite},
 		{"llama3.2-1b", "llama", "Llama-3.2-1B shape: dim 2048, 16 layers, 32 heads / 8 kv heads, ffn 8192, vocab 128256, llama3 rope scaling", llama1b},
+		{"olmo2-1b", "olmo2", "OLMo-2-0425-1B shape: dim 2048, 16 layers, 16 heads, ffn 8192, vocab 100352", olmo2b},
+		{"phi3-mini-4k", "phi3", "Phi-3-mini-4k shape: dim 3072, 32 layers, 32 heads, ffn 8192, vocab 32064, window 2047", phi3mini},
+		{"granite3-2b", "granite", "Granite-3.0-2B shape: dim 2048, 40 layers, 32 heads / 8 kv heads, ffn 8192, vocab 49155, tied head, Granite's multipliers", granite2b},
 	}
 }
 

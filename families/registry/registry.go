@@ -12,9 +12,12 @@ import (
 	"github.com/pootlabs/poot/families/deepseek2"
 	"github.com/pootlabs/poot/families/gemma3"
 	"github.com/pootlabs/poot/families/gptoss"
+	"github.com/pootlabs/poot/families/granite"
 	"github.com/pootlabs/poot/families/llama"
 	"github.com/pootlabs/poot/families/llama4"
 	"github.com/pootlabs/poot/families/mixtral"
+	"github.com/pootlabs/poot/families/olmo2"
+	"github.com/pootlabs/poot/families/phi3"
 	"github.com/pootlabs/poot/families/qwen3moe"
 	"github.com/pootlabs/poot/families/qwen3next"
 	"github.com/pootlabs/poot/gguf"
@@ -31,6 +34,9 @@ var Shipped = []families.Row{
 	gptoss.Row,
 	qwen3next.Row,
 	deepseek2.Row,
+	olmo2.Row,
+	phi3.Row,
+	granite.Row,
 }
 
 // Refused names the architectures poot knows and does not run, by GGUF
