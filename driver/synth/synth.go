@@ -321,7 +321,9 @@ type tensorPlan struct {
 }
 
 // headName is the tensor whose rows give the logits: output.weight, or the
-// token embedding when the head is tied to it.
+// token embedding when the head is tied to it. Its byte and control rows
+// are silenced only in the first case: silencing a tied head would zero
+// those tokens' embeddings too, and every logit after them.
 func headName(specs []families.TensorSpec) string {
 	for _, s := range specs {
 		if s.Name == "output.weight" {
@@ -622,7 +624,10 @@ func writeGGUF(m families.Model, path string, o Options, v *Vocabulary) error {
 	if err != nil {
 		return err
 	}
-	kvs = append(kvs, gguf.KV{Key: "general.name", Value: gguf.ValueOf("poot synth " + m.Family())})
+	// The name says where the file came from, not the family: llama.cpp
+	// reads some names as promises about the vocabulary ("phi3" makes it
+	// require an <|endoftext|> token).
+	kvs = append(kvs, gguf.KV{Key: "general.name", Value: gguf.ValueOf("poot synth")})
 	kvs = append(kvs, tokenizerKVs(v)...)
 	specs, err := families.Tensors(gm)
 	if err != nil {
@@ -633,7 +638,7 @@ func writeGGUF(m families.Model, path string, o Options, v *Vocabulary) error {
 	head := headName(specs)
 	for _, spec := range specs {
 		p := plan(spec, o, false, fixed[spec.Name])
-		if spec.Name == head {
+		if spec.Name == head && head != "token_embd.weight" {
 			p = silence(p, v)
 		}
 		total += p.bytes(1)
@@ -680,7 +685,7 @@ func writeHF(m families.Model, dir string, o Options, v *Vocabulary) error {
 	var views []families.TensorSpec
 	for _, spec := range specs {
 		p := plan(spec, o, normOffset, nil)
-		if spec.Name == head {
+		if spec.Name == head && head != "token_embd.weight" {
 			p = silence(p, v)
 		}
 		st, _ := safetensors.DTypeOf(p.dtype)
