@@ -4,14 +4,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver/drivertest"
 	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/familytest"
 	"github.com/pootlabs/poot/families/gptoss"
 	"github.com/pootlabs/poot/families/registry"
-	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/load"
 )
 
@@ -25,7 +23,7 @@ import (
 // llama.cpp rounds the activations to F16 inside its dot products with F16
 // weights, which poot does not (it keeps them in F32); with these weights
 // that moves logits by up to 1.5e-2. So the F16 file is held to 1e-3 with
-// that rounding emulated (roundActivations), and to 2e-2 as poot runs it.
+// that rounding emulated (familytest.HalfActivations), and to 2e-2 as poot runs it.
 func TestReference(t *testing.T) {
 	for _, c := range []struct {
 		name        string
@@ -46,34 +44,11 @@ func TestReference(t *testing.T) {
 			}
 			bind := familytest.LoadBinder(ck, m.Weights())
 			if c.round {
-				bind = roundActivations(bind)
+				bind = familytest.HalfActivations(bind)
 			}
 			familytest.CheckReference(t, m, bind, ref, 32, c.tol, true)
 			drivertest.CheckReference(t, path, ref, c.driver)
 		})
-	}
-}
-
-// roundActivations wraps bind so that the activation operand of every
-// contraction with an F16 weight is rounded to F16 first, as llama.cpp's
-// CPU dot products do.
-func roundActivations(bind familytest.Binder) familytest.Binder {
-	return func(g *poot.Graph) (*poot.Graph, interp.Consts, error) {
-		g, consts, err := bind(g)
-		for i := g.NumEqns() - 1; i >= 0 && err == nil; i-- {
-			e := g.Eqn(i)
-			if (e.Op != poot.MatMul && e.Op != poot.IndexedMatMul) || g.Type(e.Inputs[1]).DType != poot.F16 {
-				continue
-			}
-			g, err = g.Replace(i, i+1, func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] {
-				in[0] = b.Cast(b.Cast(in[0], poot.F16), poot.F32)
-				if e.Op == poot.MatMul {
-					return []poot.Traced[poot.Rewrite]{b.MatMul(in[0], in[1])}
-				}
-				return []poot.Traced[poot.Rewrite]{b.IndexedMatMul(in[0], in[1], in[2])}
-			})
-		}
-		return g, consts, err
 	}
 }
 

@@ -113,8 +113,8 @@ func ParseGGUF(t testing.TB, data []byte) *gguf.File {
 	return f
 }
 
-// HalfActivations wraps bind so that every contraction whose weight is
-// stored F16 reads its activations rounded to F16 first, as ggml's CPU
+// HalfActivations wraps bind so that every contraction (MatMul, and the
+// experts' IndexedMatMul) whose weight is stored F16 reads its activations rounded to F16 first, as ggml's CPU
 // backend computes (it converts the activations to the weight's type
 // before its dot products). poot keeps activations in F32, so on F16
 // checkpoints it differs from llama.cpp by that rounding, about 1e-3 of
@@ -131,14 +131,18 @@ func HalfActivations(bind Binder) Binder {
 		eqns := bg.Eqns()
 		for i := len(eqns) - 1; i >= 0; i-- {
 			e := eqns[i]
-			if e.Op != poot.MatMul || e.Inputs[0] == e.Inputs[1] {
+			if (e.Op != poot.MatMul && e.Op != poot.IndexedMatMul) || e.Inputs[0] == e.Inputs[1] {
 				continue
 			}
 			if w := bg.Value(e.Inputs[1]); w.Kind != poot.Const || w.Type.DType != poot.F16 {
 				continue
 			}
 			bg, err = bg.Replace(i, i+1, func(b *poot.Builder[poot.Rewrite], in []poot.Traced[poot.Rewrite]) []poot.Traced[poot.Rewrite] {
-				return []poot.Traced[poot.Rewrite]{b.MatMul(b.Cast(b.Cast(in[0], poot.F16), poot.F32), in[1])}
+				x := b.Cast(b.Cast(in[0], poot.F16), poot.F32)
+				if e.Op == poot.IndexedMatMul {
+					return []poot.Traced[poot.Rewrite]{b.IndexedMatMul(x, in[1], in[2])}
+				}
+				return []poot.Traced[poot.Rewrite]{b.MatMul(x, in[1])}
 			})
 			if err != nil {
 				return nil, nil, err
