@@ -28,7 +28,7 @@ var Shipped = []families.Row{
 	mixtral.Row,
 	llama4.Row,
 	gptoss.Row,
-	qwen3next.Row,
+	qwen3next.Row, qwen3next.Qwen35Row, qwen3next.Qwen35MoERow,
 }
 
 // Refused names the architectures poot knows and does not run, by GGUF
