@@ -102,12 +102,14 @@ func Presets() []Preset {
 	next["architectures"], next["model_type"], next["num_hidden_layers"], next["full_attention_interval"], next["head_dim"], next["partial_rotary_factor"] = []any{"Qwen3NextForCausalLM"}, "qwen3_next", 3, 2, 16, 0.25
 	next["linear_conv_kernel_dim"], next["linear_key_head_dim"], next["linear_value_head_dim"], next["linear_num_key_heads"], next["linear_num_value_heads"] = 4, 16, 16, 2, 4
 	next["num_experts"], next["num_experts_per_tok"], next["moe_intermediate_size"], next["shared_expert_intermediate_size"], next["rms_norm_eps"], next["rope_theta"] = 4, 2, 16, 16, 1e-6, 1e6
-	q35 := map[string]any{"architectures": []any{"Qwen3_5ForCausalLM"}, "model_type": "qwen3_5_text", "hidden_size": 64, "num_hidden_layers": 3, "full_attention_interval": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32, "vocab_size": TinyVocab, "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "tie_word_embeddings": true,
+	q35 := map[string]any{"architectures": []any{"Qwen3_5ForCausalLM"}, "model_type": "qwen3_5_text", "hidden_size": 64, "num_hidden_layers": 3, "full_attention_interval": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32, "vocab_size": TinyVocab, "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "tie_word_embeddings": false,
 		"rope_parameters": map[string]any{"rope_theta": 1e7, "partial_rotary_factor": 0.5, "mrope_section": []any{2, 1, 1}}, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 16, "linear_value_head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4}
-	q35moe := map[string]any{"architectures": []any{"Qwen3_5MoeForCausalLM"}, "model_type": "qwen3_5_moe_text", "tie_word_embeddings": false, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16}
+	q35moe := map[string]any{"architectures": []any{"Qwen3_5MoeForCausalLM"}, "model_type": "qwen3_5_moe_text", "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16}
 	q35a3b := map[string]any{"architectures": []any{"Qwen3_5MoeForCausalLM"}, "model_type": "qwen3_5_moe_text", "hidden_size": 2048, "num_hidden_layers": 40, "full_attention_interval": 4, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "vocab_size": 248320, "max_position_embeddings": 262144, "rms_norm_eps": 1e-6, "tie_word_embeddings": false,
 		"rope_parameters": map[string]any{"rope_theta": 1e7, "partial_rotary_factor": 0.25, "mrope_section": []any{11, 11, 10}}, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
 		"num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "mtp_num_hidden_layers": 1}
+	q35small := map[string]any{"architectures": []any{"Qwen3_5ForCausalLM"}, "model_type": "qwen3_5_text", "hidden_size": 1024, "num_hidden_layers": 24, "full_attention_interval": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256, "intermediate_size": 3584, "vocab_size": 248320, "max_position_embeddings": 262144, "rms_norm_eps": 1e-6, "tie_word_embeddings": true,
+		"rope_parameters": q35a3b["rope_parameters"], "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 16, "mtp_num_hidden_layers": 1}
 	for k, v := range q35 {
 		if _, ok := q35moe[k]; !ok && k != "intermediate_size" {
 			q35moe[k] = v
@@ -137,8 +139,9 @@ func Presets() []Preset {
 			"linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
 			"num_experts": 512, "num_experts_per_tok": 10, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "norm_topk_prob": true,
 			"max_position_embeddings": 262144, "rms_norm_eps": 1e-6, "rope_theta": 1e7, "tie_word_embeddings": false}},
-		{"tiny", "qwen35", "qwen35, dim 64, 3 layers (gated delta net, gated attention, gated delta net), dense ffn 32, tied head, 4/2 attention heads of 16 with sectioned rope [2 1 1] on 8 channels, delta nets of 2 key and 4 value heads of 16, vocab 512", q35},
-		{"tiny", "qwen35moe", "qwen35moe, the tiny qwen35 with 4 experts (2 used) of 16 and a shared expert of 16 and an untied head", q35moe},
+		{"tiny", "qwen35", "qwen35, dim 64, 3 layers (gated delta net, gated attention, gated delta net), dense ffn 32, 4/2 attention heads of 16 with sectioned rope [2 1 1] on 8 channels, delta nets of 2 key and 4 value heads of 16, vocab 512", q35},
+		{"tiny", "qwen35moe", "qwen35moe, the tiny qwen35 with 4 experts (2 used) of 16 and a shared expert of 16", q35moe},
+		{"0.8b", "qwen35", "Qwen3.5-0.8B text shape: dim 1024, 24 layers (every 4th attention, 8 heads / 2 kv heads of 256, rope sections [11 11 10] on 64 channels), gated delta nets of 16 key / 16 value heads of 128, ffn 3584, tied head, vocab 248320", q35small},
 		{"35b-a3b", "qwen35moe", "Qwen3.5-35B-A3B text shape: dim 2048, 40 layers (every 4th attention, 16 heads / 2 kv heads of 256, rope sections [11 11 10] on 64 channels), gated delta nets of 16 key / 32 value heads of 128, 256 experts (8 used) of 512 and a shared one, vocab 248320", q35a3b},
 		{"llama3.2-1b", "llama", "Llama-3.2-1B shape: dim 2048, 16 layers, 32 heads / 8 kv heads, ffn 8192, vocab 128256, llama3 rope scaling", llama1b},
 	}

@@ -191,6 +191,8 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 		r.Fail("ssm.inner_size", families.ErrUnsupported, "inner size %d is not state size %d × %d value heads (value heads of another width)", in, m.StateSize, m.ValueHeads)
 	}
 	switch {
+	case !v.moe && m.MoE == nil:
+		m.FFN = r.Positive("feed_forward_length")
 	case m.MoE == nil && v.moe:
 		r.Fail("expert_count", families.ErrMissing, "a %s file needs experts", v.name)
 	case m.MoE != nil && !v.moe:
@@ -282,6 +284,8 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 			FFN: r.Positive("moe_intermediate_size"), Gating: ops.SoftmaxTopK, Renormalize: r.BoolOr("norm_topk_prob", true),
 		}
 		m.SharedFFN = r.Positive("shared_expert_intermediate_size")
+	} else {
+		m.FFN = r.Positive("intermediate_size")
 	}
 	if s := r.IntOr("decoder_sparse_step", 1); s != 1 {
 		r.Fail("decoder_sparse_step", families.ErrUnsupported, "dense layers between sparse ones (step %d)", s)
