@@ -178,6 +178,32 @@ func TestQwen35Fixtures(t *testing.T) {
 	}
 }
 
+// TestFusedGateUp: experts stored with gate and up in one tensor
+// (convert_hf_to_gguf.py --fuse-gate-up-exps) are refused, naming it.
+func TestFusedGateUp(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fused.gguf")
+	rewrite(t, "testdata/qwen35moe-f32.gguf", path, func(info gguf.TensorInfo, data []byte) []gguf.WriterTensor {
+		c := asIs(info, data)
+		switch info.Name {
+		case "blk.0.ffn_up_exps.weight":
+			return nil
+		case "blk.0.ffn_gate_exps.weight":
+			c.Name = "blk.0.ffn_gate_up_exps.weight"
+		}
+		return []gguf.WriterTensor{c}
+	})
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, err = registry.FromGGUF(f)
+	var te *families.TensorError
+	if !errors.As(err, &te) || !errors.Is(err, families.ErrUnsupported) || te.Tensor != "blk.0.ffn_gate_up_exps.weight" {
+		t.Errorf("fused gate and up experts: got %v", err)
+	}
+}
+
 // TestStillPairs: llama.cpp's interleaved sections for text are plain rope
 // unless a pair falls to the fourth section.
 func TestStillPairs(t *testing.T) {

@@ -28,7 +28,7 @@
 // (all but the gated norm's) and stores A = -exp(A_log); a model read from
 // config.json scales its norms by (1 + w) and reads A_log.
 //
-// Qwen3.5 differs from Qwen3-Next in four ways. Its delta nets project β and
+// Qwen3.5 differs from Qwen3-Next in three ways. Its delta nets project β and
 // α separately (ssm_beta, ssm_alpha; in_proj_b and in_proj_a) and q, k, v
 // and z as attn_qkv and attn_gate (in_proj_qkv and in_proj_z). Its rope is
 // sectioned (rope.dimension_sections, interleaved "imrope"), which for text
@@ -38,10 +38,12 @@
 // head h reads key head h mod key heads ("tiled", ggml's broadcast), where
 // Hugging Face's value head h reads h / (value heads / key heads); a model
 // read from a GGUF file runs tiled, one from config.json grouped, and
-// HFTensor regroups. And its multi-token-prediction blocks (nextn), which
-// follow the trunk in a file, are not run: LayerKinds names them
-// "mtp (ignored)". Converting real Hugging Face weights to GGUF also needs
-// that reordering, which GGUFMetadata (metadata only) does not do.
+// HFTensor regroups; converting real Hugging Face weights to GGUF also
+// needs that reordering, which GGUFMetadata (metadata only) does not do.
+//
+// The multi-token-prediction blocks (nextn) that follow the trunk in a
+// checkpoint of any of the three are not run: LayerKinds names them
+// "mtp (ignored)".
 //
 // Hugging Face's own checkpoints store the convolution filters as
 // [channels, 1, taps]; the weights a model reads have their GGUF shapes
@@ -95,8 +97,8 @@ var (
 	Qwen35MoERow = variants[2].row()
 )
 
-// variantOf finds the variant named name (a family, GGUF architecture,
-// Hugging Face architecture or model type).
+// variantOf finds the variant of the first of names that names one (a
+// family, GGUF architecture, Hugging Face architecture or model type).
 func variantOf(names ...string) (variant, bool) {
 	for _, n := range names {
 		for _, v := range variants {
@@ -214,6 +216,10 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 			m.Fused = ssmIn && !v.qwen35 // llama.cpp reads only attn_qkv in Qwen3.5
 			break
 		}
+	}
+	if _, ok := f.Tensor("blk.0.ffn_gate_up_exps.weight"); ok && r.Err() == nil {
+		return nil, &families.TensorError{Model: v.name, Tensor: "blk.0.ffn_gate_up_exps.weight", Err: families.ErrUnsupported,
+			Detail: "experts' gate and up fused in one tensor (convert_hf_to_gguf.py --fuse-gate-up-exps); poot reads ffn_gate_exps and ffn_up_exps"}
 	}
 	return m.finish(r, families.GGUF, v, "")
 }
