@@ -117,6 +117,19 @@ func Presets() []Preset {
 	granite2b := map[string]any{"architectures": []any{"GraniteForCausalLM"}, "model_type": "granite", "hidden_size": 2048, "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
 		"intermediate_size": 8192, "vocab_size": 49155, "max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "tie_word_embeddings": true,
 		"embedding_multiplier": 12.0, "residual_multiplier": 0.22, "attention_multiplier": 0.015625, "logits_scaling": 8.0}
+	q35 := map[string]any{"architectures": []any{"Qwen3_5ForCausalLM"}, "model_type": "qwen3_5_text", "hidden_size": 64, "num_hidden_layers": 3, "full_attention_interval": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32, "vocab_size": TinyVocab, "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "tie_word_embeddings": false,
+		"rope_parameters": map[string]any{"rope_theta": 1e7, "partial_rotary_factor": 0.5, "mrope_section": []any{2, 1, 1}}, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 16, "linear_value_head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4}
+	q35moe := map[string]any{"architectures": []any{"Qwen3_5MoeForCausalLM"}, "model_type": "qwen3_5_moe_text", "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16}
+	q35a3b := map[string]any{"architectures": []any{"Qwen3_5MoeForCausalLM"}, "model_type": "qwen3_5_moe_text", "hidden_size": 2048, "num_hidden_layers": 40, "full_attention_interval": 4, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "vocab_size": 248320, "max_position_embeddings": 262144, "rms_norm_eps": 1e-6, "tie_word_embeddings": false,
+		"rope_parameters": map[string]any{"rope_theta": 1e7, "partial_rotary_factor": 0.25, "mrope_section": []any{11, 11, 10}}, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+		"num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "mtp_num_hidden_layers": 1}
+	q35small := map[string]any{"architectures": []any{"Qwen3_5ForCausalLM"}, "model_type": "qwen3_5_text", "hidden_size": 1024, "num_hidden_layers": 24, "full_attention_interval": 4, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256, "intermediate_size": 3584, "vocab_size": 248320, "max_position_embeddings": 262144, "rms_norm_eps": 1e-6, "tie_word_embeddings": true,
+		"rope_parameters": q35a3b["rope_parameters"], "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 16, "mtp_num_hidden_layers": 1}
+	for k, v := range q35 {
+		if _, ok := q35moe[k]; !ok && k != "intermediate_size" {
+			q35moe[k] = v
+		}
+	}
 	llama1b := map[string]any{
 		"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama",
 		"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -146,6 +159,10 @@ func Presets() []Preset {
 		{"tiny", "olmo2", "olmo2, dim 64, 2 layers, 4 heads / 2 kv heads, post-norms, whole-projection QK norms, ffn 128, vocab 512", olmo2},
 		{"tiny", "phi3", "phi3, dim 64, 2 layers, 4 heads / 2 kv heads, fused QKV and gate/up, half the head dims rotated, window 128, vocab 512", phi3},
 		{"tiny", "granite", "granite, dim 64, 2 layers, 4 heads / 2 kv heads, embedding, residual, attention and logit multipliers, attention and MLP biases, vocab 512", granite},
+		{"tiny", "qwen35", "qwen35, dim 64, 3 layers (gated delta net, gated attention, gated delta net), dense ffn 32, 4/2 attention heads of 16 with sectioned rope [2 1 1] on 8 channels, delta nets of 2 key and 4 value heads of 16, vocab 512", q35},
+		{"tiny", "qwen35moe", "qwen35moe, the tiny qwen35 with 4 experts (2 used) of 16 and a shared expert of 16", q35moe},
+		{"0.8b", "qwen35", "Qwen3.5-0.8B text shape: dim 1024, 24 layers (every 4th attention, 8 heads / 2 kv heads of 256, rope sections [11 11 10] on 64 channels), gated delta nets of 16 key / 16 value heads of 128, ffn 3584, tied head, vocab 248320", q35small},
+		{"35b-a3b", "qwen35moe", "Qwen3.5-35B-A3B text shape: dim 2048, 40 layers (every 4th attention, 16 heads / 2 kv heads of 256, rope sections [11 11 10] on 64 channels), gated delta nets of 16 key / 32 value heads of 128, 256 experts (8 used) of 512 and a shared one, vocab 248320", q35a3b},
 		{"llama3.2-1b", "llama", "Llama-3.2-1B shape: dim 2048, 16 layers, 32 heads / 8 kv heads, ffn 8192, vocab 128256, llama3 rope scaling", llama1b},
 		{"olmo2-1b", "olmo2", "OLMo-2-0425-1B shape: dim 2048, 16 layers, 16 heads, ffn 8192, vocab 100352", olmo2b},
 		{"phi3-mini-4k", "phi3", "Phi-3-mini-4k shape: dim 3072, 32 layers, 32 heads, ffn 8192, vocab 32064, window 2047", phi3mini},

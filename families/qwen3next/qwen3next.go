@@ -1,7 +1,9 @@
-// Package qwen3next is the Qwen3-Next family: a hybrid decoder whose layers
-// are gated delta nets (linear attention with a carried state) except every
-// full_attention_interval-th, which is gated attention, with a routed
-// mixture of experts and a sigmoid-gated shared expert in every layer.
+// Package qwen3next is the Qwen3-Next family and its successors Qwen3.5 and
+// Qwen3.6 (GGUF architectures qwen3next, qwen35 and qwen35moe): a hybrid
+// decoder whose layers are gated delta nets (linear attention with a carried
+// state) except every full_attention_interval-th, which is gated attention.
+// Qwen3-Next and Qwen3.5-MoE have a routed mixture of experts and a
+// sigmoid-gated shared expert in every layer, Qwen3.5 a dense SwiGLU.
 //
 // A gated delta net layer projects the normalised rows to q, k and v (one
 // fused projection), the output gate z, and per value head the write
@@ -26,6 +28,23 @@
 // (all but the gated norm's) and stores A = -exp(A_log); a model read from
 // config.json scales its norms by (1 + w) and reads A_log.
 //
+// Qwen3.5 differs from Qwen3-Next in three ways. Its delta nets project β and
+// α separately (ssm_beta, ssm_alpha; in_proj_b and in_proj_a) and q, k, v
+// and z as attn_qkv and attn_gate (in_proj_qkv and in_proj_z). Its rope is
+// sectioned (rope.dimension_sections, interleaved "imrope"), which for text
+// is plain NeoX rope on rope.dimension_count channels except for pairs that
+// llama.cpp gives the fourth section, which text sees at position 0 (see
+// stillPairs). llama.cpp's converter reorders its value heads so that value
+// head h reads key head h mod key heads ("tiled", ggml's broadcast), where
+// Hugging Face's value head h reads h / (value heads / key heads); a model
+// read from a GGUF file runs tiled, one from config.json grouped, and
+// HFTensor regroups; converting real Hugging Face weights to GGUF also
+// needs that reordering, which GGUFMetadata (metadata only) does not do.
+//
+// The multi-token-prediction blocks (nextn) that follow the trunk in a
+// checkpoint of any of the three are not run: LayerKinds names them
+// "mtp (ignored)".
+//
 // Hugging Face's own checkpoints store the convolution filters as
 // [channels, 1, taps]; the weights a model reads have their GGUF shapes
 // ([channels, taps], which is what poot writes in safetensors too), and the
@@ -36,27 +55,69 @@ package qwen3next
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/ops"
 )
 
-// Row is the family's registry row.
-var Row = families.Row{
-	Family:            "qwen3next",
-	GGUFArchitectures: []string{"qwen3next"},
-	HFArchitectures:   []string{"Qwen3NextForCausalLM"},
-	HFModelTypes:      []string{"qwen3_next"},
-	FromGGUF:          FromGGUF,
-	FromHF:            FromHF,
+// variant tells the architectures apart: the family and GGUF architecture
+// name, the Hugging Face architecture and model type.
+type variant struct {
+	name, hfArch, modelType string
+	qwen35, moe             bool
 }
 
-// Model is a configured Qwen3-Next model. The embedded decoder holds the
-// attention layers' and the experts' hyperparameters and writes the
-// metadata every decoder shares.
+var variants = []variant{
+	{"qwen3next", "Qwen3NextForCausalLM", "qwen3_next", false, true},
+	{"qwen35", "Qwen3_5ForCausalLM", "qwen3_5_text", true, false},
+	{"qwen35moe", "Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", true, true},
+}
+
+// row is v's registry row. Qwen3.5's multimodal checkpoints
+// (…ForConditionalGeneration) are read for their language model.
+func (v variant) row() families.Row {
+	archs, types := []string{v.hfArch}, []string{v.modelType}
+	if v.qwen35 {
+		archs = append(archs, strings.Replace(v.hfArch, "CausalLM", "ConditionalGeneration", 1))
+		types = append(types, strings.TrimSuffix(v.modelType, "_text"))
+	}
+	return families.Row{Family: v.name, GGUFArchitectures: []string{v.name}, HFArchitectures: archs, HFModelTypes: types, FromGGUF: FromGGUF, FromHF: FromHF}
+}
+
+// The registry rows: Qwen3-Next, Qwen3.5 (dense) and Qwen3.5-MoE (also
+// Qwen3.6).
+var (
+	Row          = variants[0].row()
+	Qwen35Row    = variants[1].row()
+	Qwen35MoERow = variants[2].row()
+)
+
+// variantOf finds the variant of the first of names that names one (a
+// family, GGUF architecture, Hugging Face architecture or model type).
+func variantOf(names ...string) (variant, bool) {
+	for _, n := range names {
+		for _, v := range variants {
+			r := v.row()
+			if n == v.name || slices.Contains(r.HFArchitectures, n) || slices.Contains(r.HFModelTypes, n) {
+				return v, true
+			}
+		}
+	}
+	return variant{}, false
+}
+
+// variant is m's variant (the zero variant for an unknown Name).
+func (m *Model) variant() variant { v, _ := variantOf(m.Name); return v }
+
+// Model is a configured Qwen3-Next or Qwen3.5 model. The embedded decoder
+// holds the attention layers' and the feed-forwards' hyperparameters (MoE is
+// nil for Qwen3.5's dense SwiGLU) and writes the metadata every decoder
+// shares; Name is the variant (qwen3next, qwen35, qwen35moe).
 type Model struct {
 	families.Decoder
 	// Recurrent says, per layer, whether it is a gated delta net (else
@@ -77,15 +138,34 @@ type Model struct {
 	// LogDecay says ssm_a holds A_log (Hugging Face) rather than
 	// A = -exp(A_log) (GGUF).
 	LogDecay bool
+	// SplitBA says β and α come from separate projections ssm_beta and
+	// ssm_alpha (Qwen3.5) rather than ssm_ba, grouped by key head.
+	SplitBA bool
+	// TiledHeads says value head h reads key head h mod KeyHeads (Qwen3.5
+	// in GGUF) rather than h / (ValueHeads/KeyHeads).
+	TiledHeads bool
+	// Sections are Qwen3.5's rope sections (rope.dimension_sections,
+	// Hugging Face's mrope_section with a fourth 0), in rotary pairs.
+	Sections [4]int
+	// NextN is the multi-token-prediction blocks that follow the trunk in
+	// the checkpoint; they are not run.
+	NextN int
 }
 
 type brand struct{}
 
-// FromGGUF configures a model from a GGUF file.
+// FromGGUF configures a model from a GGUF file of any of the family's
+// architectures.
 func FromGGUF(f *gguf.File) (families.Model, error) {
-	d, r := families.GGUFDecoder(f, "qwen3next", ops.RopeNeoX)
-	m := &Model{Decoder: *d}
-	m.Layers -= r.IntOr("nextn_predict_layers", 0) // MTP blocks follow the trunk; they are not run
+	arch, _ := f.Architecture()
+	v, ok := variantOf(arch)
+	if !ok {
+		return nil, &families.ConfigError{Source: "gguf", Key: gguf.KeyArchitecture, Err: families.ErrUnknownArchitecture, Detail: arch}
+	}
+	d, r := families.GGUFDecoder(f, v.name, ops.RopeNeoX)
+	m := &Model{Decoder: *d, SplitBA: v.qwen35, TiledHeads: v.qwen35}
+	m.NextN = r.IntOr("nextn_predict_layers", 0) // MTP blocks follow the trunk; they are not run
+	m.Layers -= m.NextN
 	if r.Err() == nil && m.Layers < 1 {
 		r.Fail("nextn_predict_layers", families.ErrInconsistent, "no trunk layers left of %d blocks", d.Layers)
 	}
@@ -97,6 +177,14 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 	} else {
 		m.every(r, r.IntOr("full_attention_interval", 4))
 	}
+	if v.qwen35 {
+		const key = "rope.dimension_sections"
+		if !r.Has(key) {
+			r.Fail(key, families.ErrMissing, "llama.cpp requires it")
+		}
+		copy(m.Sections[:], r.IntOrPerLayer(key, 4, 0))
+		m.checkSections(r, key)
+	}
 	m.ConvKernel = r.Positive("ssm.conv_kernel")
 	m.StateSize = r.Positive("ssm.state_size")
 	m.KeyHeads = r.Positive("ssm.group_count")
@@ -104,38 +192,77 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 	if in := r.Positive("ssm.inner_size"); r.Err() == nil && in != m.StateSize*m.ValueHeads {
 		r.Fail("ssm.inner_size", families.ErrUnsupported, "inner size %d is not state size %d × %d value heads (value heads of another width)", in, m.StateSize, m.ValueHeads)
 	}
-	if m.MoE == nil {
-		r.Fail("expert_count", families.ErrMissing, "a qwen3next file needs experts")
-	} else {
+	switch {
+	case !v.moe && m.MoE == nil:
+		m.FFN = r.Positive("feed_forward_length")
+	case m.MoE == nil && v.moe:
+		r.Fail("expert_count", families.ErrMissing, "a %s file needs experts", v.name)
+	case m.MoE != nil && !v.moe:
+		r.Fail("expert_count", families.ErrInconsistent, "a %s file has a dense feed-forward; %s is the architecture with experts", v.name, v.name+"moe")
+	case v.moe:
 		m.MoE.Gating, m.MoE.Renormalize = ops.SoftmaxTopK, true // as llama.cpp routes it
 		if !r.Has("expert_feed_forward_length") && m.MoE.Used > 0 {
 			m.MoE.FFN = m.FFN / m.MoE.Used // llama.cpp's default
 		}
-	}
-	if m.SharedFFN = r.IntOr("expert_shared_feed_forward_length", m.FFN); m.SharedFFN < 1 {
-		r.Fail("expert_shared_feed_forward_length", families.ErrMissing, "no shared expert width and no feed_forward_length")
+		if m.SharedFFN = r.IntOr("expert_shared_feed_forward_length", m.FFN); m.SharedFFN < 1 {
+			r.Fail("expert_shared_feed_forward_length", families.ErrMissing, "no shared expert width and no feed_forward_length")
+		}
 	}
 	m.ExpertScale = r.FloatOr("expert_weights_scale", 0)
 	m.AttnScale = r.FloatOr("attention.scale", 0)
 	for l, rec := range m.Recurrent {
 		if rec {
-			_, m.Fused = f.Tensor(fmt.Sprintf("blk.%d.ssm_in.weight", l))
+			_, ssmIn := f.Tensor(fmt.Sprintf("blk.%d.ssm_in.weight", l))
+			m.Fused = ssmIn && !v.qwen35 // llama.cpp reads only attn_qkv in Qwen3.5
 			break
 		}
 	}
-	return m.finish(r, families.GGUF)
+	if _, ok := f.Tensor("blk.0.ffn_gate_up_exps.weight"); ok && r.Err() == nil {
+		return nil, &families.TensorError{Model: v.name, Tensor: "blk.0.ffn_gate_up_exps.weight", Err: families.ErrUnsupported,
+			Detail: "experts' gate and up fused in one tensor (convert_hf_to_gguf.py --fuse-gate-up-exps); poot reads ffn_gate_exps and ffn_up_exps"}
+	}
+	return m.finish(r, families.GGUF, v, "")
 }
 
-// FromHF configures a model from a config.json.
+// FromHF configures a model from a config.json: Qwen3NextForCausalLM,
+// Qwen3_5ForCausalLM, Qwen3_5MoeForCausalLM, or the language model of
+// Qwen3.5's …ForConditionalGeneration (settings in text_config, weights
+// under model.language_model.).
 func FromHF(cfg map[string]any) (families.Model, error) {
-	d, r := families.HFDecoder(cfg, "qwen3next", false)
-	m := &Model{Decoder: *d, Fused: true, LogDecay: true}
+	var names []string
+	archs, _ := cfg["architectures"].([]any)
+	for _, a := range append(archs, cfg["model_type"]) {
+		if s, ok := a.(string); ok {
+			names = append(names, s)
+		}
+	}
+	v, ok := variantOf(names...)
+	if !ok {
+		return nil, &families.ConfigError{Source: "config.json", Key: "architectures", Err: families.ErrUnknownArchitecture, Detail: fmt.Sprint(names)}
+	}
+	d, r := families.HFDecoder(cfg, v.name, false)
+	m := &Model{Decoder: *d, Fused: !v.qwen35, LogDecay: true, SplitBA: v.qwen35}
 	m.NormPlusOne = true
 	if !r.Has("rope_theta") {
 		m.Rope.Theta = r.FloatOr("rope_parameters.rope_theta", 10000)
 	}
 	pf := r.FloatOr("partial_rotary_factor", r.FloatOr("rope_parameters.partial_rotary_factor", 0.25))
 	m.Rope.Dims = int(float64(m.HeadDim) * pf)
+	if v.qwen35 {
+		const key = "rope_parameters.mrope_section"
+		s := r.Ints(key)
+		if s == nil {
+			s = []int{11, 11, 10} // Qwen3.5's default
+		}
+		if len(s) != 3 {
+			r.Fail(key, families.ErrInconsistent, "%d sections, want 3", len(s))
+		}
+		copy(m.Sections[:3], s)
+		if m.checkSections(r, key); r.Err() == nil && stillPairs(m.Sections, m.Rope.Dims/2) != nil {
+			r.Fail(key, families.ErrUnsupported, "sections %v leave rotary pairs to llama.cpp's fourth section, which Hugging Face rotates", s)
+		}
+		m.NextN = r.IntOr("mtp_num_hidden_layers", 0)
+	}
 	m.Recurrent = make([]bool, m.Layers)
 	if types := r.Strings("layer_types"); types != nil {
 		if len(types) != m.Layers {
@@ -157,11 +284,15 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 	if v := r.IntOr("linear_value_head_dim", m.StateSize); v != m.StateSize {
 		r.Fail("linear_value_head_dim", families.ErrUnsupported, "value heads of %d channels, key heads of %d", v, m.StateSize)
 	}
-	m.MoE = &families.MoE{
-		Experts: r.PositiveAtMost("num_experts", families.MaxExperts), Used: r.Positive("num_experts_per_tok"),
-		FFN: r.Positive("moe_intermediate_size"), Gating: ops.SoftmaxTopK, Renormalize: r.BoolOr("norm_topk_prob", true),
+	if v.moe {
+		m.MoE = &families.MoE{
+			Experts: r.PositiveAtMost("num_experts", families.MaxExperts), Used: r.Positive("num_experts_per_tok"),
+			FFN: r.Positive("moe_intermediate_size"), Gating: ops.SoftmaxTopK, Renormalize: r.BoolOr("norm_topk_prob", true),
+		}
+		m.SharedFFN = r.Positive("shared_expert_intermediate_size")
+	} else {
+		m.FFN = r.Positive("intermediate_size")
 	}
-	m.SharedFFN = r.Positive("shared_expert_intermediate_size")
 	if s := r.IntOr("decoder_sparse_step", 1); s != 1 {
 		r.Fail("decoder_sparse_step", families.ErrUnsupported, "dense layers between sparse ones (step %d)", s)
 	}
@@ -171,7 +302,41 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 	if r.BoolOr("attention_bias", false) {
 		r.Fail("attention_bias", families.ErrUnsupported, "attention projections with biases")
 	}
-	return m.finish(r, families.Safetensors)
+	prefix := ""
+	if _, ok := cfg["text_config"].(map[string]any); ok && v.qwen35 {
+		prefix = "model.language_model."
+	}
+	return m.finish(r, families.Safetensors, v, prefix)
+}
+
+// checkSections checks the rope sections as llama.cpp does: one of the
+// first three is positive, and they fit in a head.
+func (m *Model) checkSections(r *families.Reader, key string) {
+	s := m.Sections
+	if s[0]+s[1]+s[2] < 1 || s[0]+s[1]+s[2]+s[3] > m.HeadDim {
+		r.Fail(key, families.ErrInconsistent, "sections %v for heads of %d channels", s, m.HeadDim)
+	}
+}
+
+// stillPairs says which of the half rotary pairs llama.cpp's interleaved
+// multi-section rope leaves unrotated for text. Pair i falls in sector
+// i mod (the sections' sum); sectors go round t, h, w, t, h, w, … while each
+// of the first three sections has pairs left, and to the fourth section
+// after. A text token is at its position in the first three (so they are
+// plain NeoX rope) and at 0 in the fourth. It returns nil when every pair
+// rotates, as with Qwen3.5's [11, 11, 10, 0] over 32 pairs.
+func stillPairs(s [4]int, half int) []bool {
+	sum := s[0] + s[1] + s[2] + s[3]
+	var still []bool
+	for i := range half {
+		if sector := i % max(sum, 1); sector >= 3*s[sector%3] {
+			if still == nil {
+				still = make([]bool, half)
+			}
+			still[i] = true
+		}
+	}
+	return still
 }
 
 // every makes every interval-th layer attention, the others recurrent.
@@ -185,15 +350,23 @@ func (m *Model) every(r *families.Reader, interval int) {
 	}
 }
 
-func (m *Model) finish(r *families.Reader, c families.Container) (families.Model, error) {
-	m.Name = "qwen3next"
+func (m *Model) finish(r *families.Reader, c families.Container, v variant, prefix string) (families.Model, error) {
+	m.Name = v.name
 	m.QKNorm = true
-	m.Weight = names().In(c)
 	if m.MoE != nil {
+		m.Weight = names(v.qwen35, m.MoE.FFN).In(c)
 		m.Weight.Experts = m.MoE.Experts
+	} else {
+		m.Weight = names(v.qwen35, 0).In(c)
 	}
-	m.GGUF = families.GGUFStyle{Architecture: "qwen3next"}
-	m.HF = families.HFStyle{Architecture: "Qwen3NextForCausalLM", ModelType: "qwen3_next"}
+	if prefix != "" {
+		for k, s := range m.Weight.Global {
+			m.Weight.Global[k] = strings.Replace(s, "model.", prefix, 1)
+		}
+		m.Weight.LayerPrefix = prefix + "layers."
+	}
+	m.GGUF = families.GGUFStyle{Architecture: v.name}
+	m.HF = families.HFStyle{Architecture: v.hfArch, ModelType: v.modelType}
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
@@ -203,8 +376,11 @@ func (m *Model) finish(r *families.Reader, c families.Container) (families.Model
 	return m, nil
 }
 
-func names() families.WeightMap {
-	return families.HFNames().With(map[string]string{
+// names is the Hugging Face naming. Qwen3.5 projects q, k, v and z, and β
+// and α, separately, and stores its experts as two stacks, gate and up
+// fused: [E, 2·f, dim] and [E, dim, f].
+func names(qwen35 bool, f int) families.WeightMap {
+	w := families.HFNames().With(map[string]string{
 		"post_attention_norm.weight": "post_attention_layernorm.weight",
 		"ffn_norm.weight":            "",
 		"ssm_in.weight":              "linear_attn.in_proj_qkvz.weight",
@@ -223,6 +399,22 @@ func names() families.WeightMap {
 		"ffn_up_shexp.weight":        "mlp.shared_expert.up_proj.weight",
 		"ffn_down_shexp.weight":      "mlp.shared_expert.down_proj.weight",
 	})
+	if !qwen35 {
+		return w
+	}
+	w = w.With(map[string]string{
+		"ssm_in.weight": "", "ssm_ba.weight": "", "ffn_gate_exps.weight": "", "ffn_up_exps.weight": "",
+		"attn_qkv.weight":      "linear_attn.in_proj_qkv.weight",
+		"attn_gate.weight":     "linear_attn.in_proj_z.weight",
+		"ssm_beta.weight":      "linear_attn.in_proj_b.weight",
+		"ssm_alpha.weight":     "linear_attn.in_proj_a.weight",
+		"ffn_down_exps.weight": "mlp.experts.down_proj",
+	})
+	w.Views = map[string]load.Source{
+		"ffn_gate_exps.weight": {Tensor: "mlp.experts.gate_up_proj", RowStart: 0, RowEnd: f},
+		"ffn_up_exps.weight":   {Tensor: "mlp.experts.gate_up_proj", RowStart: f, RowEnd: 2 * f},
+	}
+	return w
 }
 
 // Validate checks the hyperparameters against each other.
@@ -240,20 +432,30 @@ func (m *Model) Validate() error {
 		return bad("ValueHeads", "%d value heads for %d key heads of %d channels", m.ValueHeads, m.KeyHeads, m.StateSize)
 	case m.ConvKernel < 2:
 		return bad("ConvKernel", "a convolution of %d taps", m.ConvKernel)
-	case m.MoE == nil || m.SharedFFN < 1:
-		return bad("SharedFFN", "routed experts and a shared expert of width %d", m.SharedFFN)
+	case (m.MoE != nil) != m.variant().moe || (m.MoE != nil && m.SharedFFN < 1):
+		return bad("SharedFFN", "%s with experts %v and a shared expert of width %d", m.Name, m.MoE != nil, m.SharedFFN)
+	case m.variant().qwen35 && m.Sections[0]+m.Sections[1]+m.Sections[2] < 1:
+		return bad("Sections", "rope sections %v", m.Sections)
 	}
 	return nil
 }
 
-// LayerKinds names each layer's mixer and feed-forward.
+// LayerKinds names each layer's mixer and feed-forward, then the
+// checkpoint's multi-token-prediction blocks, "mtp (ignored)".
 func (m *Model) LayerKinds() []string {
-	out := make([]string, m.Layers)
+	out := make([]string, m.Layers, m.Layers+m.NextN)
+	ffn := "+dense"
+	if m.MoE != nil {
+		ffn = "+moe(shared)"
+	}
 	for l := range out {
-		out[l] = "attention(gated)+moe(shared)"
+		out[l] = "attention(gated)" + ffn
 		if l < len(m.Recurrent) && m.Recurrent[l] {
-			out[l] = "gated_delta+moe(shared)"
+			out[l] = "gated_delta" + ffn
 		}
+	}
+	for range m.NextN {
+		out = append(out, "mtp (ignored)")
 	}
 	return out
 }
@@ -284,7 +486,7 @@ func trace[B any](step *families.Step[B], m *Model) (*poot.Graph, error) {
 	if m.NormPlusOne {
 		norm = append(norm, ops.OnePlusWeight())
 	}
-	rot := step.Rotary(m.Rope, poot.Traced[B]{})
+	rot := rotary(step, m)
 	layer := func(l int, x poot.Traced[B]) poot.Traced[B] {
 		p := fmt.Sprintf("blk.%d.", l)
 		w := func(name string, dims ...int) poot.Traced[B] { return weight(p+name, dims...) }
@@ -293,15 +495,7 @@ func trace[B any](step *families.Step[B], m *Model) (*poot.Graph, error) {
 		if m.Recurrent[l] {
 			mixer = func(h poot.Traced[B]) poot.Traced[B] { return deltaNet(step, m, l, h, w) }
 		}
-		e, d, f, s := m.MoE.Experts, m.Dim, m.MoE.FFN, m.SharedFFN
-		mw := ops.MoEWeights[B]{
-			Router: w("ffn_gate_inp.weight", e, d),
-			Gate:   w("ffn_gate_exps.weight", e, f, d), Up: w("ffn_up_exps.weight", e, f, d), Down: w("ffn_down_exps.weight", e, d, f),
-			SharedRouter: w("ffn_gate_inp_shexp.weight", 1, d),
-			SharedGate:   w("ffn_gate_shexp.weight", s, d), SharedUp: w("ffn_up_shexp.weight", s, d), SharedDown: w("ffn_down_shexp.weight", d, s),
-		}
-		mc := ops.MoEConfig{TopK: m.MoE.Used, Gating: m.MoE.Gating, Renormalize: m.MoE.Renormalize, Scale: m.ExpertScale}
-		return families.Layer(b, x, ln, mixer, func(h poot.Traced[B]) poot.Traced[B] { return families.RoutedFFN(b, h, mw, mc) })
+		return families.Layer(b, x, ln, mixer, func(h poot.Traced[B]) poot.Traced[B] { return ffn(b, m, h, w) })
 	}
 	stack := families.StackWeights[B]{Embed: weight("token_embd.weight", m.Vocab, m.Dim), Norm: weight("output_norm.weight", m.Dim)}
 	if !m.Tied {
@@ -312,6 +506,49 @@ func trace[B any](step *families.Step[B], m *Model) (*poot.Graph, error) {
 		return step.Finish(logits, hidden)
 	}
 	return step.Finish(logits)
+}
+
+// rotary is the step's rope tables: plain NeoX rope, but for Qwen3.5 pairs
+// that llama.cpp's sections leave at position 0 (stillPairs) get no angle.
+func rotary[B any](step *families.Step[B], m *Model) ops.Rotary[B] {
+	still := stillPairs(m.Sections, m.Rope.Dims/2)
+	if !m.variant().qwen35 || still == nil {
+		return step.Rotary(m.Rope, poot.Traced[B]{})
+	}
+	b := step.B
+	var rot ops.Rotary[B]
+	b.Scope("rope", func() {
+		keep := make([]poot.Traced[B], len(still))
+		for i, s := range still {
+			x := 1.0
+			if s {
+				x = 0
+			}
+			keep[i] = b.Full(poot.T(poot.F32, 1), x)
+		}
+		inv := b.Mul(ops.RopeInvFreq(b, m.Rope.RopeConfig), b.Concat(0, keep...))
+		rot = ops.RopeTables(b, step.Pos, inv, m.Rope.AttentionFactor(), m.Rope.Layout)
+	})
+	return rot
+}
+
+// ffn is the feed-forward: routed experts with a gated shared expert, or
+// Qwen3.5's dense SwiGLU.
+func ffn[B any](b *poot.Builder[B], m *Model, h poot.Traced[B], w func(string, ...int) poot.Traced[B]) poot.Traced[B] {
+	d := m.Dim
+	if m.MoE == nil {
+		return families.GatedFFN(b, h, families.FFNWeights[B]{
+			Gate: w("ffn_gate.weight", m.FFN, d), Up: w("ffn_up.weight", m.FFN, d), Down: w("ffn_down.weight", d, m.FFN)}, families.SiLU)
+	}
+	e, f, s := m.MoE.Experts, m.MoE.FFN, m.SharedFFN
+	mw := ops.MoEWeights[B]{
+		Router: w("ffn_gate_inp.weight", e, d),
+		Gate:   w("ffn_gate_exps.weight", e, f, d), Up: w("ffn_up_exps.weight", e, f, d), Down: w("ffn_down_exps.weight", e, d, f),
+		SharedRouter: w("ffn_gate_inp_shexp.weight", 1, d),
+		SharedGate:   w("ffn_gate_shexp.weight", s, d), SharedUp: w("ffn_up_shexp.weight", s, d), SharedDown: w("ffn_down_shexp.weight", d, s),
+	}
+	mc := ops.MoEConfig{TopK: m.MoE.Used, Gating: m.MoE.Gating, Renormalize: m.MoE.Renormalize, Scale: m.ExpertScale}
+	return families.RoutedFFN(b, h, mw, mc)
 }
 
 // attention is the gated attention mixer.
@@ -348,10 +585,15 @@ func deltaNet[B any](step *families.Step[B], m *Model, l int, h poot.Traced[B], 
 		qkv = ops.Linear(b, h, w("attn_qkv.weight", 2*kd+vd, m.Dim), none)
 		z = ops.Linear(b, h, w("attn_gate.weight", vd, m.Dim), none)
 	}
-	// Per key head: β of its value heads, then α.
-	ba := b.Reshape(ops.Linear(b, h, w("ssm_ba.weight", 2*hv, m.Dim), none), n, hk, 2*per)
-	beta := ops.Sigmoid(b, b.Reshape(b.SliceAxis(ba, 2, 0, per), n, hv))
-	alpha := b.Reshape(b.SliceAxis(ba, 2, per, 2*per), n, hv)
+	var beta, alpha poot.Traced[B]
+	if m.SplitBA {
+		beta, alpha = ops.Linear(b, h, w("ssm_beta.weight", hv, m.Dim), none), ops.Linear(b, h, w("ssm_alpha.weight", hv, m.Dim), none)
+	} else {
+		// Per key head: β of its value heads, then α.
+		ba := b.Reshape(ops.Linear(b, h, w("ssm_ba.weight", 2*hv, m.Dim), none), n, hk, 2*per)
+		beta, alpha = b.Reshape(b.SliceAxis(ba, 2, 0, per), n, hv), b.Reshape(b.SliceAxis(ba, 2, per, 2*per), n, hv)
+	}
+	beta = ops.Sigmoid(b, beta)
 	decay := ops.GatedDeltaDecayRate[B]
 	if m.LogDecay {
 		decay = ops.GatedDeltaDecay[B]
@@ -369,36 +611,40 @@ func deltaNet[B any](step *families.Step[B], m *Model, l int, h poot.Traced[B], 
 		chunk = 0
 	}
 	o, next := ops.GatedDeltaMix(b, qkv, z, g, beta, conv, w("ssm_norm.weight", ds), st, ops.GatedDeltaConfig{
-		KeyHeads: hk, ValueHeads: hv, L2Eps: m.Eps, NormEps: m.Eps, ChunkSize: chunk,
+		KeyHeads: hk, ValueHeads: hv, TiledHeads: m.TiledHeads, L2Eps: m.Eps, NormEps: m.Eps, ChunkSize: chunk,
 	})
 	storeConv(next.Conv)
 	storeDelta(next.Delta)
 	return ops.Linear(b, o, w("ssm_out.weight", m.Dim, vd), none)
 }
 
-// GGUFMetadata writes llama.cpp's qwen3next keys.
+// GGUFMetadata writes llama.cpp's keys of the model's architecture.
 func (m *Model) GGUFMetadata() ([]gguf.KV, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	if !m.MoE.Renormalize {
+	if m.MoE != nil && !m.MoE.Renormalize {
 		return nil, &families.ConfigError{Source: m.Name, Key: "norm_topk_prob", Err: families.ErrUnsupported, Detail: "llama.cpp always renormalises the routing weights"}
 	}
 	kvs, err := m.Decoder.GGUFMetadata()
 	if err != nil {
 		return nil, err
 	}
-	put := func(key string, n int) {
-		kvs = append(kvs, gguf.KV{Key: "qwen3next." + key, Value: gguf.ValueOf(uint32(n))})
+	put := func(key string, v gguf.Value) { kvs = append(kvs, gguf.KV{Key: m.Name + "." + key, Value: v}) }
+	u := func(n int) gguf.Value { return gguf.ValueOf(uint32(n)) }
+	if m.MoE != nil {
+		put("expert_shared_feed_forward_length", u(m.SharedFFN))
 	}
-	put("expert_shared_feed_forward_length", m.SharedFFN)
-	put("ssm.conv_kernel", m.ConvKernel)
-	put("ssm.state_size", m.StateSize)
-	put("ssm.group_count", m.KeyHeads)
-	put("ssm.time_step_rank", m.ValueHeads)
-	put("ssm.inner_size", m.ValueHeads*m.StateSize)
+	if m.variant().qwen35 {
+		put("rope.dimension_sections", gguf.ArrayOf([]int32{int32(m.Sections[0]), int32(m.Sections[1]), int32(m.Sections[2]), int32(m.Sections[3])}))
+	}
+	put("ssm.conv_kernel", u(m.ConvKernel))
+	put("ssm.state_size", u(m.StateSize))
+	put("ssm.group_count", u(m.KeyHeads))
+	put("ssm.time_step_rank", u(m.ValueHeads))
+	put("ssm.inner_size", u(m.ValueHeads*m.StateSize))
 	if interval, ok := m.interval(); ok {
-		put("full_attention_interval", interval)
+		put("full_attention_interval", u(interval))
 	} else {
 		layers := make([]uint32, m.Layers)
 		for l, rec := range m.Recurrent {
@@ -406,15 +652,14 @@ func (m *Model) GGUFMetadata() ([]gguf.KV, error) {
 				layers[l] = 1
 			}
 		}
-		kvs = append(kvs, gguf.KV{Key: "qwen3next.attention.recurrent_layers", Value: gguf.ArrayOf(layers)})
+		put("attention.recurrent_layers", gguf.ArrayOf(layers))
 	}
-	scalar := func(key string, x float64) {
-		if x != 0 {
-			kvs = append(kvs, gguf.KV{Key: "qwen3next." + key, Value: gguf.ValueOf(float32(x))})
-		}
+	if m.ExpertScale != 0 {
+		put("expert_weights_scale", gguf.ValueOf(float32(m.ExpertScale)))
 	}
-	scalar("expert_weights_scale", m.ExpertScale)
-	scalar("attention.scale", m.AttnScale)
+	if m.AttnScale != 0 {
+		put("attention.scale", gguf.ValueOf(float32(m.AttnScale)))
+	}
 	return kvs, nil
 }
 
@@ -433,18 +678,21 @@ func (m *Model) interval() (int, bool) {
 	return 0, false
 }
 
-// HFConfig writes the config.json of Qwen3NextForCausalLM.
+// HFConfig writes the config.json of the model's architecture.
 func (m *Model) HFConfig() (map[string]any, error) {
 	unsupported := func(key, detail string) (map[string]any, error) {
 		return nil, &families.ConfigError{Source: m.Name, Key: key, Err: families.ErrUnsupported, Detail: detail}
 	}
+	qwen35 := m.variant().qwen35
 	switch err := m.Validate(); {
 	case err != nil:
 		return nil, err
-	case !m.Fused:
+	case !m.Fused && !qwen35:
 		return unsupported("linear_attn.in_proj_qkvz", "Hugging Face stores q, k, v and z as one projection whose rows interleave them by key head; this model's attn_qkv and attn_gate cannot be written as it")
 	case m.ExpertScale != 0 || m.AttnScale != 0:
-		return unsupported("expert_weights_scale", "Qwen3-Next's config.json has no routed or attention scale")
+		return unsupported("expert_weights_scale", "the config.json has no routed or attention scale")
+	case qwen35 && stillPairs(m.Sections, m.Rope.Dims/2) != nil:
+		return unsupported("rope.dimension_sections", fmt.Sprintf("sections %v leave rotary pairs at position 0, which Hugging Face rotates", m.Sections))
 	}
 	cfg, err := m.Decoder.HFConfig()
 	if err != nil {
@@ -462,18 +710,39 @@ func (m *Model) HFConfig() (map[string]any, error) {
 		cfg["full_attention_interval"] = n
 	}
 	cfg["partial_rotary_factor"] = float64(m.Rope.Dims) / float64(m.HeadDim)
+	if qwen35 {
+		cfg["rope_parameters"] = map[string]any{"rope_type": "default", "rope_theta": m.Rope.Theta, "partial_rotary_factor": cfg["partial_rotary_factor"],
+			"mrope_section": []any{m.Sections[0], m.Sections[1], m.Sections[2]}, "mrope_interleaved": true}
+	}
 	cfg["linear_conv_kernel_dim"], cfg["linear_key_head_dim"], cfg["linear_value_head_dim"] = m.ConvKernel, m.StateSize, m.StateSize
 	cfg["linear_num_key_heads"], cfg["linear_num_value_heads"] = m.KeyHeads, m.ValueHeads
-	cfg["num_experts"], cfg["num_experts_per_tok"], cfg["moe_intermediate_size"] = m.MoE.Experts, m.MoE.Used, m.MoE.FFN
-	cfg["norm_topk_prob"], cfg["shared_expert_intermediate_size"] = m.MoE.Renormalize, m.SharedFFN
+	if m.MoE != nil {
+		cfg["num_experts"], cfg["num_experts_per_tok"], cfg["moe_intermediate_size"] = m.MoE.Experts, m.MoE.Used, m.MoE.FFN
+		cfg["norm_topk_prob"], cfg["shared_expert_intermediate_size"] = m.MoE.Renormalize, m.SharedFFN
+	}
 	cfg["hidden_act"] = "silu"
 	return cfg, nil
 }
 
 // HFTensor converts a canonical (GGUF) tensor to its Hugging Face form: the
-// RMSNorms other than the gated one lose the one llama.cpp folded in, and
-// the stored rate A becomes A_log.
+// RMSNorms other than the gated one lose the one llama.cpp folded in, the
+// stored rate A becomes A_log, and tiled value heads are grouped again.
 func (m *Model) HFTensor(name string, v []float32) []float32 {
+	if per := m.ValueHeads / max(m.KeyHeads, 1); m.TiledHeads && per > 1 {
+		kd := 2 * m.KeyHeads * m.StateSize
+		regroup := func(x []float32, outer int) { copy(x, regroupHeads(x, outer, per, m.KeyHeads)) }
+		_, role, _ := strings.Cut(strings.TrimPrefix(name, "blk."), ".")
+		switch role {
+		case "attn_qkv.weight":
+			regroup(v[kd*m.Dim:], 1)
+		case "ssm_conv1d.weight":
+			regroup(v[kd*m.ConvKernel:], 1)
+		case "attn_gate.weight", "ssm_beta.weight", "ssm_alpha.weight", "ssm_dt.bias", "ssm_a":
+			regroup(v, 1)
+		case "ssm_out.weight":
+			regroup(v, m.Dim)
+		}
+	}
 	switch {
 	case strings.HasSuffix(name, ".ssm_a"):
 		for i, a := range v {
@@ -485,4 +754,22 @@ func (m *Model) HFTensor(name string, v []float32) []float32 {
 		}
 	}
 	return v
+}
+
+// regroupHeads reorders value heads from llama.cpp's tiled order (head
+// j·hk + g is value head j of key head g) to Hugging Face's grouped order
+// (g·per + j): x viewed as [outer, per, hk, inner] becomes [outer, hk, per,
+// inner].
+func regroupHeads(x []float32, outer, per, hk int) []float32 {
+	inner := len(x) / (outer * per * hk)
+	out := make([]float32, len(x))
+	for o := range outer {
+		for j := range per {
+			for g := range hk {
+				src, dst := ((o*per+j)*hk+g)*inner, ((o*hk+g)*per+j)*inner
+				copy(out[dst:dst+inner], x[src:src+inner])
+			}
+		}
+	}
+	return out
 }

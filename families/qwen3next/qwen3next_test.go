@@ -261,19 +261,23 @@ func TestZeroModel(t *testing.T) {
 // TestChunks: a prompt run in chunks of 1, 3 and 64 tokens (the delta
 // rule's chunked form over several chunks, and its token-by-token form)
 // gives every position the logits of one prefill of all of it.
-func TestChunks(t *testing.T) {
-	m := tiny(t)
+func TestChunks(t *testing.T) { checkChunks(t, tiny(t), 64) }
+
+// checkChunks runs a prompt of 70 tokens below vocab in chunks of 1, 3
+// and 64 and compares every position with one prefill.
+func checkChunks(t *testing.T, m families.Model, vocab int) {
+	t.Helper()
 	bind := familytest.MapBinder(familytest.Synth(t, m, 9))
 	const n, capacity = 70, 80
 	prompt := make([]int32, n)
 	for i := range prompt {
-		prompt[i] = int32((i*37 + 11) % 64)
+		prompt[i] = int32((i*37 + 11) % vocab)
 	}
-	vocab := m.Schema().Vocab
 	all, err := familytest.NewRunner(m, bind).Step(families.StepShape{Rows: 1, New: n, Capacity: capacity, Logits: families.AllTokens}, prompt, familytest.Seq(0, n), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	width := m.Schema().Vocab
 	for _, size := range []int{1, 3, 64} {
 		r, worst := familytest.NewRunner(m, bind), 0.0
 		for from := 0; from < n; from += size {
@@ -282,7 +286,7 @@ func TestChunks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := familytest.MaxDiff32(got, all[from*vocab:(from+k)*vocab])
+			d := familytest.MaxDiff32(got, all[from*width:(from+k)*width])
 			worst = max(worst, d)
 			if d > 1e-5 {
 				t.Fatalf("chunks of %d, tokens [%d, %d): max |Δlogit| %.3g", size, from, from+k, d)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,6 +51,14 @@ func open(t *testing.T, path string) (*load.Checkpoint, *qwen3next.Model) {
 // replaced by what edit returns for it.
 func rewrite(t *testing.T, src, dst string, edit func(info gguf.TensorInfo, data []byte) []gguf.WriterTensor) {
 	t.Helper()
+	rewriteKV(t, src, dst, func(kvs []gguf.KV) []gguf.KV { return kvs }, edit, nil)
+}
+
+// rewriteKV is rewrite with the metadata replaced by what kvs returns for
+// it, and the tensors extra returns (when it is not nil) appended after the
+// edited ones.
+func rewriteKV(t *testing.T, src, dst string, kvs func([]gguf.KV) []gguf.KV, edit func(info gguf.TensorInfo, data []byte) []gguf.WriterTensor, extra func() []gguf.WriterTensor) {
+	t.Helper()
 	f, err := gguf.Open(src)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +72,10 @@ func rewrite(t *testing.T, src, dst string, edit func(info gguf.TensorInfo, data
 		}
 		ts = append(ts, edit(info, append([]byte(nil), data...))...)
 	}
-	if err := gguf.WriteFile(dst+".tmp", f.KVs(), ts, 0); err != nil {
+	if extra != nil {
+		ts = append(ts, extra()...)
+	}
+	if err := gguf.WriteFile(dst+".tmp", kvs(slices.Clone(f.KVs())), ts, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(dst+".tmp", dst); err != nil {
@@ -162,8 +174,9 @@ func TestSplitLayout(t *testing.T) {
 	}
 }
 
-// fixtures are the llama.cpp references: the synthesised fused layout in
-// F32 and F16, and the split layout of the F32 weights. llama.cpp rounds
+// fixtures are the llama.cpp references: Qwen3-Next's synthesised fused
+// layout in F32 and F16 and the split layout of the F32 weights, and
+// Qwen3.5 (dense and MoE) in F32 and F16. llama.cpp rounds
 // the activations to F16 inside every product with an F16 weight, which
 // with these weights (standard deviation 0.25) moves logits by up to 0.08;
 // poot decodes the weight and keeps activations in F32. So the F16 file is
@@ -179,6 +192,12 @@ var fixtures = []struct {
 	{"tiny-f16.gguf", "tiny-f16.ref.json", true, 0.1, false},
 	{"tiny-f16.gguf", "tiny-f16-widened.ref.json", true, 1e-3, true},
 	{"tiny-split-f32.gguf", "tiny-split-f32.ref.json", false, 1e-3, true},
+	{"qwen35-f32.gguf", "qwen35-f32.ref.json", false, 1e-3, true},
+	{"qwen35-f16.gguf", "qwen35-f16.ref.json", false, 0.1, false},
+	{"qwen35-f16.gguf", "qwen35-f16-widened.ref.json", false, 1e-3, true},
+	{"qwen35moe-f32.gguf", "qwen35moe-f32.ref.json", false, 1e-3, true},
+	{"qwen35moe-f16.gguf", "qwen35moe-f16.ref.json", false, 0.1, false},
+	{"qwen35moe-f16.gguf", "qwen35moe-f16-widened.ref.json", false, 1e-3, true},
 }
 
 // TestReference compares with llama.cpp's logits at every position and its
@@ -308,8 +327,14 @@ func TestSafetensors(t *testing.T) {
 // the weights its GGUF form holds, under the Hugging Face names (the fused
 // in_proj_qkvz, one tensor per expert), so the model read from config.json
 // gives the same logits bound to either.
-func TestSynthSafetensors(t *testing.T) {
-	p, err := synth.FindPreset("qwen3next", "tiny")
+func TestSynthSafetensors(t *testing.T) { checkSynthSafetensors(t, "qwen3next") }
+
+// checkSynthSafetensors writes family's tiny preset in both formats and
+// checks that the model read from config.json gives the same logits bound
+// to the safetensors directory and to the GGUF file's values.
+func checkSynthSafetensors(t *testing.T, family string) {
+	t.Helper()
+	p, err := synth.FindPreset(family, "tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,6 +357,9 @@ func TestSynthSafetensors(t *testing.T) {
 	hm, err := registry.FromHF(hc.HFConfig())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if hm.Family() != family {
+		t.Fatalf("synth's %s safetensors read as %s", family, hm.Family())
 	}
 	gc, err := load.Open(gg)
 	if err != nil {

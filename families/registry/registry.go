@@ -33,6 +33,8 @@ var Shipped = []families.Row{
 	llama4.Row,
 	gptoss.Row,
 	qwen3next.Row,
+	qwen3next.Qwen35Row,
+	qwen3next.Qwen35MoERow,
 	deepseek2.Row,
 	olmo2.Row,
 	phi3.Row,

@@ -1,0 +1,4 @@
+package qwen3next
+
+// StillPairs exports stillPairs to the tests.
+var StillPairs = stillPairs
