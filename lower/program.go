@@ -384,6 +384,14 @@ var negInf = float32(math.Inf(-1))
 func (p *planner) rowFusion() error {
 	var out []*Kernel
 	ks := p.kernels
+	// A reshape is a view of its operand: a kernel that loads the view
+	// reads what the run makes under another name, all of it at once.
+	view := map[poot.ValueID]poot.ValueID{}
+	for _, e := range p.eqns {
+		if e.Op == poot.Reshape {
+			view[e.Out] = e.Inputs[0]
+		}
+	}
 	for i := 0; i < len(ks); {
 		rows, L, ok := p.rowReduce(ks[i])
 		if !ok {
@@ -391,10 +399,10 @@ func (p *planner) rowFusion() error {
 			i++
 			continue
 		}
-		made := map[poot.ValueID]bool{}
+		made := madeSet{view: view, set: map[poot.ValueID]bool{}}
 		run := []*Kernel{p.asReduce(ks[i])}
 		for _, v := range ks[i].Outputs {
-			made[v] = true
+			made.set[v] = true
 		}
 		j := i + 1
 		for ; j < len(ks); j++ {
@@ -404,7 +412,7 @@ func (p *planner) rowFusion() error {
 			}
 			run = append(run, p.asReduce(k))
 			for _, v := range k.Outputs {
-				made[v] = true
+				made.set[v] = true
 			}
 		}
 		if len(run) < 2 {
@@ -464,7 +472,7 @@ func (p *planner) asReduce(k *Kernel) *Kernel {
 
 // rowLocal reports whether k can join a row sequence over rows of length
 // L that has made the values in made.
-func (p *planner) rowLocal(k *Kernel, rows, L int, made map[poot.ValueID]bool) bool {
+func (p *planner) rowLocal(k *Kernel, rows, L int, made madeSet) bool {
 	var full bool
 	var loads []Load
 	switch {
@@ -485,7 +493,7 @@ func (p *planner) rowLocal(k *Kernel, rows, L int, made map[poot.ValueID]bool) b
 		}
 	}
 	for _, l := range loads {
-		if l.Imm || !made[l.Value] {
+		if l.Imm || !made.has(l.Value) {
 			continue
 		}
 		size := int(p.g.Type(l.Value).Shape.Size())
@@ -500,6 +508,26 @@ func (p *planner) rowLocal(k *Kernel, rows, L int, made map[poot.ValueID]bool) b
 		}
 	}
 	return true
+}
+
+// madeSet is the set of values a run of row kernels makes, seen through
+// reshapes (views of what the run makes are made by it too).
+type madeSet struct {
+	view map[poot.ValueID]poot.ValueID
+	set  map[poot.ValueID]bool
+}
+
+func (m madeSet) has(v poot.ValueID) bool {
+	for {
+		if m.set[v] {
+			return true
+		}
+		u, ok := m.view[v]
+		if !ok {
+			return false
+		}
+		v = u
+	}
 }
 
 // rowMajorRows reports whether a broadcast load reads element r of its
