@@ -28,19 +28,27 @@ func (m WeightMap) Fuse(specs []TensorSpec, get func(name string) ([]float32, er
 	}
 	var order []string
 	groups := map[string][]part{}
-	transposed := map[string]bool{}
+	transposed, columns := map[string]bool{}, map[string]bool{}
 	for _, s := range specs {
 		src, ok := m.View(s.Name)
 		if !ok {
 			continue
+		}
+		if src.Columns {
+			// A cut along the last axis is a cut of rows of one column
+			// each: the same fusing, with a unit axis appended.
+			if src.Transposed {
+				return nil, fmt.Errorf("families: %s: a view of %s cuts columns of transposed matrices", s.Name, src.Tensor)
+			}
+			s.Shape = append(s.Shape.Clone(), 1)
 		}
 		if len(s.Shape) < 2 {
 			return nil, fmt.Errorf("families: %s: a view of %s needs a matrix, have %v", s.Name, src.Tensor, s.Shape)
 		}
 		if _, seen := groups[src.Tensor]; !seen {
 			order = append(order, src.Tensor)
-			transposed[src.Tensor] = src.Transposed
-		} else if transposed[src.Tensor] != src.Transposed {
+			transposed[src.Tensor], columns[src.Tensor] = src.Transposed, src.Columns
+		} else if transposed[src.Tensor] != src.Transposed || columns[src.Tensor] != src.Columns {
 			return nil, fmt.Errorf("families: views of %s disagree on its layout", src.Tensor)
 		}
 		step := max(src.RowStep, 1)
@@ -98,6 +106,9 @@ func (m WeightMap) Fuse(specs []TensorSpec, get func(name string) ([]float32, er
 			return nil, fmt.Errorf("families: row %d of %s is in no view", i, name)
 		}
 		shape := append(lead.Clone(), total, in)
+		if columns[name] {
+			shape = append(lead.Clone(), total) // drop the unit axis
+		}
 		data := pre
 		if transposed[name] {
 			data = make([]float32, len(pre))

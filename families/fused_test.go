@@ -27,6 +27,8 @@ func TestFuseRoundTrip(t *testing.T) {
 		{Name: "blk.1.ffn_up_exps.weight", Shape: poot.Shape{e, f, d}},
 		{Name: "blk.0.attn_q.weight", Shape: poot.Shape{2, d}},
 		{Name: "blk.0.attn_k.weight", Shape: poot.Shape{1, d}},
+		{Name: "blk.0.ffn_gate_exps.bias", Shape: poot.Shape{e, f}},
+		{Name: "blk.0.ffn_up_exps.bias", Shape: poot.Shape{e, f}},
 	}
 	values := map[string][]float32{}
 	for i, s := range specs {
@@ -42,12 +44,16 @@ func TestFuseRoundTrip(t *testing.T) {
 			"ffn_up_exps.weight":   {Tensor: "gate_up_proj", Transposed: true, RowStart: f, RowEnd: 2 * f},
 			"attn_q.weight":        {Tensor: "qkv_proj.weight", RowStart: 0, RowEnd: 2},
 			"attn_k.weight":        {Tensor: "qkv_proj.weight", RowStart: 2, RowEnd: 3},
+			"ffn_gate_exps.bias":   {Tensor: "gate_up_proj_bias", Columns: true, RowStart: 0, RowEnd: f},
+			"ffn_up_exps.bias":     {Tensor: "gate_up_proj_bias", Columns: true, RowStart: f, RowEnd: 2 * f},
 		}},
 		"interleaved": {Views: map[string]load.Source{
 			"ffn_gate_exps.weight": {Tensor: "gate_up_proj", Transposed: true, RowStart: 0, RowEnd: 2 * f, RowStep: 2},
 			"ffn_up_exps.weight":   {Tensor: "gate_up_proj", Transposed: true, RowStart: 1, RowEnd: 2 * f, RowStep: 2},
 			"attn_q.weight":        {Tensor: "qkv_proj.weight", RowStart: 0, RowEnd: 2},
 			"attn_k.weight":        {Tensor: "qkv_proj.weight", RowStart: 2, RowEnd: 3},
+			"ffn_gate_exps.bias":   {Tensor: "gate_up_proj_bias", Columns: true, RowStart: 0, RowEnd: 2 * f, RowStep: 2},
+			"ffn_up_exps.bias":     {Tensor: "gate_up_proj_bias", Columns: true, RowStart: 1, RowEnd: 2 * f, RowStep: 2},
 		}},
 	}
 	for name, w := range layouts {
@@ -57,8 +63,8 @@ func TestFuseRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(fused) != 3 || !fused[0].Shape.Equal(poot.Shape{e, d, 2 * f}) || !fused[2].Shape.Equal(poot.Shape{3, d}) {
-				t.Fatalf("fused %d tensors, first %v: want 3, [%d %d %d] then the layer 1 stack and qkv [3 %d]", len(fused), fused[0].Shape, e, d, 2*f, d)
+			if len(fused) != 4 || !fused[0].Shape.Equal(poot.Shape{e, d, 2 * f}) || !fused[2].Shape.Equal(poot.Shape{3, d}) || !fused[3].Shape.Equal(poot.Shape{e, 2 * f}) {
+				t.Fatalf("fused %d tensors, first %v: want 4, [%d %d %d] then the layer 1 stack, qkv [3 %d] and the biases [%d %d]", len(fused), fused[0].Shape, e, d, 2*f, d, e, 2*f)
 			}
 			var ts []safetensors.WriterTensor
 			for _, ft := range fused {

@@ -131,6 +131,9 @@ func CheckTensors(m Model, t TensorTable) error {
 		}
 		if src.RowEnd > 0 && len(eff) > 0 {
 			axis := max(len(eff)-2, 0)
+			if src.Columns {
+				axis = len(eff) - 1
+			}
 			if src.RowStart < 0 || src.RowEnd > eff[axis] || src.RowStart >= src.RowEnd {
 				return fail(src.Tensor, ErrShape, "rows [%d, %d) of stored %v, want %v", src.RowStart, src.RowEnd, got, spec.Shape)
 			}

@@ -212,6 +212,10 @@ type Source struct {
 	// above 1, keeps every RowStep-th row from RowStart (gate and up
 	// projections fused with interleaved rows, as gpt-oss stores them).
 	RowStart, RowEnd, RowStep int
+	// Columns makes the row range select along the last axis instead: a
+	// stack of fused bias vectors [E, 2F] cut into [E, F] halves or
+	// interleaved columns.
+	Columns bool
 	// Parts, instead of Tensor, lists tensors of one shape and dtype that
 	// are stacked along a new leading axis (per-expert matrices stored one
 	// tensor an expert). The stack is copied once, in the stored dtype.
@@ -318,7 +322,11 @@ func (c *Checkpoint) materialize(src Source) (tensor.Tensor, error) {
 		}
 	}
 	if src.RowEnd > 0 {
-		if t, err = sliceRows(t, src.RowStart, src.RowEnd, src.RowStep); err != nil {
+		slice := sliceRows
+		if src.Columns {
+			slice = sliceColumns
+		}
+		if t, err = slice(t, src.RowStart, src.RowEnd, src.RowStep); err != nil {
 			return t, &BindError{Tensor: src.name(), Got: t.Type, Err: err}
 		}
 	}
@@ -388,6 +396,28 @@ func sliceRows(t tensor.Tensor, start, end, step int) (tensor.Tensor, error) {
 		}
 	}
 	return tensor.View(typ, data)
+}
+
+// sliceColumns keeps columns start, start+step, … below end of t's last
+// axis (a copy).
+func sliceColumns(t tensor.Tensor, start, end, step int) (tensor.Tensor, error) {
+	sh := t.Type.Shape
+	step = max(step, 1)
+	if len(sh) == 0 || start < 0 || start >= end || end > sh[len(sh)-1] || t.Type.DType.Packed() {
+		return t, fmt.Errorf("%w: columns [%d, %d) of %v", ErrShape, start, end, t.Type)
+	}
+	c := sh[len(sh)-1]
+	n := (end - start + step - 1) / step
+	es := t.Type.DType.BlockBytes()
+	shape := slices.Clone(sh)
+	shape[len(sh)-1] = n
+	data := make([]byte, 0, len(t.Data)/c*n)
+	for r := range len(t.Data) / (c * es) {
+		for j := start; j < end; j += step {
+			data = append(data, t.Data[(r*c+j)*es:(r*c+j+1)*es]...)
+		}
+	}
+	return tensor.View(poot.TensorType{Shape: shape, DType: t.Type.DType}, data)
 }
 
 func reorderRows(t tensor.Tensor, order []int) (tensor.Tensor, error) {

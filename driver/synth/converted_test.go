@@ -21,7 +21,7 @@ func TestSafetensorsAgreeWithLlamaCpp(t *testing.T) {
 	for family, pkg := range map[string]string{
 		"llama": "llama", "qwen3moe": "qwen3moe", "mixtral": "mixtral", "llama4": "llama4",
 		"deepseek2": "deepseek2", "olmo2": "olmo2", "phi3": "phi3", "granite": "granite",
-		"qwen3next": "qwen3next", "qwen35": "qwen3next", "qwen35moe": "qwen3next",
+		"qwen3next": "qwen3next", "qwen35": "qwen3next", "qwen35moe": "qwen3next", "gpt-oss": "gptoss",
 	} {
 		t.Run(family, func(t *testing.T) {
 			p, err := synth.FindPreset(family, "tiny")

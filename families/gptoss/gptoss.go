@@ -10,9 +10,9 @@
 // The model embeds a families.Decoder for its hyperparameters, weight map
 // and writers; its layers are traced here. Experts stored as MXFP4, the
 // form of the published checkpoints, are not decoded yet: such a GGUF file
-// or config.json is refused with an ErrUnsupported error. Poot's own
-// safetensors form stores one tensor per expert (mlp.experts.{e}.*), not
-// the published fused, column-interleaved gate_up_proj.
+// or config.json is refused with an ErrUnsupported error; the published
+// layout in BF16 or F32 (experts stacked [E, in, out], gate and up fused
+// with interleaved columns) is read and written.
 package gptoss
 
 import (
@@ -22,6 +22,7 @@ import (
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/ops"
 )
 
@@ -135,15 +136,21 @@ func finish(d *families.Decoder, r *families.Reader, c families.Container, limit
 		"attn_sinks.weight":          "self_attn.sinks",
 		"ffn_gate_inp.weight":        "mlp.router.weight",
 		"ffn_gate_inp.bias":          "mlp.router.bias",
-		"ffn_gate_exps.weight":       "mlp.experts.{e}.gate_proj.weight",
-		"ffn_gate_exps.bias":         "mlp.experts.{e}.gate_proj.bias",
-		"ffn_up_exps.weight":         "mlp.experts.{e}.up_proj.weight",
-		"ffn_up_exps.bias":           "mlp.experts.{e}.up_proj.bias",
-		"ffn_down_exps.weight":       "mlp.experts.{e}.down_proj.weight",
-		"ffn_down_exps.bias":         "mlp.experts.{e}.down_proj.bias",
+		"ffn_down_exps.bias":         "mlp.experts.down_proj_bias",
 	}).In(c)
-	if d.MoE != nil {
-		d.Weight.Experts = d.MoE.Experts
+	// The published layout: each layer's experts as stacks of [in, out]
+	// matrices, gate and up fused with interleaved columns, their biases
+	// likewise.
+	if m := d.MoE; m != nil {
+		f := m.FFN
+		gu, gub := "mlp.experts.gate_up_proj", "mlp.experts.gate_up_proj_bias"
+		d.Weight.Views = map[string]load.Source{
+			"ffn_gate_exps.weight": {Tensor: gu, Transposed: true, RowStart: 0, RowEnd: 2 * f, RowStep: 2},
+			"ffn_up_exps.weight":   {Tensor: gu, Transposed: true, RowStart: 1, RowEnd: 2 * f, RowStep: 2},
+			"ffn_gate_exps.bias":   {Tensor: gub, Columns: true, RowStart: 0, RowEnd: 2 * f, RowStep: 2},
+			"ffn_up_exps.bias":     {Tensor: gub, Columns: true, RowStart: 1, RowEnd: 2 * f, RowStep: 2},
+			"ffn_down_exps.weight": {Tensor: "mlp.experts.down_proj", Transposed: true},
+		}
 	}
 	d.GGUF = families.GGUFStyle{Architecture: Family, Keys: func(d *families.Decoder, put func(string, gguf.Value)) {
 		window, period, _ := pattern(d)

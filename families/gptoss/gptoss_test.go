@@ -249,8 +249,11 @@ func TestContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if !slices.Contains(d.TensorNames(), "model.layers.1.mlp.experts.3.down_proj.bias") {
-		t.Errorf("the safetensors form has no per-expert down_proj bias: %v", d.TensorNames())
+	for _, name := range []string{"model.layers.1.mlp.experts.gate_up_proj", "model.layers.1.mlp.experts.gate_up_proj_bias",
+		"model.layers.1.mlp.experts.down_proj", "model.layers.1.mlp.experts.down_proj_bias"} {
+		if !slices.Contains(d.TensorNames(), name) {
+			t.Errorf("the safetensors form has no %s (the published layout): %v", name, d.TensorNames())
+		}
 	}
 	hm, err := registry.FromCheckpoint(d)
 	if err != nil {
