@@ -77,11 +77,21 @@ func quantizeMXFP4(dst []byte, src []float32) {
 		if amax > 0 {
 			e = mxfp4Exponent(amax)
 		}
-		d := E8M0Half(e)
 		dst[0] = e
 		qs := dst[1:mxfp4Bytes]
-		for j := range qs {
-			qs[j] = nearestFP4(x[j], d) | nearestFP4(x[j+legacyHalf], d)<<4
+		if inv := math.Ldexp(1, 128-int(e)); e <= 252 && float64(amax)*inv < 16 {
+			// The exponent fits amax (as it does unless amax is
+			// infinite, or below 2^-125, or so close to the float32
+			// maximum that 8·E8M0Half(e) overflows): the midpoints give
+			// the search's codes.
+			for j := range qs {
+				qs[j] = nearestFP4Midpoints(x[j], inv) | nearestFP4Midpoints(x[j+legacyHalf], inv)<<4
+			}
+		} else {
+			d := E8M0Half(e)
+			for j := range qs {
+				qs[j] = nearestFP4(x[j], d) | nearestFP4(x[j+legacyHalf], d)<<4
+			}
 		}
 		src, dst = src[legacyElems:], dst[mxfp4Bytes:]
 	}
@@ -109,6 +119,40 @@ func mxfp4Exponent(amax float32) uint8 {
 	l := float32(math.Log2(float64(amax)))
 	f := float32(math.Floor(float64(l))) - 2 + 127
 	return uint8(int32(f))
+}
+
+// fp4Midpoints are the midpoints between consecutive doubled E2M1
+// magnitudes 0, 1, 2, 3, 4, 6, 8, 12.
+var fp4Midpoints = [7]float64{0.5, 1.5, 2.5, 3.5, 5, 7, 10}
+
+// nearestFP4Midpoints is nearestFP4 for x within 16 times the scale
+// d = 1/inv, every candidate finite (e ≤ 252): it counts the midpoints
+// strictly below |x|/d instead of comparing sixteen distances, and
+// TestNearestFP4Midpoints checks that the two agree. They do because the
+// search's float32 distances are exact for the two levels around x (both
+// lie within a factor of two of x, or one is 0), and the other distances,
+// at least d longer and at most 28d, cannot round down to the shortest: so
+// the search picks the nearest level, the smaller magnitude on a tie. (For
+// x far beyond 12d the long distances do round together, and the search's
+// first-in-table-order rule picks a smaller level than the nearest; ggml
+// meets that only in blocks whose exponent does not fit, which quantizeMXFP4
+// leaves to the search.) A negative x takes the negative code of a nonzero
+// level; zero is code 0, never −0; a NaN (every distance NaN) is code 0.
+func nearestFP4Midpoints(x float32, inv float64) byte {
+	t := math.Abs(float64(x)) * inv // exact: inv is a power of two
+	if t != t {
+		return 0
+	}
+	var c byte
+	for _, m := range fp4Midpoints {
+		if t > m {
+			c++
+		}
+	}
+	if c > 0 && x < 0 {
+		c |= 8
+	}
+	return c
 }
 
 // nearestFP4 returns the code whose value MXFP4Values[c]·d is nearest to x,

@@ -317,6 +317,40 @@ func TestMXFP4FixedPoints(t *testing.T) {
 	})
 }
 
+// TestNearestFP4Midpoints: the midpoint rule picks the search's code for
+// every scale without overflow and every x within 16 times the scale (a
+// level, a midpoint, a float32 next to one, anything in between, NaN).
+func TestNearestFP4Midpoints(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		e := rapid.ByteRange(0, 252).Draw(t, "e")
+		var x float32
+		switch rapid.IntRange(0, 2).Draw(t, "kind") {
+		case 0:
+			// A level or a midpoint at this scale, or a neighbour.
+			q := rapid.IntRange(-31, 31).Draw(t, "half steps")
+			x = float32(math.Ldexp(float64(q)/2, int(e)-128))
+			switch rapid.IntRange(0, 2).Draw(t, "nudge") {
+			case 1:
+				x = math.Nextafter32(x, float32(math.Inf(1)))
+			case 2:
+				x = math.Nextafter32(x, float32(math.Inf(-1)))
+			}
+		case 1:
+			x = float32(math.Ldexp(rapid.Float64Range(-16, 16).Draw(t, "doubled"), int(e)-128))
+		default:
+			x = float32(math.NaN())
+		}
+		inv := math.Ldexp(1, 128-int(e))
+		if !(math.Abs(float64(x))*inv < 16) && x == x {
+			t.Skip("outside the midpoint rule's range")
+		}
+		want := nearestFP4(x, E8M0Half(e))
+		if got := nearestFP4Midpoints(x, inv); got != want {
+			t.Fatalf("x = %g (%#08x), e = %d: midpoints give code %d, the search %d", x, math.Float32bits(x), e, got, want)
+		}
+	})
+}
+
 // mxfp4FixtureFile is ggml's output for the shared quant source rows and
 // four rows aimed at MXFP4 (see testdata/README.md).
 const mxfp4FixtureFile = "testdata/quant-mxfp4.gguf"
