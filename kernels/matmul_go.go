@@ -180,7 +180,7 @@ func decode32(wt poot.DType, blk []byte, q *[32]int8) (d, m float32) {
 		return f16le(blk), f16le(blk[2:])
 	case poot.MXFP4:
 		// The FP4 codes index ggml's doubled E2M1 values, and the E8M0
-		// scale is halved to match (see quant.MXFP4Values).
+		// scale is halved to match (see quant.MXFP4Value).
 		qs := (*[16]byte)(blk[1:17])
 		for j, v := range qs {
 			q[j] = mxfp4Values[v&15]

@@ -8,10 +8,15 @@ import "github.com/pootlabs/poot/quant"
 // 2^(e-128) through a 256-entry one. The tables come from package quant,
 // so the kernels cannot drift from the format's definition.
 
-// mxfp4Values is quant.MXFP4Values; the assembly keeps its own copy as
-// VPSHUFB's lookup table (mxfp4vals in quant_amd64.s), and
+// mxfp4Values is quant.MXFP4Value's table; the assembly keeps its own copy
+// as VPSHUFB's lookup table (mxfp4vals in quant_amd64.s), and
 // TestMXFP4Codes runs every code at every position through both.
-var mxfp4Values = quant.MXFP4Values
+var mxfp4Values = func() (t [16]int8) {
+	for c := range t {
+		t[c] = quant.MXFP4Value(byte(c))
+	}
+	return t
+}()
 
 // e8m0Half maps an MXFP4 block's exponent byte to its scale; the assembly
 // reads it too.

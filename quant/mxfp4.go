@@ -13,9 +13,9 @@ import "math"
 // legacy formats: byte j holds element j in its low nibble and element
 // j+16 in its high nibble.
 //
-// ggml keeps the E2M1 values doubled, as the integers of [MXFP4Values], so
+// ggml keeps the E2M1 values doubled, as the integers of [MXFP4Value], so
 // that they fit an int8 dot product, and halves the scale to match:
-// x = MXFP4Values[code] · [E8M0Half](e), with E8M0Half(e) = 2^(e−128).
+// x = MXFP4Value(code) · [E8M0Half](e), with E8M0Half(e) = 2^(e−128).
 // The products are exact (a small integer times a power of two) unless e
 // is 253 or more, where the largest codes overflow to ±inf; ggml reads the
 // spec's NaN encoding e = 0xFF as the number 2^127 like any other exponent,
@@ -31,13 +31,18 @@ import "math"
 // mxfp4Bytes is the size of one block: the exponent and 16 bytes of codes.
 const mxfp4Bytes = 1 + legacyHalf
 
-// MXFP4Values holds the value of each FP4 (E2M1) code doubled, as ggml's
-// kvalues_mxfp4 does: code c means MXFP4Values[c]/2. Codes 8…15 are the
-// negatives of 0…7 (code 8 is −0, which is 0 here).
-var MXFP4Values = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
+// mxfp4Values holds the value of each FP4 (E2M1) code doubled, as ggml's
+// kvalues_mxfp4 does. Codes 8…15 are the negatives of 0…7 (code 8 is −0,
+// which is 0 here).
+var mxfp4Values = [16]int8{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12}
+
+// MXFP4Value returns twice the value of the FP4 (E2M1) code in the low four
+// bits of code, as ggml's kvalues_mxfp4 table holds it: code c means
+// MXFP4Value(c)/2, from 0 to ±6 (−12 … 12 doubled). Code 8, −0, gives 0.
+func MXFP4Value(code byte) int8 { return mxfp4Values[code&15] }
 
 // E8M0Half returns half the value of the E8M0 exponent e, 2^(e−128), exactly:
-// the scale that multiplies the doubled values of [MXFP4Values]. e = 0 and 1
+// the scale that multiplies the doubled values of [MXFP4Value]. e = 0 and 1
 // give the float32 subnormals 2^−128 and 2^−127; e = 255 gives 2^127 (ggml
 // does not treat it as NaN).
 func E8M0Half(e uint8) float32 {
@@ -56,8 +61,8 @@ func dequantizeMXFP4(dst []float32, src []byte) {
 		qs := (*[legacyHalf]byte)(src[1:mxfp4Bytes])
 		y := dst[:legacyElems]
 		for j, q := range qs {
-			y[j] = float32(MXFP4Values[q&0xf]) * d
-			y[j+legacyHalf] = float32(MXFP4Values[q>>4]) * d
+			y[j] = float32(mxfp4Values[q&0xf]) * d
+			y[j+legacyHalf] = float32(mxfp4Values[q>>4]) * d
 		}
 		dst, src = dst[legacyElems:], src[mxfp4Bytes:]
 	}
@@ -155,15 +160,15 @@ func nearestFP4Midpoints(x float32, inv float64) byte {
 	return c
 }
 
-// nearestFP4 returns the code whose value MXFP4Values[c]·d is nearest to x,
+// nearestFP4 returns the code whose value mxfp4Values[c]·d is nearest to x,
 // the first on ties; a NaN x gets code 0. The products are rounded to
 // float32 before the subtraction, as in C: a fused multiply-add would turn
 // an overflowed ±inf product into a finite difference.
 func nearestFP4(x, d float32) byte {
 	best := byte(0)
-	bestErr := abs32(float32(float32(MXFP4Values[0])*d) - x)
-	for c := 1; c < len(MXFP4Values); c++ {
-		if err := abs32(float32(float32(MXFP4Values[c])*d) - x); err < bestErr {
+	bestErr := abs32(float32(float32(mxfp4Values[0])*d) - x)
+	for c := 1; c < len(mxfp4Values); c++ {
+		if err := abs32(float32(float32(mxfp4Values[c])*d) - x); err < bestErr {
 			best, bestErr = byte(c), err
 		}
 	}
