@@ -7,9 +7,9 @@ import (
 )
 
 // DType is the element type of a tensor. The plain types (F32, F16, BF16, I32,
-// Bool) hold one element per storage unit; the packed types (Q8_0 … Q8_K) hold
-// elements in fixed-size blocks along a tensor's last axis, exactly as GGUF
-// stores them. Packed types appear only on constants read by a contraction, a
+// Bool) hold one element per storage unit; the packed types (Q8_0 … MXFP4)
+// hold elements in fixed-size blocks along a tensor's last axis, exactly as
+// GGUF stores them. Packed types appear only on constants read by a contraction, a
 // gather or a cast; every computed value is F32, I32 or Bool (or F16/BF16 when
 // produced by an explicit cast).
 type DType uint8
@@ -32,6 +32,7 @@ const (
 	Q5_K                 // super-blocks of 256: as Q4_K plus one high bit a quant
 	Q6_K                 // super-blocks of 256: 6-bit quants, int8 sub-scales, f16 scale last
 	Q8_K                 // super-blocks of 256: f32 scale, 256 int8, 16 int16 block sums
+	MXFP4                // blocks of 32: E8M0 power-of-two scale, 16 bytes of FP4 (E2M1) codes
 	numDTypes
 )
 
@@ -57,6 +58,7 @@ var dtypeInfos = [numDTypes]dtypeInfo{
 	Q5_K:    {"q5_K", 256, 176},
 	Q6_K:    {"q6_K", 256, 210},
 	Q8_K:    {"q8_K", 256, 292},
+	MXFP4:   {"mxfp4", 32, 17},
 }
 
 // DTypes lists every valid DType in order.

@@ -186,6 +186,7 @@ func TestDTypeGeometry(t *testing.T) {
 		{F32, 1, 4, false}, {F16, 1, 2, false}, {BF16, 1, 2, false}, {I32, 1, 4, false}, {Bool, 1, 1, false},
 		{Q8_0, 32, 34, true}, {Q4_0, 32, 18, true}, {Q4_1, 32, 20, true}, {Q5_0, 32, 22, true}, {Q5_1, 32, 24, true},
 		{Q4_K, 256, 144, true}, {Q5_K, 256, 176, true}, {Q6_K, 256, 210, true}, {Q8_K, 256, 292, true},
+		{MXFP4, 32, 17, true},
 	}
 	for _, c := range cases {
 		if c.d.BlockElems() != c.elems || c.d.BlockBytes() != c.bytes || c.d.Packed() != c.packed {

@@ -89,7 +89,7 @@ var ggmlInfos = map[GGMLType]ggmlInfo{
 	GGMLTypeBF16:    {"bf16", 1, 2, poot.BF16},
 	GGMLTypeTQ1_0:   {"tq1_0", 256, 54, poot.Invalid},
 	GGMLTypeTQ2_0:   {"tq2_0", 256, 66, poot.Invalid},
-	GGMLTypeMXFP4:   {"mxfp4", 32, 17, poot.Invalid},
+	GGMLTypeMXFP4:   {"mxfp4", 32, 17, poot.MXFP4},
 }
 
 // String returns ggml's name for the type ("q4_K"), or "ggml_type(N)" for an

@@ -331,3 +331,28 @@ func TestOpenErrors(t *testing.T) {
 		t.Errorf("missing file: err = %v", err)
 	}
 }
+
+// TestDTypeGeometryAgrees: every ggml type that maps to a poot dtype has
+// that dtype's block geometry, and the mapping goes both ways. MXFP4 (ggml
+// type 39, gpt-oss's expert matrices) is named because it was the last to
+// be mapped.
+func TestDTypeGeometryAgrees(t *testing.T) {
+	for typ, info := range ggmlInfos {
+		d, ok := typ.DType()
+		if !ok {
+			continue
+		}
+		if d.BlockElems() != typ.BlockElems() || d.BlockBytes() != typ.BlockBytes() {
+			t.Errorf("%v: ggml blocks %d/%d bytes, poot %v %d/%d", typ, typ.BlockElems(), typ.BlockBytes(), d, d.BlockElems(), d.BlockBytes())
+		}
+		if back, ok := GGMLTypeOf(d); !ok || back != typ {
+			t.Errorf("GGMLTypeOf(%v) = %v, %v; want %v", d, back, ok, typ)
+		}
+		if info.name != d.String() {
+			t.Errorf("%v: ggml name %q, poot name %q", typ, info.name, d.String())
+		}
+	}
+	if d, ok := GGMLTypeMXFP4.DType(); !ok || d != poot.MXFP4 {
+		t.Errorf("GGMLTypeMXFP4.DType() = %v, %v", d, ok)
+	}
+}

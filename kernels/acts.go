@@ -22,7 +22,7 @@ func actKindFor(wt poot.DType) actKind {
 	switch wt {
 	case poot.F32, poot.F16, poot.BF16:
 		return actF32
-	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1:
+	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.MXFP4:
 		return actQ8
 	case poot.Q4_K, poot.Q5_K, poot.Q6_K:
 		return actQ8K
@@ -31,8 +31,8 @@ func actKindFor(wt poot.DType) actKind {
 }
 
 // Acts holds T activation rows of K elements prepared for a product with one
-// family of weight dtypes (F32/F16/BF16; Q8_0/Q4_0/Q4_1/Q5_0/Q5_1; the
-// K-quants). One preparation serves every product of the same x with weights
+// family of weight dtypes (F32/F16/BF16; Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/MXFP4;
+// the K-quants). One preparation serves every product of the same x with weights
 // of that family, such as the Q, K and V projections. Make one per product
 // in flight and reuse it: Prepare allocates only when a product needs more
 // room than any before it. An Acts

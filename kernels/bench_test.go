@@ -10,7 +10,7 @@ import (
 	"github.com/pootlabs/poot/kernels"
 )
 
-var benchDTypes = []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K}
+var benchDTypes = []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4}
 
 // benchWeights returns written (not zero-page) random weights.
 func benchWeights(dt poot.DType, N, K int) []byte {
@@ -51,7 +51,7 @@ func BenchmarkMatVecCold(b *testing.B) {
 	const N, K = 4096, 4096
 	x := randActs(rand.New(rand.NewPCG(3, 4)), K)
 	y := make([]float32, N)
-	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.Q8_0, poot.Q4_0, poot.Q4_K, poot.Q6_K} {
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.Q8_0, poot.Q4_0, poot.Q4_K, poot.Q6_K, poot.MXFP4} {
 		one := benchWeights(dt, N, K)
 		ws := [][]byte{one}
 		for len(ws)*len(one) < 192<<20 {

@@ -14,7 +14,7 @@
 //
 // Weights are stored as GGUF stores them: N rows of K elements, each row a run
 // of whole blocks of its dtype (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-// Q4_K, Q5_K, Q6_K). A product computes
+// Q4_K, Q5_K, Q6_K, MXFP4). A product computes
 //
 //	y[t*ldy+n] = sum_k x[t*K+k] * W[n][k]
 //
@@ -23,9 +23,10 @@
 // are prepared once per product with [Acts.Prepare], and one preparation
 // serves every product that reads the same x with weights of the same family
 // (say the Q, K and V projections). For F32/F16/BF16 weights x is used as is;
-// for the 32-element quantized types it is quantized to 8-bit blocks of 32
-// with an f32 scale (as llama.cpp's Q8_0, plus each block's scaled sum), and
-// for the K-quants to 8-bit blocks of 256 with sums of each 16 (as Q8_K). The
+// for the 32-element quantized types (MXFP4 among them: its FP4 codes are
+// looked up as ggml's doubled values, small integers) it is quantized to
+// 8-bit blocks of 32 with an f32 scale (as llama.cpp's Q8_0, plus each
+// block's scaled sum), and for the K-quants to 8-bit blocks of 256 with sums of each 16 (as Q8_K). The
 // inner loops are then integer dot products with one float multiply a block.
 // The error this adds is at most half a quantization step of each activation
 // block times the weights it meets: sum over blocks of amax/254 * sum|w|.

@@ -158,7 +158,7 @@ func TestFixtures(t *testing.T) {
 		poot.Q8_0: "quant-q8_0.gguf", poot.Q4_0: "quant-q4_0.gguf", poot.Q4_1: "quant-q4_1.gguf",
 		poot.Q5_0: "quant-q5_0.gguf", poot.Q5_1: "quant-q5_1.gguf", poot.Q4_K: "quant-q4_K.gguf",
 		poot.Q5_K: "quant-q5_K.gguf", poot.Q6_K: "quant-q6_K.gguf", poot.F16: "quant-f16.gguf",
-		poot.BF16: "quant-bf16.gguf",
+		poot.BF16: "quant-bf16.gguf", poot.MXFP4: "quant-mxfp4.gguf",
 	}
 	const rows, cols = 16, 512
 	for _, dt := range matDTypes {
@@ -167,7 +167,11 @@ func TestFixtures(t *testing.T) {
 			continue
 		}
 		t.Run(dt.String(), func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(fixtureDir, file))
+			dir := fixtureDir
+			if dt == poot.MXFP4 {
+				dir = filepath.Join("..", "quant", "testdata") // ggml's MXFP4 output lives with package quant
+			}
+			data, err := os.ReadFile(filepath.Join(dir, file))
 			if err != nil {
 				t.Skipf("fixture not present: %v", err)
 			}

@@ -169,7 +169,7 @@ func fastRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
 		} else {
 			half16RowsGo(wt == poot.BF16, y, N, asU16(w), a, n0, n1)
 		}
-	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1:
+	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.MXFP4:
 		if useAsm {
 			q8famRowsAsm(wt, y, N, w, a, n0, n1)
 		} else {

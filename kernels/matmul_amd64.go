@@ -157,7 +157,7 @@ func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byt
 	}
 }
 
-// q8famRowsAsm handles the 32-element dtypes: each weight row meets four
+// q8famRowsAsm handles the 32-element dtypes (MXFP4 among them): each weight row meets four
 // activation rows a call while there are four left, then one.
 func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	T, K := a.T, a.K
@@ -178,6 +178,8 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 				dotQ4_1x4(wr, nb, aq, K, ad, nb*4, as, &o)
 			case poot.Q5_0:
 				dotQ5_0x4(wr, nb, aq, K, ad, nb*4, &o)
+			case poot.MXFP4:
+				dotMXFP4x4(wr, nb, aq, K, ad, nb*4, &o)
 			default:
 				dotQ5_1x4(wr, nb, aq, K, ad, nb*4, as, &o)
 			}
@@ -197,6 +199,8 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 				v = dotQ4_1x1(wr, nb, aq, ad, as)
 			case poot.Q5_0:
 				v = dotQ5_0x1(wr, nb, aq, ad)
+			case poot.MXFP4:
+				v = dotMXFP4x1(wr, nb, aq, ad)
 			default:
 				v = dotQ5_1x1(wr, nb, aq, ad, as)
 			}

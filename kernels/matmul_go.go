@@ -178,6 +178,15 @@ func decode32(wt poot.DType, blk []byte, q *[32]int8) (d, m float32) {
 			q[j+16] = int8(v>>4 | byte(qh>>(j+16)&1)<<4)
 		}
 		return f16le(blk), f16le(blk[2:])
+	case poot.MXFP4:
+		// The FP4 codes index ggml's doubled E2M1 values, and the E8M0
+		// scale is halved to match (see quant.MXFP4Value).
+		qs := (*[16]byte)(blk[1:17])
+		for j, v := range qs {
+			q[j] = mxfp4Values[v&15]
+			q[j+16] = mxfp4Values[v>>4]
+		}
+		return e8m0Half[blk[0]], 0
 	}
 	return 0, 0
 }

@@ -12,7 +12,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-var matDTypes = []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K}
+var matDTypes = []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4}
 
 // modes runs f with the assembly kernels and, where the machine has them,
 // again with the portable Go code forced.
@@ -380,4 +380,49 @@ func TestErrorKinds(t *testing.T) {
 	if err := kernels.Add(make([]float32, 2), nil, nil); !errors.Is(err, kernels.ErrSize) {
 		t.Errorf("Add = %v, want ErrSize", err)
 	}
+}
+
+// TestMXFP4Codes puts every FP4 code at every position of a block, alone,
+// against a one-hot activation of 127 (quantized exactly: scale 1), so the
+// product is the code's doubled value times the block scale times 127,
+// exact in float32. It checks the assembly's copy of the value table and
+// its nibble order, and the Go decoder's, against the reference decoder.
+func TestMXFP4Codes(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		const K = 64
+		x := make([]float32, 32*K) // 32 activation rows: row j is one-hot at j (and at 32+j)
+		for j := range 32 {
+			x[j*K+j], x[j*K+32+j] = 127, 127
+		}
+		var a kernels.Acts
+		if err := a.Prepare(poot.MXFP4, x, 32, K); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []byte{2, 100, 127, 128, 200, 240} {
+			// Weight row c holds code c at every position of block 0 and
+			// code 15-c in block 1, with scales e and e+1.
+			w := make([]byte, 16*34)
+			for c := range 16 {
+				row := w[34*c:]
+				row[0], row[17] = e, e+1
+				for i := range 16 {
+					row[1+i] = byte(c) | byte(c)<<4
+					row[18+i] = byte(15-c) | byte(15-c)<<4
+				}
+			}
+			y := make([]float32, 32*16)
+			if err := kernels.MatMulRows(poot.MXFP4, y, 16, w, &a, 0, 16); err != nil {
+				t.Fatal(err)
+			}
+			for c := range 16 {
+				ref := refDequant(poot.MXFP4, w[34*c:34*c+34], K)
+				for j := range 32 {
+					want := (ref[j] + ref[32+j]) * 127
+					if got := y[j*16+c]; float64(got) != want {
+						t.Fatalf("e=%d code %d at %d: %g, want %g", e, c, j, got, want)
+					}
+				}
+			}
+		}
+	})
 }

@@ -18,7 +18,7 @@ func TestMatMulNonFinite(t *testing.T) { modes(t, testMatMulNonFinite) }
 
 func testMatMulNonFinite(t *testing.T) {
 	inf := float32(math.Inf(1))
-	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K} {
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4} {
 		const T, N, K = 3, 9, 256
 		r := rand.New(rand.NewPCG(1, uint64(dt)))
 		w := randWeights(r, dt, N, K)

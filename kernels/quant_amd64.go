@@ -13,6 +13,14 @@ func dotQ4_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, as *flo
 //go:noescape
 func dotQ8_0x1(w *byte, nb int, aq *int8, ad *float32) float32
 
+// MXFP4 weights, with the same activation layout as Q8_0.
+//
+//go:noescape
+func dotMXFP4x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
+
+//go:noescape
+func dotMXFP4x1(w *byte, nb int, aq *int8, ad *float32) float32
+
 //go:noescape
 func dotQ4_0x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
 

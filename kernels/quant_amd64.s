@@ -1,5 +1,5 @@
-// AVX2 integer dot-product kernels for Q8_0 and Q4_0 weights against
-// activations quantized to 8-bit blocks of 32 (int8 quants plus one f32
+// AVX2 integer dot-product kernels for the 32-element weight types (Q8_0,
+// Q4_0, Q4_1, Q5_0, Q5_1, MXFP4) against activations quantized to 8-bit blocks of 32 (int8 quants plus one f32
 // scale a block). Each weight block is decoded to 32 signed bytes once and
 // multiplied with up to four activation rows: |w| (unsigned) times a with w's
 // sign (VPSIGNB) through VPMADDUBSW, pairs widened by VPMADDWD, then one
@@ -421,3 +421,29 @@ TEXT ·dotQ5_1x4(SB), NOSPLIT, $0-64
 // func dotQ5_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
 TEXT ·dotQ5_0x4(SB), NOSPLIT, $0-56
 	DOT4(DEC_Q5_0, 22)
+
+// MXFP4: the 4-bit codes index ggml's doubled E2M1 values (VPSHUFB looks
+// each nibble up in the 16-byte table, repeated for both 128-bit lanes),
+// giving signed quants in [-12, 12], so the signed rows of Q8_0 apply; the
+// block's E8M0 exponent byte indexes e8m0Half (mxfp4.go) for the scale.
+DATA mxfp4vals<>+0(SB)/8, $0x0c08060403020100
+DATA mxfp4vals<>+8(SB)/8, $0xf4f8fafcfdfeff00
+DATA mxfp4vals<>+16(SB)/8, $0x0c08060403020100
+DATA mxfp4vals<>+24(SB)/8, $0xf4f8fafcfdfeff00
+GLOBL mxfp4vals<>(SB), RODATA|NOPTR, $32
+
+#define DEC_MXFP4 \
+	NIBBLES(1) \
+	VMOVDQU mxfp4vals<>(SB), Y13 \
+	VPSHUFB Y12, Y13, Y12 \
+	MOVBLZX (BX), AX \
+	LEAQ ·e8m0Half(SB), R12 \
+	VBROADCASTSS (R12)(AX*4), Y14
+
+// func dotMXFP4x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
+TEXT ·dotMXFP4x4(SB), NOSPLIT, $0-56
+	DOT4(DEC_MXFP4, 17)
+
+// func dotMXFP4x1(w *byte, nb int, aq *int8, ad *float32) float32
+TEXT ·dotMXFP4x1(SB), NOSPLIT, $0-36
+	DOT1(DEC_MXFP4, 17)

@@ -98,6 +98,26 @@ func refDequant(dt poot.DType, b []byte, n int) []float64 {
 				}
 			}
 		}
+	case poot.MXFP4:
+		// E2M1 codes: sign, 2 exponent bits (bias 1), 1 mantissa bit;
+		// the block scale is 2^(e-127).
+		e2m1 := func(c byte) float64 {
+			mag := float64(c&1) / 2
+			if ex := int(c >> 1 & 3); ex > 0 {
+				mag = math.Ldexp(1+float64(c&1)/2, ex-1)
+			}
+			if c&8 != 0 {
+				return -mag
+			}
+			return mag
+		}
+		for k := 0; k < n/32; k++ {
+			blk := b[17*k:]
+			for j := range 16 {
+				out[32*k+j] = math.Ldexp(e2m1(blk[1+j]&15), int(blk[0])-127)
+				out[32*k+j+16] = math.Ldexp(e2m1(blk[1+j]>>4), int(blk[0])-127)
+			}
+		}
 	case poot.Q4_K, poot.Q5_K:
 		bb := 144
 		if dt == poot.Q5_K {
@@ -211,6 +231,8 @@ func randWeights(r *rand.Rand, dt poot.DType, N, K int) []byte {
 			put(off+2, randScale(r, 0.001))
 		case poot.Q6_K:
 			put(off+208, randScale(r, 0.001))
+		case poot.MXFP4:
+			b[off] = byte(117 + r.IntN(8)) // element scales 2^-10 … 2^-3
 		}
 	}
 	return b
@@ -246,7 +268,7 @@ func refProductBounds(dt poot.DType, w []byte, x []float32, T, N, K int) (y, bou
 	fbound = make([]float64, T*N)
 	ab := 0 // activation block
 	switch dt {
-	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1:
+	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.MXFP4:
 		ab = 32
 	case poot.Q4_K, poot.Q5_K, poot.Q6_K:
 		ab = 256

@@ -13,7 +13,9 @@ import (
 // values are NaN or infinite. For packed types the values checked are the
 // blocks' binary16 (or, for Q8_K, float32) scales and minimums, which every
 // element of the block is multiplied by; the quants themselves are integers
-// and cannot be non-finite.
+// and cannot be non-finite. MXFP4's scales are E8M0 exponent bytes, whose
+// only non-finite value is 0xFF, the Microscaling spec's NaN (llama.cpp's
+// --check-tensors rejects it too, although ggml decodes it as 2^127).
 type DataCheck struct {
 	Tensor  string
 	DType   poot.DType
@@ -40,21 +42,24 @@ func (d DataCheck) String() string {
 }
 
 // scaleFields says where the floating-point fields of a packed block lie:
-// byte offsets of binary16 fields, or of one float32 for Q8_K.
+// byte offsets of binary16 fields, of one float32 for Q8_K, of one E8M0
+// byte for MXFP4.
 var scaleFields = map[poot.DType]struct {
 	f16  []int
 	f32  []int
+	e8m0 []int
 	what string
 }{
-	poot.Q8_0: {f16: []int{0}, what: "block scales d"},
-	poot.Q4_0: {f16: []int{0}, what: "block scales d"},
-	poot.Q5_0: {f16: []int{0}, what: "block scales d"},
-	poot.Q4_1: {f16: []int{0, 2}, what: "block scales d and minimums m"},
-	poot.Q5_1: {f16: []int{0, 2}, what: "block scales d and minimums m"},
-	poot.Q4_K: {f16: []int{0, 2}, what: "block scales d and minimums dmin"},
-	poot.Q5_K: {f16: []int{0, 2}, what: "block scales d and minimums dmin"},
-	poot.Q6_K: {f16: []int{208}, what: "block scales d"},
-	poot.Q8_K: {f32: []int{0}, what: "block scales d"},
+	poot.Q8_0:  {f16: []int{0}, what: "block scales d"},
+	poot.Q4_0:  {f16: []int{0}, what: "block scales d"},
+	poot.Q5_0:  {f16: []int{0}, what: "block scales d"},
+	poot.Q4_1:  {f16: []int{0, 2}, what: "block scales d and minimums m"},
+	poot.Q5_1:  {f16: []int{0, 2}, what: "block scales d and minimums m"},
+	poot.Q4_K:  {f16: []int{0, 2}, what: "block scales d and minimums dmin"},
+	poot.Q5_K:  {f16: []int{0, 2}, what: "block scales d and minimums dmin"},
+	poot.Q6_K:  {f16: []int{208}, what: "block scales d"},
+	poot.Q8_K:  {f32: []int{0}, what: "block scales d"},
+	poot.MXFP4: {e8m0: []int{0}, what: "block scales e (E8M0, 0xff is NaN)"},
 }
 
 // ScanData counts the non-finite values of data stored as dt; see
@@ -101,6 +106,9 @@ func ScanData(dt poot.DType, data []byte) DataCheck {
 			for _, off := range f.f32 {
 				v := float64(math.Float32frombits(le.Uint32(blk[off:])))
 				ok = ok && !math.IsNaN(v) && !math.IsInf(v, 0)
+			}
+			for _, off := range f.e8m0 {
+				ok = ok && blk[off] != 0xff
 			}
 			if !ok {
 				bad(int64(b / bb))

@@ -26,6 +26,10 @@ func TestScanData(t *testing.T) {
 	// A Q6_K block with its scale (the last two bytes) NaN.
 	q6k := make([]byte, poot.Q6_K.BlockBytes())
 	binary.LittleEndian.PutUint16(q6k[208:], 0x7e00)
+	// MXFP4 blocks with the exponents 254 (2^127, finite) and 255 (NaN).
+	mx := make([]byte, 3*poot.MXFP4.BlockBytes())
+	mx[17], mx[34] = 254, 255
+	mx[35] = 0xff // codes do not matter
 	q80 := make([]byte, 3*poot.Q8_0.BlockBytes())
 	binary.LittleEndian.PutUint16(q80[2*34:], 0xfc00) // -Inf in block 2
 	cases := []struct {
@@ -43,6 +47,7 @@ func TestScanData(t *testing.T) {
 		{"q4_K dmin", poot.Q4_K, q4k, 2, 1, 1},
 		{"q6_K d", poot.Q6_K, q6k, 1, 1, 0},
 		{"q8_0 d", poot.Q8_0, q80, 3, 1, 2},
+		{"mxfp4 e", poot.MXFP4, mx, 3, 1, 2},
 		{"i32", poot.I32, []byte{0xff, 0xff, 0x80, 0x7f}, 0, 0, -1},
 	}
 	for _, c := range cases {
@@ -67,8 +72,13 @@ func TestScaleFieldsInsideBlocks(t *testing.T) {
 				t.Errorf("%v: f32 field at %d outside the %d-byte block", dt, off, dt.BlockBytes())
 			}
 		}
+		for _, off := range f.e8m0 {
+			if off+1 > dt.BlockBytes() {
+				t.Errorf("%v: e8m0 field at %d outside the %d-byte block", dt, off, dt.BlockBytes())
+			}
+		}
 	}
-	for dt := poot.Q8_0; dt <= poot.Q8_K; dt++ {
+	for dt := poot.Q8_0; dt <= poot.MXFP4; dt++ {
 		if _, ok := scaleFields[dt]; !ok {
 			t.Errorf("%v: no scale fields listed", dt)
 		}

@@ -13,7 +13,7 @@ import (
 var testTarget = lower.Target{
 	Name:          "test",
 	MatMulWeights: []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_K, poot.Q6_K},
-	Fallback:      []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.Q8_K},
+	Fallback:      []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.Q8_K, poot.MXFP4},
 }
 
 // TestNoLiveOverlap: two arena regions whose lifetimes meet never share

@@ -233,7 +233,7 @@ func (g *gen) anyShaped(d poot.DType, minRank int) (poot.Traced[GenBrand], poot.
 	return g.operand(t), t
 }
 
-var packedTypes = []poot.DType{poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.Q8_K}
+var packedTypes = []poot.DType{poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.Q8_K, poot.MXFP4}
 
 var plainTypes = []poot.DType{poot.F32, poot.I32, poot.Bool, poot.F16, poot.BF16}
 

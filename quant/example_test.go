@@ -35,3 +35,26 @@ func Example() {
 	// 34 bytes; x[0] = -2 decodes to -1.9998779; x·x ≈ 42.722
 	// quant: dequantize q4_K: size mismatch: 32 elements is not a whole number of 256-element blocks
 }
+
+// An MXFP4 block holds 32 values as one power-of-two exponent byte and 16
+// bytes of 4-bit E2M1 codes. The largest magnitude here, 5.5, puts the
+// exponent at 127 (element scale 1, levels 0, 0.5, 1, 1.5, 2, 3, 4, 6), so
+// 5.5 becomes 6 and 0.3 becomes 0.5; code 7 (6) of element 16 sits in the
+// high nibble of byte 0.
+func Example_mxfp4() {
+	x := make([]float32, 32)
+	x[0], x[1], x[16] = 0.3, -2.2, 5.5
+	stored := make([]byte, poot.MXFP4.RowBytes(32))
+	if err := quant.QuantizeRow(poot.MXFP4, stored, x); err != nil {
+		fmt.Println(err)
+		return
+	}
+	y := make([]float32, 32)
+	if err := quant.DequantizeRow(poot.MXFP4, y, stored); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%d bytes: % x …; decoded %g %g %g\n", len(stored), stored[:3], y[0], y[1], y[16])
+	// Output:
+	// 17 bytes: 7f 71 0c …; decoded 0.5 -2 6
+}

@@ -25,6 +25,7 @@ type fixtureTensor struct {
 var ggmlTypes = map[uint32]poot.DType{
 	0: poot.F32, 1: poot.F16, 2: poot.Q4_0, 3: poot.Q4_1, 6: poot.Q5_0, 7: poot.Q5_1,
 	8: poot.Q8_0, 12: poot.Q4_K, 13: poot.Q5_K, 14: poot.Q6_K, 15: poot.Q8_K, 30: poot.BF16,
+	39: poot.MXFP4,
 }
 
 type ggufReader struct {

@@ -11,7 +11,7 @@ import (
 
 var allTypes = []poot.DType{
 	poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0,
-	poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.Q8_K,
+	poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.Q8_K, poot.MXFP4,
 }
 
 // errorBound is the largest |x − dequantize(quantize(x))| allowed, as a
@@ -20,20 +20,23 @@ var allTypes = []poot.DType{
 // the binary16 rounding of scales and minimums and, for the K-quants, for
 // the 6- or 8-bit sub-block scales (the K-quant bounds are two to four times the
 // worst seen in thousands of rapid runs); they are loose enough for every input
-// and tight enough to catch a misplaced nibble or a wrong scale.
+// and tight enough to catch a misplaced nibble or a wrong scale. MXFP4's
+// scale puts the block maximum in [4, 8) element steps, where the levels 4
+// and 6 are 2 apart and 6 is the clamp: a quarter of the maximum at worst.
 var errorBound = map[poot.DType]float64{
-	poot.F32:  0,
-	poot.F16:  1.0 / 2048,
-	poot.BF16: 1.0 / 256,
-	poot.Q8_0: 0.5/127 + 1.0/2048,
-	poot.Q4_0: 1.0/8 + 1.0/2048,
-	poot.Q5_0: 1.0/16 + 1.0/2048,
-	poot.Q4_1: 1.0/15 + 4.0/2048,
-	poot.Q5_1: 1.0/31 + 4.0/2048,
-	poot.Q4_K: 0.25,
-	poot.Q5_K: 0.125,
-	poot.Q6_K: 0.0625,
-	poot.Q8_K: 0.5/127 + 1e-6,
+	poot.F32:   0,
+	poot.F16:   1.0 / 2048,
+	poot.BF16:  1.0 / 256,
+	poot.Q8_0:  0.5/127 + 1.0/2048,
+	poot.Q4_0:  1.0/8 + 1.0/2048,
+	poot.Q5_0:  1.0/16 + 1.0/2048,
+	poot.Q4_1:  1.0/15 + 4.0/2048,
+	poot.Q5_1:  1.0/31 + 4.0/2048,
+	poot.Q4_K:  0.25,
+	poot.Q5_K:  0.125,
+	poot.Q6_K:  0.0625,
+	poot.Q8_K:  0.5/127 + 1e-6,
+	poot.MXFP4: 0.25,
 }
 
 // errorSlack is an absolute error allowed on top of errorBound: a binary16

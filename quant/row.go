@@ -9,12 +9,13 @@ import (
 )
 
 // Supported reports whether t is a format this package can dequantize,
-// quantize and dot: F32, F16, BF16 and the packed types Q8_0 … Q8_K.
+// quantize and dot: F32, F16, BF16 and the packed types Q8_0 … Q8_K and
+// MXFP4.
 func Supported(t poot.DType) bool {
 	switch t {
 	case poot.F32, poot.F16, poot.BF16,
 		poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1,
-		poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.Q8_K:
+		poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.Q8_K, poot.MXFP4:
 		return true
 	}
 	return false
@@ -84,6 +85,8 @@ func QuantizeRow(t poot.DType, dst []byte, src []float32) error {
 		quantizeQ6_K(dst, src)
 	case poot.Q8_K:
 		quantizeQ8_K(dst, src)
+	case poot.MXFP4:
+		quantizeMXFP4(dst, src)
 	}
 	return nil
 }
@@ -119,6 +122,8 @@ func dequantizeBlocks(t poot.DType, dst []float32, src []byte) {
 		dequantizeQ6_K(dst, src)
 	case poot.Q8_K:
 		dequantizeQ8_K(dst, src)
+	case poot.MXFP4:
+		dequantizeMXFP4(dst, src)
 	}
 }
 

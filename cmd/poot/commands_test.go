@@ -254,6 +254,7 @@ func TestSynthThenRun(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ family, format, typ string }{
 		{"llama", "gguf", "q8_0"}, {"llama", "safetensors", "bf16"}, {"gemma3", "safetensors", "f32"}, {"qwen3moe", "gguf", "q4_0"},
+		{"gpt-oss", "gguf", "mxfp4"},
 	} {
 		out := filepath.Join(dir, c.family+"-"+c.typ)
 		if c.format == "gguf" {

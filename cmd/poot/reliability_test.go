@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/pootlabs/poot/gguf"
 )
 
 // Flags are checked against their own help: each of these is a usage
@@ -157,5 +159,40 @@ func TestInspectCheck(t *testing.T) {
 	}
 	if _, stderr, status := runPoot("inspect", "--check", "-m", tinyModel); status != 0 {
 		t.Errorf("inspect --check on a clean model: %s", stderr)
+	}
+}
+
+// inspect --check scans MXFP4 block scales: a synthesized MXFP4 model is
+// clean, and one exponent byte set to 0xff (the Microscaling spec's NaN,
+// which llama.cpp's --check-tensors rejects) is reported with its tensor
+// and block.
+func TestInspectCheckMXFP4(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "oss-mxfp4.gguf")
+	if _, stderr, status := runPoot("synth", "--family", "gpt-oss", "--type", "mxfp4", "--out", path); status != 0 {
+		t.Fatalf("synth: %s", stderr)
+	}
+	if stdout, stderr, status := runPoot("inspect", "--check", "-m", path); status != 0 || !strings.Contains(stdout, "mxfp4") {
+		t.Fatalf("inspect --check on a clean MXFP4 model: status %d, %s\n%s", status, stderr, stdout)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "blk.1.ffn_down_exps.weight"
+	ti, ok := f.Tensor(name)
+	if !ok || ti.Type != gguf.GGMLTypeMXFP4 {
+		t.Fatalf("%s: %+v, want an MXFP4 tensor", name, ti)
+	}
+	data[f.DataOffset()+int64(ti.Offset)+3*17] = 0xff // block 3's exponent
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, status := runPoot("inspect", "--check", "-m", path)
+	if status != 1 || !strings.Contains(stdout, name) || !strings.Contains(stdout, "E8M0") || !strings.Contains(stdout, "first at 3") || !strings.Contains(stderr, "NaN or infinite") {
+		t.Errorf("inspect --check on an 0xff MXFP4 scale: status %d, stderr %q\n%s", status, stderr, stdout)
 	}
 }

@@ -15,14 +15,14 @@ import (
 
 // cmdSynth writes a random-weight checkpoint of any registered family.
 func cmdSynth(args []string, stdout, stderr io.Writer) error {
-	fs := flags("synth", "synth --family F [--preset NAME | --config FILE] --out PATH [--format gguf|safetensors] [--type f32|f16|bf16|q8_0|q4_0|q4_k] [--seed S] [--scale SD] [--force]", stdout)
+	fs := flags("synth", "synth --family F [--preset NAME | --config FILE] --out PATH [--format gguf|safetensors] [--type f32|f16|bf16|q8_0|q4_0|q4_k|mxfp4] [--seed S] [--scale SD] [--force]", stdout)
 	var family, preset, config, out, format, typ string
 	fs.StringVar(&family, "family", "", "a registered family: "+join(synth.Families()))
 	fs.StringVar(&preset, "preset", "", "a preset shape (default tiny): "+presetList())
 	fs.StringVar(&config, "config", "", "a Hugging Face config.json for the family instead of a preset")
 	fs.StringVar(&out, "out", "", "the GGUF file or safetensors directory to write")
 	fs.StringVar(&format, "format", "gguf", "gguf or safetensors")
-	fs.StringVar(&typ, "type", "f32", "stored type of the matrices: f32, f16, bf16, q8_0, q4_0, q4_k (gguf only for the packed ones)")
+	fs.StringVar(&typ, "type", "f32", "stored type of the matrices: f32, f16, bf16, q8_0, q4_0, q4_k, mxfp4 (gguf only for the packed ones)")
 	seed := fs.Uint64("seed", 1, "random seed of the weights")
 	scale := fs.Float64("scale", 0.02, "standard deviation of the matrices' entries (0.25 for references that catch bugs)")
 	list := fs.Bool("list", false, "list the presets and exit")
@@ -44,7 +44,7 @@ func cmdSynth(args []string, stdout, stderr io.Writer) error {
 	}
 	dt, err := poot.ParseDType(typ)
 	if err != nil || !dt.Float() {
-		return usagef("--type %q: want f32, f16, bf16, q8_0, q4_0 or q4_k", typ)
+		return usagef("--type %q: want f32, f16, bf16, q8_0, q4_0, q4_k or mxfp4", typ)
 	}
 	if format != "gguf" && format != "safetensors" {
 		return usagef("--format %q: want gguf or safetensors", format)

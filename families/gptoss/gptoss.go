@@ -9,10 +9,12 @@
 //
 // The model embeds a families.Decoder for its hyperparameters, weight map
 // and writers; its layers are traced here. Experts stored as MXFP4, the
-// form of the published checkpoints, are not decoded yet: such a GGUF file
-// or config.json is refused with an ErrUnsupported error; the published
-// layout in BF16 or F32 (experts stacked [E, in, out], gate and up fused
-// with interleaved columns) is read and written.
+// form of the published checkpoints, are read from GGUF files (as
+// llama.cpp's converter writes them); a config.json of the published
+// safetensors form (quantization_config mxfp4: separate blocks and scales
+// tensors) is refused with an ErrUnsupported error. The published layout
+// in BF16 or F32 (experts stacked [E, in, out], gate and up fused with
+// interleaved columns, their biases likewise) is read and written.
 package gptoss
 
 import (
@@ -58,7 +60,7 @@ func FromGGUF(f *gguf.File) (families.Model, error) {
 	for _, t := range f.Tensors() {
 		if _, err := t.DType(); err != nil {
 			return nil, &families.TensorError{Model: Family, Tensor: t.Name, Err: fmt.Errorf("%w: %w", families.ErrUnsupported, err),
-				Detail: "poot does not decode this type yet (gpt-oss releases store their experts as MXFP4)"}
+				Detail: "poot does not decode this stored type"}
 		}
 	}
 	d, r := families.GGUFDecoder(f, Family, ops.RopeNeoX)
@@ -93,7 +95,7 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 		return types[l] == "sliding_attention"
 	})
 	if q := r.StringOr("quantization_config.quant_method", ""); q != "" {
-		r.Fail("quantization_config", families.ErrUnsupported, "%s weights: poot does not decode MXFP4 experts yet", q)
+		r.Fail("quantization_config", families.ErrUnsupported, "%s weights: poot reads quantized gpt-oss experts from GGUF files (llama.cpp's converter writes them as MXFP4), not from safetensors", q)
 	}
 	if !r.BoolOr("attention_bias", true) {
 		r.Fail("attention_bias", families.ErrUnsupported, "attention without biases")

@@ -275,11 +275,11 @@ func TestContainers(t *testing.T) {
 	}
 }
 
-// TestMXFP4 opens a GGUF file whose expert tensor is stored as MXFP4 (the
-// type id patched in the tensor table): the registry refuses it with a
-// TensorError naming the tensor, wrapping ErrUnsupported and gguf's
-// UnsupportedTypeError.
-func TestMXFP4(t *testing.T) {
+// TestUnsupportedType opens a GGUF file whose expert tensor is stored in a
+// type poot does not decode, IQ4_NL (the type id patched in the tensor
+// table): the registry refuses it with a TensorError naming the tensor,
+// wrapping ErrUnsupported and gguf's UnsupportedTypeError.
+func TestUnsupportedType(t *testing.T) {
 	m := tiny(t)
 	path := familytest.WriteGGUF(t, m, metadata(t, m), randomWeights(t, m, 1))
 	data, err := os.ReadFile(path)
@@ -295,7 +295,7 @@ func TestMXFP4(t *testing.T) {
 	if got := binary.LittleEndian.Uint32(data[typ:]); got != uint32(gguf.GGMLTypeF32) {
 		t.Fatalf("type id %d at the patched offset, want f32", got)
 	}
-	binary.LittleEndian.PutUint32(data[typ:], uint32(gguf.GGMLTypeMXFP4))
+	binary.LittleEndian.PutUint32(data[typ:], uint32(gguf.GGMLTypeIQ4_NL))
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -307,10 +307,30 @@ func TestMXFP4(t *testing.T) {
 	_, err = registry.FromGGUF(c.GGUF())
 	var te *families.TensorError
 	var ue *gguf.UnsupportedTypeError
-	if !errors.As(err, &te) || te.Tensor != name || !errors.Is(err, families.ErrUnsupported) || !errors.As(err, &ue) || ue.Type != gguf.GGMLTypeMXFP4 {
+	if !errors.As(err, &te) || te.Tensor != name || !errors.Is(err, families.ErrUnsupported) || !errors.As(err, &ue) || ue.Type != gguf.GGMLTypeIQ4_NL {
 		t.Fatalf("got %v", err)
 	}
 	t.Log(err)
+}
+
+// TestMXFP4Experts opens a GGUF file with MXFP4 matrices, the form of the
+// published gpt-oss checkpoints' experts: the registry configures it and
+// the expert stacks read as MXFP4 (TestReference runs it).
+func TestMXFP4Experts(t *testing.T) {
+	c, err := load.Open(filepath.Join("testdata", "tiny-mxfp4.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := registry.FromGGUF(c.GGUF()); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight", "blk.1.ffn_down_exps.weight"} {
+		tt, err := c.TensorType(name)
+		if err != nil || tt.DType != poot.MXFP4 {
+			t.Errorf("%s: %v, %v; want MXFP4", name, tt, err)
+		}
+	}
 }
 
 // TestStepSpec checks the step's outputs and states: Hidden adds the final

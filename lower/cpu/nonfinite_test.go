@@ -66,6 +66,20 @@ func poisonWeight(wt poot.DType, data []byte, k, row, col int, value float32) {
 	be := wt.BlockElems()
 	bb := int(wt.RowBytes(int64(be)))
 	at := row*rb + col/be*bb // the block's d is its first two bytes…
+	if wt == poot.MXFP4 {
+		// MXFP4 holds no NaN: its non-finite weights are the infinities
+		// of the largest scale, 2^127, times a code of 2 or more (here
+		// 6, ±inf by value's sign; NaN becomes +inf).
+		code := byte(7)
+		if value < 0 {
+			code = 15
+		}
+		j := col % be
+		data[at] = 255
+		q := &data[at+1+j%16]
+		*q = *q&^(15<<(4*(j/16))) | code<<(4*(j/16))
+		return
+	}
 	if wt == poot.Q6_K {
 		at += bb - 2 // …but Q6_K keeps d last
 	}
