@@ -28,7 +28,7 @@ func (m WeightMap) Fuse(specs []TensorSpec, get func(name string) ([]float32, er
 	}
 	var order []string
 	groups := map[string][]part{}
-	transposed, columns := map[string]bool{}, map[string]bool{}
+	transposed, columns, squeeze := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, s := range specs {
 		src, ok := m.View(s.Name)
 		if !ok {
@@ -47,7 +47,7 @@ func (m WeightMap) Fuse(specs []TensorSpec, get func(name string) ([]float32, er
 		}
 		if _, seen := groups[src.Tensor]; !seen {
 			order = append(order, src.Tensor)
-			transposed[src.Tensor], columns[src.Tensor] = src.Transposed, src.Columns
+			transposed[src.Tensor], columns[src.Tensor], squeeze[src.Tensor] = src.Transposed, src.Columns, src.Squeeze
 		} else if transposed[src.Tensor] != src.Transposed || columns[src.Tensor] != src.Columns {
 			return nil, fmt.Errorf("families: views of %s disagree on its layout", src.Tensor)
 		}
@@ -106,6 +106,9 @@ func (m WeightMap) Fuse(specs []TensorSpec, get func(name string) ([]float32, er
 			return nil, fmt.Errorf("families: row %d of %s is in no view", i, name)
 		}
 		shape := append(lead.Clone(), total, in)
+		if squeeze[name] {
+			shape = append(lead.Clone(), total, 1, in) // PyTorch's Conv1d layout
+		}
 		if columns[name] {
 			shape = append(lead.Clone(), total) // drop the unit axis
 		}

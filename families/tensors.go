@@ -7,6 +7,7 @@ import (
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/load"
 )
 
 // Bounds on counts read from a checkpoint's metadata, checked as they are
@@ -139,6 +140,9 @@ func CheckTensors(m Model, t TensorTable) error {
 			}
 			step := max(src.RowStep, 1)
 			eff[axis] = (src.RowEnd - src.RowStart + step - 1) / step
+		}
+		if src.Squeeze && load.Squeezed(eff).Equal(load.Squeezed(spec.Shape)) {
+			eff = spec.Shape
 		}
 		if !eff.Equal(spec.Shape) {
 			return fail(src.Tensor, ErrShape, "stored %v, the configuration gives %v", got, spec.Shape)

@@ -216,6 +216,10 @@ type Source struct {
 	// stack of fused bias vectors [E, 2F] cut into [E, F] halves or
 	// interleaved columns.
 	Columns bool
+	// Squeeze says the stored tensor has unit axes the constant lacks
+	// (PyTorch's Conv1d filters [C, 1, K] for a [C, K] constant): the same
+	// elements in the same order, bound as a view.
+	Squeeze bool
 	// Parts, instead of Tensor, lists tensors of one shape and dtype that
 	// are stacked along a new leading axis (per-expert matrices stored one
 	// tensor an expert). The stack is copied once, in the stored dtype.
@@ -277,6 +281,11 @@ func Bind(g *poot.Graph, c *Checkpoint, resolve Resolver) (*poot.Graph, map[stri
 				return nil, nil, be
 			}
 			return nil, nil, &BindError{Const: v.Name, Tensor: src.name(), Want: v.Type, Err: err}
+		}
+		if src.Squeeze && !t.Type.Shape.Equal(v.Type.Shape) && Squeezed(t.Type.Shape).Equal(Squeezed(v.Type.Shape)) {
+			if t, err = tensor.View(poot.TensorType{Shape: v.Type.Shape.Clone(), DType: t.Type.DType}, t.Data); err != nil {
+				return nil, nil, &BindError{Const: v.Name, Tensor: src.name(), Want: v.Type, Err: err}
+			}
 		}
 		if !t.Type.Shape.Equal(v.Type.Shape) {
 			return nil, nil, &BindError{Const: v.Name, Tensor: src.name(), Want: v.Type, Got: t.Type, Err: ErrShape}
@@ -396,6 +405,17 @@ func sliceRows(t tensor.Tensor, start, end, step int) (tensor.Tensor, error) {
 		}
 	}
 	return tensor.View(typ, data)
+}
+
+// Squeezed returns s without its axes of extent 1.
+func Squeezed(s poot.Shape) poot.Shape {
+	out := poot.Shape{}
+	for _, d := range s {
+		if d != 1 {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // sliceColumns keeps columns start, start+step, … below end of t's last

@@ -45,11 +45,9 @@
 // checkpoint of any of the three are not run: LayerKinds names them
 // "mtp (ignored)".
 //
-// Hugging Face's own checkpoints store the convolution filters as
-// [channels, 1, taps]; the weights a model reads have their GGUF shapes
-// ([channels, taps], which is what poot writes in safetensors too), and the
-// loader binds shapes exactly, so such a checkpoint is refused with a
-// TensorError naming linear_attn.conv1d.weight.
+// Hugging Face stores the convolution filters as [channels, 1, taps]
+// (PyTorch's Conv1d); they are bound, and written, as that view of the
+// [channels, taps] filters the model reads.
 package qwen3next
 
 import (
@@ -385,7 +383,6 @@ func names(qwen35 bool, f int) families.WeightMap {
 		"ffn_norm.weight":            "",
 		"ssm_in.weight":              "linear_attn.in_proj_qkvz.weight",
 		"ssm_ba.weight":              "linear_attn.in_proj_ba.weight",
-		"ssm_conv1d.weight":          "linear_attn.conv1d.weight",
 		"ssm_dt.bias":                "linear_attn.dt_bias",
 		"ssm_a":                      "linear_attn.A_log",
 		"ssm_norm.weight":            "linear_attn.norm.weight",
@@ -399,7 +396,12 @@ func names(qwen35 bool, f int) families.WeightMap {
 		"ffn_up_shexp.weight":        "mlp.shared_expert.up_proj.weight",
 		"ffn_down_shexp.weight":      "mlp.shared_expert.down_proj.weight",
 	})
+	// Hugging Face stores the convolution filters as PyTorch's Conv1d
+	// does, [channels, 1, taps]: the same elements as the [channels, taps]
+	// the model reads.
+	conv := load.Source{Tensor: "linear_attn.conv1d.weight", Squeeze: true}
 	if !qwen35 {
+		w.Views = map[string]load.Source{"ssm_conv1d.weight": conv}
 		return w
 	}
 	w = w.With(map[string]string{
@@ -411,6 +413,7 @@ func names(qwen35 bool, f int) families.WeightMap {
 		"ffn_down_exps.weight": "mlp.experts.down_proj",
 	})
 	w.Views = map[string]load.Source{
+		"ssm_conv1d.weight":    conv,
 		"ffn_gate_exps.weight": {Tensor: "mlp.experts.gate_up_proj", RowStart: 0, RowEnd: f},
 		"ffn_up_exps.weight":   {Tensor: "mlp.experts.gate_up_proj", RowStart: f, RowEnd: 2 * f},
 	}

@@ -310,12 +310,13 @@ func TestSafetensors(t *testing.T) {
 	if d := familytest.MaxDiff32(got, want); d > 1e-4 {
 		t.Errorf("safetensors vs GGUF: max |Δlogit| %.3g", d)
 	}
-	// Hugging Face's own checkpoints store the filters [channels, 1, taps]:
-	// refused, naming the tensor.
-	err = families.CheckTensors(hm, convAs3D{hc})
-	var te *families.TensorError
-	if !errors.As(err, &te) || !errors.Is(err, families.ErrShape) || te.Stored != "model.layers.0.linear_attn.conv1d.weight" {
-		t.Errorf("[channels, 1, taps] filters: got %v", err)
+	// Hugging Face stores the filters [channels, 1, taps], as poot writes
+	// them too; [channels, taps] is accepted as well.
+	if s, _ := hc.TensorShape("model.layers.0.linear_attn.conv1d.weight"); len(s) != 3 || s[1] != 1 {
+		t.Errorf("the filters are written %v, want [channels 1 taps]", s)
+	}
+	if err := families.CheckTensors(hm, convAs2D{hc}); err != nil {
+		t.Errorf("[channels, taps] filters: %v", err)
 	}
 	_, split := open(t, filepath.Join("testdata", "tiny-split-f32.gguf"))
 	if _, err := split.HFConfig(); !errors.Is(err, families.ErrUnsupported) {
@@ -387,14 +388,14 @@ func checkSynthSafetensors(t *testing.T, family string) {
 	}
 }
 
-// convAs3D is a checkpoint's tensor table with the convolution filters
-// shaped as PyTorch's Conv1d stores them.
-type convAs3D struct{ *load.Checkpoint }
+// convAs2D is a checkpoint's tensor table with the convolution filters
+// shaped as GGUF stores them.
+type convAs2D struct{ *load.Checkpoint }
 
-func (c convAs3D) TensorShape(name string) (poot.Shape, bool) {
+func (c convAs2D) TensorShape(name string) (poot.Shape, bool) {
 	s, ok := c.Checkpoint.TensorShape(name)
-	if strings.HasSuffix(name, "conv1d.weight") && len(s) == 2 {
-		s = poot.Shape{s[0], 1, s[1]}
+	if strings.HasSuffix(name, "conv1d.weight") && len(s) == 3 {
+		s = poot.Shape{s[0], s[2]}
 	}
 	return s, ok
 }
