@@ -126,4 +126,3 @@ func Presets() []Preset {
 		{"granite3-2b", "granite", "Granite-3.0-2B shape: dim 2048, 40 layers, 32 heads / 8 kv heads, ffn 8192, vocab 49155, tied head, Granite's multipliers", granite2b},
 	}
 }
-
