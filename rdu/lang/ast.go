@@ -94,11 +94,13 @@ type Expr interface{ expr() }
 // DefaultEpsilon is the epsilon of a normalisation that names none.
 const DefaultEpsilon = 1e-6
 
-// RMSNorm is "rmsnorm of X [with weight Weight] [across Heads heads] [with
-// epsilon Epsilon]": each row (each head's slice of it) divided by its root
-// mean square plus Epsilon under the root, times Weight.
+// RMSNorm is "rmsnorm of X [with weight [one plus] Weight] [across Heads
+// heads] [with epsilon Epsilon]": each row (each head's slice of it)
+// divided by its root mean square plus Epsilon under the root, times
+// Weight (or 1 + Weight).
 type RMSNorm struct {
 	X, Weight string // Weight "" for none
+	OnePlus   bool   // scale by 1 + Weight
 	Heads     int    // 0: the whole row
 	Epsilon   float64
 }

@@ -37,7 +37,7 @@
 //	          | "rows" "from" index "of" name "to" name .
 //	index     = name | int .
 //	heads     = "across" int "heads" .
-//	expr      = "rmsnorm" "of" name [ "with" "weight" name ] [ heads ] [ epsilon ]
+//	expr      = "rmsnorm" "of" name [ "with" "weight" [ "one" "plus" ] name ] [ heads ] [ epsilon ]
 //	          | "l2norm" "of" name [ heads ] [ epsilon ]
 //	          | "rope" "of" name "with" "cos" name "and" "sin" name
 //	                [ "from" "position" index ] heads [ "interleaved" ]
@@ -83,8 +83,8 @@
 //
 //   - rmsnorm of x with weight w: each row of x (each of its heads' slices,
 //     across N heads) divided by sqrt(mean of its squares + ε), ε 1e-6
-//     unless given, then times w (one row as wide as the slice); no weight
-//     means a weight of ones. l2norm divides by sqrt(sum of squares + ε).
+//     unless given, then times w (one row as wide as the slice), or 1 + w
+//     with "one plus"; no weight means a weight of ones. l2norm divides by sqrt(sum of squares + ε).
 //   - rope of x with cos C and sin S from position p across N heads: each
 //     head of row r of x has its first 2h channels turned by the angles of
 //     row p of C and S (h columns; without "from position", row r), in

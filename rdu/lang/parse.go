@@ -12,7 +12,7 @@ var keywords = map[string]bool{}
 func init() {
 	for _, w := range []string{
 		"Let", "Set", "be", "a", "by", "tensor", "of", "Real", "Int", "item", "row", "rows", "from", "to",
-		"rmsnorm", "l2norm", "with", "weight", "across", "heads", "epsilon", "rope", "cos", "and", "sin",
+		"rmsnorm", "l2norm", "one", "with", "weight", "across", "heads", "epsilon", "rope", "cos", "and", "sin",
 		"position", "interleaved", "attention", "causal", "over", "groups", "up", "within", "window", "in",
 		"chunks", "scaled", "capped", "at", "sinks", "swiglu", "gelu", "silu", "sigmoid", "argmax", "conv",
 		"state", "taps", "decay", "bias", "rate", "gated", "delta", "gate", "beta", "norm", "moe", "router",
@@ -277,6 +277,7 @@ func (p *parser) expr() Expr {
 		// "with" opens the weight or the epsilon.
 		if p.is("with") && p.toks[p.i+1].kind == tWord && p.toks[p.i+1].text == "weight" {
 			p.expect("with", "weight")
+			e.OnePlus = p.accept("one", "plus")
 			e.Weight = p.name()
 		}
 		e.Heads = p.heads()

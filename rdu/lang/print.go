@@ -79,6 +79,9 @@ func FormatExpr(e Expr) string {
 		w := ""
 		if e.Weight != "" {
 			w = " with weight " + e.Weight
+			if e.OnePlus {
+				w = " with weight one plus " + e.Weight
+			}
 		}
 		return "rmsnorm of " + e.X + w + heads(e.Heads) + epsilon(e.Epsilon)
 	case L2Norm:
