@@ -1,0 +1,282 @@
+package rdu
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/driver/synth"
+	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/load"
+	"github.com/pootlabs/poot/rdu/bundle"
+	"github.com/pootlabs/poot/rdu/lang"
+	"github.com/pootlabs/poot/rdu/sim"
+)
+
+var tinyFamilies = []string{"llama", "gemma3", "llama4", "gpt-oss", "mixtral", "qwen3moe"}
+
+// synthRef writes family's tiny preset as a random-weight GGUF of matrices
+// stored dt and opens it.
+func synthRef(t testing.TB, family string, dt poot.DType) *refModel {
+	t.Helper()
+	p, err := synth.FindPreset(family, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := synth.Model(p.Family, p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), family+".gguf")
+	if err := synth.Write(m, path, synth.Options{Type: dt, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := load.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	mm, err := registry.FromCheckpoint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &refModel{c: c, m: mm}
+}
+
+// TestTinyFamiliesCertify: the decode bundle of every family's tiny preset
+// (random weights, F32 and Q8_0 matrices) composes, prints to text that
+// parses back to its programs, and agrees with the oracle.
+func TestTinyFamiliesCertify(t *testing.T) {
+	for _, f := range tinyFamilies {
+		for _, dt := range []poot.DType{poot.F32, poot.Q8_0} {
+			t.Run(f+"/"+dt.String(), func(t *testing.T) {
+				r := synthRef(t, f, dt)
+				g, consts := r.step(t, 1, 24, families.LastToken)
+				b := r.lower(t, g, consts)
+				for _, name := range b.Names() {
+					p := b.Programs[name]
+					q, err := lang.Parse(lang.Format(p))
+					if err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					if !reflect.DeepEqual(p, q) {
+						t.Errorf("%s does not survive printing", name)
+					}
+				}
+				q8 := 0
+				for _, l := range b.Manifest.Layers {
+					for _, bd := range l.Bindings {
+						if bd.Storage == bundle.StorageQ8_0 {
+							q8++
+							if bd.DType != "q8_0" || !bd.Transposed && len(bd.Shape) != 3 {
+								t.Errorf("%s declared Q8_0: %+v", bd.Name, bd)
+							}
+						}
+					}
+				}
+				if (q8 > 0) != (dt == poot.Q8_0) {
+					t.Errorf("%d layer weights declared Q8_0 in a checkpoint of %v matrices", q8, dt)
+				}
+				cert, err := Certify(b, g, consts, sim.Files{}, 6, DefaultTolerance)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%d kinds; max |Δlogit| %.3g of %.3g", len(b.Manifest.Kinds), cert.MaxDiff, cert.MaxLogit)
+			})
+		}
+	}
+}
+
+// TestRenamingReproducesLayers: binding a kind's program to each of its
+// layers through the manifest's renaming gives exactly the program lifted
+// from that layer's own equations, and the manifest binds each of the
+// layer's names to the layer's own tensors.
+func TestRenamingReproducesLayers(t *testing.T) {
+	for _, f := range tinyFamilies {
+		t.Run(f, func(t *testing.T) {
+			g := traceTiny(t, f, 1, 16)
+			b, err := Lower(g, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := analyse(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flow, err := v.flow()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One lowering numbers the shared tables as Lower does: the
+			// kinds' first layers first, in order.
+			low := &lowering{v: v, ctx: 16, rotations: map[[32]byte][2]*table{}, positional: map[[32]byte]*table{}, tokenDep: map[poot.ValueID]bool{}}
+			for _, k := range b.Manifest.Kinds {
+				if _, err := low.lift(k.Name, v.layers[k.Layers[0]], k.Layers[0], flow.out[1+k.Layers[0]]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, k := range b.Manifest.Kinds {
+				local := map[string]bool{}
+				for _, n := range k.Local {
+					local[n] = true
+				}
+				l0 := k.Layers[0]
+				for _, l := range k.Layers {
+					own, err := low.lift(k.Name, v.layers[l], l, flow.out[1+l])
+					if err != nil {
+						t.Fatal(err)
+					}
+					rebound := lang.Rename(b.Programs[k.Name], func(n string) string { return rebind(n, l0, l, local) })
+					if got, want := lang.Format(rebound), lang.Format(own.prog); got != want {
+						t.Errorf("%s rebound to layer %d:\n%s\nlayer %d's own program:\n%s", k.Name, l, got, l, want)
+					}
+					for name, bd := range b.Manifest.Layers[l].Bindings {
+						d, ok := own.decls[bd.Name]
+						if !ok {
+							t.Errorf("layer %d: %s binds %s, which its program does not declare", l, name, bd.Name)
+							continue
+						}
+						switch bd.Source {
+						case bundle.SourceWeight:
+							if c := g.Value(d.value).Name; c != bd.Const {
+								t.Errorf("layer %d: %s (%s) binds %q, its program reads %q", l, name, bd.Name, bd.Const, c)
+							}
+						case bundle.SourceState:
+							if s := g.Value(d.value).Name; s != bd.State {
+								t.Errorf("layer %d: %s binds state %q, its program reads %q", l, name, bd.State, s)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPrefillLowersToTheDecodeBundle: a step of several new tokens lowers
+// to the programs the decode step lowers to (the bundle runs its tokens one
+// at a time), marks whether the step wants the last token's logits only,
+// and certifies against the oracle on that step.
+func TestPrefillLowersToTheDecodeBundle(t *testing.T) {
+	r := openRef(t, "tiny-gemma3-f32.gguf")
+	dg, consts := r.step(t, 1, 32, families.LastToken)
+	decode := r.lower(t, dg, consts)
+	for _, mode := range []families.LogitsMode{families.LastToken, families.AllTokens} {
+		g, consts := r.step(t, 4, 32, mode)
+		b := r.lower(t, g, consts)
+		for _, name := range decode.Names() {
+			if got, want := lang.Format(b.Programs[name]), lang.Format(decode.Programs[name]); got != want {
+				t.Errorf("logits %v: program %s differs from the decode step's:\n%s\n%s", mode, name, got, want)
+			}
+		}
+		if b.Manifest.LastOnly != (mode == families.LastToken) {
+			t.Errorf("logits %v: last only %v", mode, b.Manifest.LastOnly)
+		}
+		if b.Manifest.Deployment.Tokens != 4 {
+			t.Errorf("tokens %d", b.Manifest.Deployment.Tokens)
+		}
+		cert, err := Certify(b, g, consts, sim.Files{}, 3, DefaultTolerance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("logits %v: %d steps of 4 tokens, max |Δlogit| %.3g", mode, cert.Steps, cert.MaxDiff)
+	}
+}
+
+// TestCertifyCatchesAWrongBundle: certification fails when a statement of
+// a kind's program is changed (a rope turned the other way, an epsilon
+// changed), so agreeing is not an accident.
+func TestCertifyCatchesAWrongBundle(t *testing.T) {
+	r := openRef(t, "tiny-llama-f32.gguf")
+	g, consts := r.step(t, 1, 16, families.LastToken)
+	for _, mutate := range []func(lang.Expr) (lang.Expr, bool){
+		func(e lang.Expr) (lang.Expr, bool) {
+			if x, ok := e.(lang.Rope); ok {
+				x.Interleaved = !x.Interleaved
+				return x, true
+			}
+			return e, false
+		},
+		func(e lang.Expr) (lang.Expr, bool) {
+			if x, ok := e.(lang.RMSNorm); ok {
+				x.Epsilon = 0.5
+				return x, true
+			}
+			return e, false
+		},
+		func(e lang.Expr) (lang.Expr, bool) {
+			if x, ok := e.(lang.Attention); ok {
+				x.Window = 2
+				return x, true
+			}
+			return e, false
+		},
+	} {
+		b := r.lower(t, g, consts)
+		p := b.Programs["kind0"]
+		changed := false
+		for i, s := range p.Stmts {
+			if l, ok := s.(lang.Let); ok && !changed {
+				l.Expr, changed = mutate(l.Expr)
+				p.Stmts[i] = l
+			}
+		}
+		if !changed {
+			t.Fatal("nothing to change")
+		}
+		if _, err := Certify(b, g, consts, sim.Files{}, 6, DefaultTolerance); !errors.Is(err, ErrCertify) {
+			t.Errorf("a changed bundle certified: %v", err)
+		}
+	}
+}
+
+// TestManifestBindsEveryLayer: every layer's bindings name its own
+// tensors, with the byte ranges of the GGUF file, and its own caches.
+func TestManifestBindsEveryLayer(t *testing.T) {
+	r := openRef(t, "tiny-gemma3-f32.gguf")
+	g, consts := r.step(t, 1, 16, families.LastToken)
+	b := r.lower(t, g, consts)
+	f := r.c.GGUF()
+	for _, l := range b.Manifest.Layers {
+		seen := map[string]bool{}
+		for name, bd := range l.Bindings {
+			if seen[bd.Name] {
+				t.Errorf("layer %d binds %s twice", l.Layer, bd.Name)
+			}
+			seen[bd.Name] = true
+			switch bd.Source {
+			case bundle.SourceWeight:
+				info, ok := f.Tensor(bd.Tensor)
+				if !ok || bd.Offset != f.DataOffset()+int64(info.Offset) || bd.Bytes != info.Size || bd.File != r.c.Path() {
+					t.Errorf("layer %d: %s: %+v", l.Layer, name, bd)
+				}
+				if want := fmt.Sprintf("blk.%d.", l.Layer); len(bd.Tensor) < len(want) || bd.Tensor[:len(want)] != want {
+					t.Errorf("layer %d binds %s to %q", l.Layer, name, bd.Tensor)
+				}
+			case bundle.SourceState:
+				if bd.State != "cache.k."+strconv.Itoa(l.Layer) && bd.State != "cache.v."+strconv.Itoa(l.Layer) {
+					t.Errorf("layer %d binds %s to state %q", l.Layer, name, bd.State)
+				}
+			}
+		}
+	}
+	dir := t.TempDir()
+	if err := b.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, err := bundle.Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Manifest, b.Manifest) || !reflect.DeepEqual(back.Programs, b.Programs) || !reflect.DeepEqual(back.Tables, b.Tables) {
+		t.Error("the bundle read back differs from the one written")
+	}
+	if _, err := Certify(back, g, consts, sim.Files{}, 4, DefaultTolerance); err != nil {
+		t.Error(err)
+	}
+}
