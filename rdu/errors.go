@@ -34,8 +34,6 @@ var (
 	// ErrOutputGate: an output gate on a fused projection or over values
 	// unlike the keys in width.
 	ErrOutputGate = errors.New("an output gate on a fused projection or over values unlike the keys in width")
-	// ErrTemperature: a query temperature over an odd head width.
-	ErrTemperature = errors.New("an attention temperature over an odd head width")
 	// ErrActivation: a gated activation other than SiLU or (tanh) GeLU.
 	ErrActivation = errors.New("a gated activation other than SiLU or GeLU")
 	// ErrExperts: an expert mixture other than top-k experts gated by a

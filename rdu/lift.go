@@ -107,20 +107,25 @@ func (low *lowering) lift(name string, eqns []int, layer int, out poot.ValueID) 
 		l.inProg[i] = true
 	}
 	l.findAliases()
+	skip := l.maskCone()
 	for k := 0; k < len(eqns); {
 		i := eqns[k]
 		e := l.v.eqns[i]
 		if top := l.v.g.Top(e.Composite); top != 0 {
 			c := l.v.g.Composite(top)
 			l.binder = ""
-			l.composite(c)
+			if !skip[i] {
+				l.composite(c)
+			}
 			for k < len(eqns) && eqns[k] < c.Hi {
 				k++
 			}
 			continue
 		}
 		l.binder = ""
-		l.primitive(e)
+		if !skip[i] {
+			l.primitive(e)
+		}
 		k++
 	}
 	l.finish()
@@ -175,6 +180,52 @@ func (l *lifter) findAliases() {
 			}
 		}
 	}
+}
+
+// maskCone lists the equations that compute only attention masks: the
+// attention statement writes its mask as clauses, and refuses a mask that
+// is not the causal mask of the positions, so these write no statement.
+func (l *lifter) maskCone() map[int]bool {
+	v := l.v
+	uses := map[poot.ValueID][]int{}
+	for _, i := range l.eqns {
+		for _, in := range v.eqns[i].Inputs {
+			uses[in] = append(uses[in], i)
+		}
+	}
+	mask := map[poot.ValueID]bool{}
+	var mark func(id poot.ValueID)
+	mark = func(id poot.ValueID) {
+		p := v.prod[id]
+		if mask[id] || v.table[id] || p < 0 || !l.inProg[p] {
+			return
+		}
+		mask[id] = true
+		for _, in := range v.eqns[p].Inputs {
+			mark(in)
+		}
+	}
+	for _, i := range l.eqns {
+		e := v.eqns[i]
+		c := v.g.Composite(v.g.Top(e.Composite))
+		if c.Name == "attention" && len(c.Operands) > 3 && c.Lo == i {
+			mark(c.Operands[3])
+		}
+	}
+	skip := map[int]bool{}
+	for _, i := range l.eqns {
+		out := v.eqns[i].Out
+		if !mask[out] {
+			continue
+		}
+		only := true
+		for _, u := range uses[out] {
+			c := v.g.Composite(v.g.Top(v.eqns[u].Composite))
+			only = only && (mask[v.eqns[u].Out] || c.Name == "attention" && c.Operands[3] == out)
+		}
+		skip[i] = only
+	}
+	return skip
 }
 
 func (l *lifter) root(id poot.ValueID) poot.ValueID {
@@ -639,6 +690,9 @@ func (l *lifter) primitive(e poot.Eqn) {
 			base = "hd"
 		}
 		l.preview(e.Out, base)
+		if e.Op == poot.Mul {
+			l.outputGate(a, b)
+		}
 		x := l.ref(a)
 		l.cols(a)
 		var y string
@@ -720,6 +774,37 @@ func (l *lifter) primitive(e poot.Eqn) {
 		types = append(types, g.Type(x).String())
 	}
 	l.reject(ErrUnliftable, "the primitive %v over %s", e.Op, strings.Join(types, ", "))
+}
+
+// outputGate refuses the output gates the language cannot write: an
+// attention's result times the sigmoid of a gate that is not a projection
+// of its own (a slice of a fused projection), or over values unlike the
+// keys in width.
+func (l *lifter) outputGate(a, b poot.ValueID) {
+	g, v := l.v.g, l.v
+	producer := func(id poot.ValueID) poot.Composite {
+		id = l.root(id)
+		if p := v.prod[id]; p >= 0 {
+			if c := g.Composite(g.Top(v.eqns[p].Composite)); len(c.Results) == 1 && c.Results[0] == id {
+				return c
+			}
+		}
+		return poot.Composite{}
+	}
+	for _, pair := range [][2]poot.ValueID{{a, b}, {b, a}} {
+		att, gate := producer(pair[0]), producer(pair[1])
+		if att.Name != "attention" || gate.Name != "sigmoid" {
+			continue
+		}
+		hd, _ := att.Attrs.Int("head_dim")
+		vd, _ := att.Attrs.Int("value_dim")
+		if hd != vd {
+			l.reject(ErrOutputGate, "an output gate over values %d wide and keys %d wide", vd, hd)
+		}
+		if src := producer(gate.Operands[0]); src.Name != "linear" {
+			l.reject(ErrOutputGate, "the gate is not a projection of its own (it is cut from a fused projection)")
+		}
+	}
 }
 
 // stateIn finds the state input a value is a version of.

@@ -171,7 +171,8 @@ func (v *stepView) flow() (*flowInfo, error) {
 				continue
 			}
 			if out[q] >= 0 && out[q] != in {
-				return nil, structureErr("program %s leaves two values (%%%d and %%%d)", progName(q, n), out[q], in)
+				return nil, &Reject{Program: progName(q, n), Binder: progName(q, n) + " result", Err: ErrHyperConnections,
+					Detail: fmt.Sprintf("it leaves two hidden streams (%%%d and %%%d)", out[q], in)}
 			}
 			out[q] = in
 			reads[p][q] = true
@@ -192,7 +193,11 @@ func (v *stepView) flow() (*flowInfo, error) {
 				from = append(from, progName(q, n))
 			}
 			slices.Sort(from)
-			return nil, structureErr("program %s reads from %v; it must read the %s alone", progName(p, n), from, progName(p-1, n))
+			detail := fmt.Sprintf("it reads the results of %v; a program reads the one before it (%s) alone", from, progName(p-1, n))
+			if len(reads[p]) > 1 {
+				return nil, &Reject{Program: progName(p, n), Binder: LayerInput(p - 1), Err: ErrHyperConnections, Detail: detail}
+			}
+			return nil, structureErr("program %s: %s", progName(p, n), detail)
 		}
 	}
 	return &flowInfo{out: out}, nil
