@@ -39,11 +39,19 @@ type Certificate struct {
 // beyond tol (relative to the largest logit's magnitude, at least 1) is an
 // error wrapping ErrCertify; so is a bundle that does not compose.
 func Certify(b *bundle.Bundle, g *poot.Graph, consts interp.Consts, w sim.Weights, steps int, tol float64) (Certificate, error) {
-	c := Certificate{Tolerance: tol}
 	m, err := sim.New(b, w)
 	if err != nil {
-		return c, err
+		return Certificate{Tolerance: tol}, err
 	}
+	return CertifyMachine(m, g, consts, steps, tol)
+}
+
+// CertifyMachine is Certify on a machine already loaded; it leaves the
+// machine's caches as the runs left them.
+func CertifyMachine(m *sim.Machine, g *poot.Graph, consts interp.Consts, steps int, tol float64) (Certificate, error) {
+	c := Certificate{Tolerance: tol}
+	b := m.Bundle()
+	m.Reset()
 	prog, err := interp.Compile(g, consts)
 	if err != nil {
 		return c, fmt.Errorf("rdu: certifying against the oracle: %w", err)

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pootlabs/poot/rdu/bundle"
+	"github.com/pootlabs/poot/rdu/sim"
+)
+
+// TestLowerWritesACertifiedBundle: poot lower writes a bundle that reads
+// back and runs, and prints its kinds, statements, bytes and certificate.
+func TestLowerWritesACertifiedBundle(t *testing.T) {
+	dir := refDir(t)
+	out := filepath.Join(t.TempDir(), "bundle")
+	stdout, errOut, status := runPoot("lower", "--target", "rdu", "--decode", "--ctx", "32", "-m", filepath.Join(dir, "tiny-gemma3-f32.gguf"), "--out", out)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	for _, want := range []string{"kinds: 2", "kind0    2 layers (0-1)", "kind1    1 layers (2)", "statements", "weights per chip", "KV cache per chip at ctx 32: 24.0 KiB", "certified: yes"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	b, err := bundle.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sim.New(b, sim.Files{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Step(1, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLowerRefusals: the deployments this version does not write, another
+// target, or no deployment are one-line errors.
+func TestLowerRefusals(t *testing.T) {
+	dir := refDir(t)
+	model := filepath.Join(dir, "tiny-llama-f32.gguf")
+	out := filepath.Join(t.TempDir(), "b")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lower", "--target", "rdu", "-m", model, "--out", out}, "--decode"},
+		{[]string{"lower", "--target", "tpu", "--decode", "-m", model, "--out", out}, "rdu"},
+		{[]string{"lower", "--target", "rdu", "--decode", "--tp", "2", "-m", model, "--out", out}, "not implemented"},
+		{[]string{"lower", "--target", "rdu", "--batched", "4", "-m", model, "--out", out}, "not implemented"},
+		{[]string{"lower", "--target", "rdu", "--decode", "-m", model}, "--out"},
+	} {
+		_, errOut, status := runPoot(c.args...)
+		oneLineError(t, errOut, status, c.want)
+	}
+}
+
+// TestGenerateOnRDU: poot generate --interp rdu prints what the oracle
+// prints (the prompt is fed through the decode bundle token by token).
+func TestGenerateOnRDU(t *testing.T) {
+	dir := refDir(t)
+	args := []string{"generate", "-m", filepath.Join(dir, "stories260K-q8_0.gguf"), "-p", "Once upon a time", "-n", "12", "--ctx", "64"}
+	want, errOut, status := runPoot(append(args, "--interp", "oracle")...)
+	if status != 0 {
+		t.Fatalf("oracle: status %d: %s", status, errOut)
+	}
+	got, errOut, status := runPoot(append(args, "--interp", "rdu")...)
+	if status != 0 {
+		t.Fatalf("rdu: status %d: %s", status, errOut)
+	}
+	if got != want {
+		t.Errorf("rdu printed %q, the oracle %q", got, want)
+	}
+}
