@@ -112,7 +112,7 @@ func (low *lowering) lift(name string, eqns []int, layer int, out poot.ValueID) 
 		i := eqns[k]
 		e := l.v.eqns[i]
 		if top := l.v.g.Top(e.Composite); top != 0 {
-			c := l.v.g.Composite(top)
+			c := l.v.comp(top)
 			l.binder = ""
 			if !skip[i] {
 				l.composite(c)
@@ -206,8 +206,7 @@ func (l *lifter) maskCone() map[int]bool {
 		}
 	}
 	for _, i := range l.eqns {
-		e := v.eqns[i]
-		c := v.g.Composite(v.g.Top(e.Composite))
+		c := v.top(i)
 		if c.Name == "attention" && len(c.Operands) > 3 && c.Lo == i {
 			mark(c.Operands[3])
 		}
@@ -220,7 +219,7 @@ func (l *lifter) maskCone() map[int]bool {
 		}
 		only := true
 		for _, u := range uses[out] {
-			c := v.g.Composite(v.g.Top(v.eqns[u].Composite))
+			c := v.top(u)
 			only = only && (mask[v.eqns[u].Out] || c.Name == "attention" && c.Operands[3] == out)
 		}
 		skip[i] = only
@@ -626,7 +625,7 @@ func (l *lifter) attention(c poot.Composite) {
 	mp := v.prod[mask]
 	var mrec poot.Composite
 	if mp >= 0 {
-		mrec = g.Composite(g.Top(v.eqns[mp].Composite))
+		mrec = v.top(mp)
 	}
 	if !v.table[mask] || mrec.Name != "causal_mask" || len(mrec.Results) != 1 || mrec.Results[0] != mask {
 		l.reject(ErrSparseAttention, "the attention's mask is not the causal mask of the step's positions")
@@ -781,11 +780,11 @@ func (l *lifter) primitive(e poot.Eqn) {
 // of its own (a slice of a fused projection), or over values unlike the
 // keys in width.
 func (l *lifter) outputGate(a, b poot.ValueID) {
-	g, v := l.v.g, l.v
+	v := l.v
 	producer := func(id poot.ValueID) poot.Composite {
 		id = l.root(id)
 		if p := v.prod[id]; p >= 0 {
-			if c := g.Composite(g.Top(v.eqns[p].Composite)); len(c.Results) == 1 && c.Results[0] == id {
+			if c := v.top(p); len(c.Results) == 1 && c.Results[0] == id {
 				return c
 			}
 		}

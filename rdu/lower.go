@@ -330,8 +330,8 @@ func (low *lowering) assemble(opts Options, kinds []Kind, embed *lifted, progs [
 // weightBinding binds a declared weight to the constant called c.
 func (low *lowering) weightBinding(opts Options, name, c string, d declared) (bundle.Binding, error) {
 	g := low.v.g
-	id, ok := g.Lookup(c)
-	if !ok {
+	id, ok := low.v.byName[c]
+	if !ok || g.Value(id).Kind != poot.Const {
 		return bundle.Binding{}, structureErr("no constant %q", c)
 	}
 	t := g.Value(id).Type

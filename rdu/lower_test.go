@@ -280,3 +280,49 @@ func TestManifestBindsEveryLayer(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestCertifyKinds: each kind's program, run alone, agrees with its first
+// layer's equations on the oracle; a kind changed does not.
+func TestCertifyKinds(t *testing.T) {
+	for _, f := range []string{"tiny-gemma3-f32.gguf", "tiny-llama-f16.gguf", "stories260K-q8_0.gguf"} {
+		r := openRef(t, f)
+		for _, n := range []int{1, 3} {
+			g, consts := r.step(t, n, 24, families.LastToken)
+			b := r.lower(t, g, consts)
+			m, err := sim.New(b, sim.Files{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			certs, err := CertifyKinds(m, g, consts, 5, DefaultTolerance)
+			if err != nil {
+				t.Fatalf("%s, %d tokens: %v", f, n, err)
+			}
+			if len(certs) != len(b.Manifest.Kinds) {
+				t.Fatalf("%d certificates for %d kinds", len(certs), len(b.Manifest.Kinds))
+			}
+			for _, c := range certs {
+				t.Logf("%s, %d tokens: %s (layer %d): %d steps, max |Δ| %.3g of %.3g", f, n, c.Kind, c.Layer, c.Steps, c.MaxDiff, c.MaxAbs)
+			}
+		}
+	}
+	r := openRef(t, "tiny-gemma3-f32.gguf")
+	g, consts := r.step(t, 1, 24, families.LastToken)
+	b := r.lower(t, g, consts)
+	p := b.Programs["kind1"]
+	for i, s := range p.Stmts {
+		if l, ok := s.(lang.Let); ok {
+			if a, ok := l.Expr.(lang.Attention); ok {
+				a.Window = 3
+				l.Expr = a
+				p.Stmts[i] = l
+			}
+		}
+	}
+	m, err := sim.New(b, sim.Files{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CertifyKinds(m, g, consts, 6, DefaultTolerance); !errors.Is(err, ErrCertify) {
+		t.Errorf("a global kind given a window certified: %v", err)
+	}
+}

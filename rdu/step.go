@@ -34,7 +34,21 @@ type stepView struct {
 	layers      [][]int
 	cone        map[poot.ValueID][32]byte
 	tokens      int // new tokens of the step (T)
+	comps       []poot.Composite // the graph's composite records; id i at i-1
+	byName      map[string]poot.ValueID
 }
+
+// comp returns the record of composite id (the zero record for 0).
+func (v *stepView) comp(id poot.CompositeID) poot.Composite {
+	if id < 1 || int(id) > len(v.comps) {
+		return poot.Composite{}
+	}
+	return v.comps[id-1]
+}
+
+// top returns the record of the outermost composite holding equation i
+// (the zero record when none does).
+func (v *stepView) top(i int) poot.Composite { return v.comp(v.g.Top(v.eqns[i].Composite)) }
 
 // part says which program an equation's scope belongs to.
 func part(scope string) (name string, layer int) {
@@ -59,7 +73,13 @@ func analyse(g *poot.Graph) (*stepView, error) {
 	if g == nil {
 		return nil, structureErr("no graph")
 	}
-	v := &stepView{g: g, eqns: g.Eqns(), prod: g.Producers(), table: make([]bool, g.NumValues()), cone: map[poot.ValueID][32]byte{}}
+	v := &stepView{g: g, eqns: g.Eqns(), prod: g.Producers(), table: make([]bool, g.NumValues()), cone: map[poot.ValueID][32]byte{},
+		comps: g.Composites(), byName: map[string]poot.ValueID{}}
+	for _, k := range []poot.Kind{poot.Const, poot.Slot, poot.State} {
+		for _, id := range g.Inputs(k) {
+			v.byName[g.Value(id).Name] = id
+		}
+	}
 	partOf := make([]int, len(v.eqns)) // -2 embed, -3 head, -1 none, l layer
 	inProgram := make([]bool, g.NumValues())
 	nLayers := 0
@@ -113,7 +133,7 @@ func analyse(g *poot.Graph) (*stepView, error) {
 		hoisted := true
 		for i := it.lo; i < it.hi; i++ {
 			if partOf[i] != p {
-				return nil, structureErr("composite %q spans the scopes %q and %q", g.Composite(it.comp).Name, g.Scope(v.eqns[it.lo].Scope), g.Scope(v.eqns[i].Scope))
+				return nil, structureErr("composite %q spans the scopes %q and %q", v.comp(it.comp).Name, g.Scope(v.eqns[it.lo].Scope), g.Scope(v.eqns[i].Scope))
 			}
 		}
 		for _, r := range it.results(v) {
@@ -163,7 +183,7 @@ func (v *stepView) items() []item {
 			i++
 			continue
 		}
-		r := v.g.Composite(c)
+		r := v.comp(c)
 		out = append(out, item{lo: r.Lo, hi: r.Hi, comp: c})
 		i = r.Hi
 	}
@@ -175,7 +195,7 @@ func (it item) results(v *stepView) []poot.ValueID {
 	if it.comp == 0 {
 		return []poot.ValueID{v.eqns[it.lo].Out}
 	}
-	return v.g.Composite(it.comp).Results
+	return v.comp(it.comp).Results
 }
 
 // coneDigest identifies a step table by what it computes: two tables with
@@ -261,12 +281,12 @@ func (v *stepView) programDigest(eqns []int) (d [32]byte, named []poot.ValueID) 
 	}
 	for _, i := range eqns {
 		e := v.eqns[i]
-		for c := e.Composite; c > 0; c = v.g.Composite(c).Parent {
+		for c := e.Composite; c > 0; c = v.comp(c).Parent {
 			x, seen := comps[c]
 			if !seen {
 				x = uint64(len(comps))
 				comps[c] = x
-				r := v.g.Composite(c)
+				r := v.comp(c)
 				u(1)
 				str(r.Name)
 				str(r.Attrs.String())

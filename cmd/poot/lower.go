@@ -34,7 +34,7 @@ func cmdLower(args []string, stdout, stderr io.Writer) error {
 	tp := fs.Int("tp", 0, "tensor parallelism over N chips (not in this version)")
 	capacity := fs.Int("ctx", 0, "positions each KV cache holds (0: the model's context, at most 4096)")
 	out := fs.String("out", "", "the bundle's directory (created)")
-	certify := fs.Int("certify", 4, "decode steps to certify the bundle over against the oracle")
+	certify := fs.Int("certify", 4, "positions to certify each kind over, and decode steps to certify the whole bundle over, against the oracle")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -79,7 +79,15 @@ func cmdLower(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	t2 := time.Now()
-	cert, err := rdu.Certify(b, bg, interp.ConstMap(consts), sim.Files{}, *certify, rdu.DefaultTolerance)
+	mach, err := sim.New(b, sim.Files{})
+	if err != nil {
+		return err
+	}
+	kinds, err := rdu.CertifyKinds(mach, bg, interp.ConstMap(consts), *certify, rdu.DefaultTolerance)
+	if err != nil {
+		return err
+	}
+	cert, err := rdu.CertifyMachine(mach, bg, interp.ConstMap(consts), *certify, rdu.DefaultTolerance)
 	if err != nil {
 		return err
 	}
@@ -88,13 +96,13 @@ func cmdLower(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	t4 := time.Now()
-	return writeSummary(stdout, b, *out, cert, []time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t4.Sub(t3)})
+	return writeSummary(stdout, b, *out, kinds, cert, []time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t4.Sub(t3)})
 }
 
 // writeSummary prints what the issue asks a lowering to say: the kinds and
 // their layers and statements, the bytes of weights and caches a chip
 // holds, and the certificate.
-func writeSummary(w io.Writer, b *bundle.Bundle, dir string, cert rdu.Certificate, times []time.Duration) error {
+func writeSummary(w io.Writer, b *bundle.Bundle, dir string, kinds []rdu.KindCertificate, cert rdu.Certificate, times []time.Duration) error {
 	m := &b.Manifest
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "bundle: %s (%s deployment, %d layers, ctx %d)\n", dir, m.Deployment.Kind, len(m.Layers), m.Deployment.Ctx)
@@ -147,7 +155,11 @@ func writeSummary(w io.Writer, b *bundle.Bundle, dir string, cert rdu.Certificat
 	fmt.Fprintf(&sb, "weights per chip (1 chip): %s (%s read dense, %s folded from Q8_0 on the chip)\n", bytesText(dense+q8), bytesText(dense), bytesText(q8))
 	fmt.Fprintf(&sb, "KV cache per chip at ctx %d: %s\n", m.Deployment.Ctx, bytesText(kv))
 	fmt.Fprintf(&sb, "host tables: %d, %s\n", len(m.Tables), bytesText(tables))
-	fmt.Fprintf(&sb, "certified: yes, %d decode steps against the oracle, max |Δlogit| %.3g (largest logit %.3g, tolerance %g relative)\n",
+	fmt.Fprintf(&sb, "certified: yes\n")
+	for _, k := range kinds {
+		fmt.Fprintf(&sb, "  %-7s alone against layer %d's equations on the oracle, %d positions: max |Δ| %.3g (largest value %.3g)\n", k.Kind, k.Layer, k.Steps, k.MaxDiff, k.MaxAbs)
+	}
+	fmt.Fprintf(&sb, "  bundle  %d decode steps against the oracle: max |Δlogit| %.3g (largest logit %.3g, tolerance %g relative)\n",
 		cert.Steps, cert.MaxDiff, cert.MaxLogit, cert.Tolerance)
 	fmt.Fprintf(&sb, "time: trace and bind %v, lower %v, certify %v, write %v\n", round(times[0]), round(times[1]), round(times[2]), round(times[3]))
 	_, err := io.WriteString(w, sb.String())

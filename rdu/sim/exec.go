@@ -63,7 +63,7 @@ func (m *Machine) exec(in *instance, env map[string]value, s lang.Stmt, runtime 
 		case bundle.SourceWeight:
 			env[s.Name] = in.weights[s.Name]
 		case bundle.SourceState:
-			env[s.Name] = m.states[bd.State]
+			env[s.Name] = m.state(bd.State)
 		case bundle.SourceTable:
 			env[s.Name] = m.tables[bd.Table]
 		case bundle.SourceInput:

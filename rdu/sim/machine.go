@@ -17,9 +17,13 @@ type Machine struct {
 	embed  instance
 	layers []instance
 	head   instance
-	// states are the caches, by the graph's state names.
+	// states are the caches, by the graph's state names, allocated when a
+	// program instance that binds them first runs (or a host lends them).
 	states map[string]*matrix
+	shapes map[string][2]int
 	tables map[string]*matrix
+	w      Weights
+	cache  map[string][]float32 // decoded weights by binding
 }
 
 // instance is one program bound for one place of the model.
@@ -27,7 +31,8 @@ type instance struct {
 	name    string
 	prog    *lang.Program
 	bind    map[string]bundle.Binding
-	weights map[string]*matrix
+	types   *lang.Typed
+	weights map[string]*matrix // nil until the instance first runs
 	input   string
 	output  string
 }
@@ -39,14 +44,15 @@ type Result struct {
 	Next   int
 }
 
-// New certifies the bundle's composition (Check), loads every weight it
-// binds through w (decoded to Real once; a tensor bound twice, as a tied
-// embedding is, is read once), reads its tables and makes zeroed caches.
+// New certifies the bundle's composition (Check), reads its tables and
+// makes zeroed caches. Weights are read through w, decoded to Real once (a
+// tensor bound twice, as a tied embedding is, is read once), when the
+// program instance that binds them first runs; Load reads them all now.
 func New(b *bundle.Bundle, w Weights) (*Machine, error) {
 	if err := Check(b); err != nil {
 		return nil, err
 	}
-	m := &Machine{b: b, states: map[string]*matrix{}, tables: map[string]*matrix{}}
+	m := &Machine{b: b, w: w, states: map[string]*matrix{}, shapes: map[string][2]int{}, tables: map[string]*matrix{}, cache: map[string][]float32{}}
 	man := &b.Manifest
 	for _, t := range man.Tables {
 		mt := &matrix{rows: t.Rows, cols: t.Cols, data: make([]float32, t.Rows*t.Cols)}
@@ -56,44 +62,34 @@ func New(b *bundle.Bundle, w Weights) (*Machine, error) {
 		}
 		m.tables[t.Name] = mt
 	}
-	cache := map[string][]float32{}
-	load := func(name, prog string, bind map[string]bundle.Binding, input, output string) (instance, error) {
+	typed := map[string]*lang.Typed{}
+	mk := func(name, prog string, bind map[string]bundle.Binding, input, output string) (instance, error) {
 		p, _ := b.Program(prog)
-		in := instance{name: name, prog: p, bind: bind, weights: map[string]*matrix{}, input: input, output: output}
-		typed, err := lang.Check(p)
-		if err != nil {
-			return in, err
+		in := instance{name: name, prog: p, bind: bind, input: input, output: output}
+		if typed[prog] == nil {
+			t, err := lang.Check(p)
+			if err != nil {
+				return in, err
+			}
+			typed[prog] = t
 		}
+		in.types = typed[prog]
 		for decl, bd := range bind {
-			ty := typed.Types[decl]
-			switch bd.Source {
-			case bundle.SourceWeight:
-				key := bd.Const + "\x00" + bd.File
-				data, ok := cache[key]
-				if !ok {
-					raw, err := w.Read(bd)
-					if err != nil {
-						return in, err
-					}
-					if data, err = decode(bd, raw); err != nil {
-						return in, err
-					}
-					cache[key] = data
-				}
-				in.weights[decl] = &matrix{rows: ty.Rows, cols: ty.Cols, data: data, transposed: bd.Transposed}
-			case bundle.SourceState:
-				if _, ok := m.states[bd.State]; !ok {
-					m.states[bd.State] = &matrix{rows: ty.Rows, cols: ty.Cols, data: make([]float32, ty.Rows*ty.Cols)}
-				}
-				if s := m.states[bd.State]; s.rows != ty.Rows || s.cols != ty.Cols {
-					return in, fmt.Errorf("rdu/sim: %s: state %q declared %d by %d and %d by %d", name, bd.State, ty.Rows, ty.Cols, s.rows, s.cols)
-				}
+			if bd.Source != bundle.SourceState {
+				continue
+			}
+			ty := in.types.Types[decl]
+			if _, ok := m.shapes[bd.State]; !ok {
+				m.shapes[bd.State] = [2]int{ty.Rows, ty.Cols}
+			}
+			if s := m.shapes[bd.State]; s != [2]int{ty.Rows, ty.Cols} {
+				return in, fmt.Errorf("rdu/sim: %s: state %q declared %d by %d and %d by %d", name, bd.State, ty.Rows, ty.Cols, s[0], s[1])
 			}
 		}
 		return in, nil
 	}
 	var err error
-	if m.embed, err = load("embed", man.Embed.Name, man.Embed.Bindings, "", man.Embed.Output); err != nil {
+	if m.embed, err = mk("embed", man.Embed.Name, man.Embed.Bindings, "", man.Embed.Output); err != nil {
 		return nil, err
 	}
 	kinds := map[string]bundle.Kind{}
@@ -102,25 +98,80 @@ func New(b *bundle.Bundle, w Weights) (*Machine, error) {
 	}
 	for _, l := range man.Layers {
 		k := kinds[l.Kind]
-		in, err := load(fmt.Sprintf("layer %d (%s)", l.Layer, k.Name), k.Name, l.Bindings, k.Input, k.Output)
+		in, err := mk(fmt.Sprintf("layer %d (%s)", l.Layer, k.Name), k.Name, l.Bindings, k.Input, k.Output)
 		if err != nil {
 			return nil, err
 		}
 		m.layers = append(m.layers, in)
 	}
-	if m.head, err = load("head", man.Head.Name, man.Head.Bindings, man.Head.Input, man.Head.Output); err != nil {
+	if m.head, err = mk("head", man.Head.Name, man.Head.Bindings, man.Head.Input, man.Head.Output); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
+// load reads the weights of an instance that has not run yet.
+func (m *Machine) load(in *instance) error {
+	if in.weights != nil {
+		return nil
+	}
+	weights := map[string]*matrix{}
+	for decl, bd := range in.bind {
+		if bd.Source == bundle.SourceState {
+			m.state(bd.State)
+		}
+		if bd.Source != bundle.SourceWeight {
+			continue
+		}
+		ty := in.types.Types[decl]
+		key := bd.Const + "\x00" + bd.File + "\x00" + fmt.Sprint(bd.Offset)
+		data, ok := m.cache[key]
+		if !ok {
+			raw, err := m.w.Read(bd)
+			if err != nil {
+				return err
+			}
+			if data, err = decode(bd, raw); err != nil {
+				return err
+			}
+			m.cache[key] = data
+		}
+		weights[decl] = &matrix{rows: ty.Rows, cols: ty.Cols, data: data, transposed: bd.Transposed}
+	}
+	in.weights = weights
+	return nil
+}
+
+// Load reads every weight of the bundle now, rather than when each
+// program instance first runs.
+func (m *Machine) Load() error {
+	for _, in := range append(append([]*instance{&m.embed}, ptrs(m.layers)...), &m.head) {
+		if err := m.load(in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Bundle returns the machine's bundle.
 func (m *Machine) Bundle() *bundle.Bundle { return m.b }
+
+// state returns the cache called name, allocating it zeroed at its first
+// use.
+func (m *Machine) state(name string) *matrix {
+	s, ok := m.states[name]
+	if !ok {
+		sh := m.shapes[name]
+		s = &matrix{rows: sh[0], cols: sh[1], data: make([]float32, sh[0]*sh[1])}
+		m.states[name] = s
+	}
+	return s
+}
 
 // States lists the caches' names.
 func (m *Machine) States() []string {
 	var out []string
-	for n := range m.states {
+	for n := range m.shapes {
 		out = append(out, n)
 	}
 	return out
@@ -129,25 +180,24 @@ func (m *Machine) States() []string {
 // State returns the storage of the cache called name (rows of the
 // cache's width, a position a row), which steps write in place.
 func (m *Machine) State(name string) ([]float32, bool) {
-	s, ok := m.states[name]
-	if !ok {
+	if _, ok := m.shapes[name]; !ok {
 		return nil, false
 	}
-	return s.data, true
+	return m.state(name).data, true
 }
 
 // UseState makes the cache called name live in data, which must hold as
 // many values as the cache: a host that keeps its caches itself (an
 // interpreter's state) lends them to the machine.
 func (m *Machine) UseState(name string, data []float32) error {
-	s, ok := m.states[name]
+	sh, ok := m.shapes[name]
 	if !ok {
 		return fmt.Errorf("rdu/sim: the bundle has no state %q", name)
 	}
-	if len(data) != len(s.data) {
-		return fmt.Errorf("rdu/sim: state %q holds %d values, not %d", name, len(s.data), len(data))
+	if len(data) != sh[0]*sh[1] {
+		return fmt.Errorf("rdu/sim: state %q holds %d values, not %d", name, sh[0]*sh[1], len(data))
 	}
-	s.data = data
+	m.states[name] = &matrix{rows: sh[0], cols: sh[1], data: data}
 	return nil
 }
 
@@ -209,6 +259,9 @@ func ptrs(s []instance) []*instance {
 
 // run executes one program instance.
 func (m *Machine) run(in *instance, runtime map[string]int, hidden value) (map[string]value, error) {
+	if err := m.load(in); err != nil {
+		return nil, err
+	}
 	env := map[string]value{}
 	for i, s := range in.prog.Stmts {
 		if err := m.exec(in, env, s, runtime, hidden); err != nil {
@@ -216,4 +269,27 @@ func (m *Machine) run(in *instance, runtime map[string]int, hidden value) (map[s
 		}
 	}
 	return env, nil
+}
+
+// RunLayer runs layer l's program alone on one row of hidden state at
+// position pos (from 0), with the layer's caches, and returns the row it
+// leaves: how a kind's program is certified by itself.
+func (m *Machine) RunLayer(l int, hidden []float32, pos int) ([]float32, error) {
+	if l < 0 || l >= len(m.layers) {
+		return nil, fmt.Errorf("rdu/sim: no layer %d", l)
+	}
+	ctx := m.b.Manifest.Deployment.Ctx
+	if pos < 0 || pos >= ctx {
+		return nil, fmt.Errorf("rdu/sim: position %d outside the context of %d", pos, ctx)
+	}
+	in := &m.layers[l]
+	env, err := m.run(in, map[string]int{"pos": pos + 1}, &matrix{rows: 1, cols: len(hidden), data: hidden})
+	if err != nil {
+		return nil, err
+	}
+	out, ok := env[in.output].(*matrix)
+	if !ok {
+		return nil, &StepError{Program: in.name, Detail: "no result"}
+	}
+	return append([]float32(nil), out.data...), nil
 }
