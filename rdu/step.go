@@ -33,7 +33,7 @@ type stepView struct {
 	embed, head []int
 	layers      [][]int
 	cone        map[poot.ValueID][32]byte
-	tokens      int // new tokens of the step (T)
+	tokens      int              // new tokens of the step (T)
 	comps       []poot.Composite // the graph's composite records; id i at i-1
 	byName      map[string]poot.ValueID
 }
