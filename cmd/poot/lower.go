@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pootlabs/poot/driver"
 	"github.com/pootlabs/poot/families/registry"
 	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/load"
@@ -13,6 +14,7 @@ import (
 	"github.com/pootlabs/poot/rdu/bundle"
 	"github.com/pootlabs/poot/rdu/lang"
 	"github.com/pootlabs/poot/rdu/sim"
+	"github.com/pootlabs/poot/tokenizer"
 
 	// The streamed lowering is also an interpreter: --interp rdu.
 	_ "github.com/pootlabs/poot/rdu/register"
@@ -200,4 +202,87 @@ func round(d time.Duration) time.Duration {
 		return d.Round(time.Millisecond)
 	}
 	return d.Round(time.Microsecond)
+}
+
+// cmdRunBundle generates text greedily with the simulator from a bundle
+// poot lower wrote: the model gives the tokenizer, the manifest the
+// weights. It prints the prompt followed by the generated text and a
+// newline, as generate does.
+func cmdRunBundle(args []string, stdout, stderr io.Writer) error {
+	fs := flags("run-bundle", "run-bundle -b DIR -m MODEL -p PROMPT [-n N] [--ignore-eos]", stdout)
+	var dir, model, prompt string
+	fs.StringVar(&dir, "b", "", "the bundle's directory (written by poot lower)")
+	fs.StringVar(&dir, "bundle", "", "same as -b")
+	fs.StringVar(&model, "m", "", "the model the bundle was lowered from, for its tokenizer")
+	fs.StringVar(&model, "model", "", "same as -m")
+	fs.StringVar(&prompt, "p", "", "the prompt")
+	fs.StringVar(&prompt, "prompt", "", "same as -p")
+	n := fs.Int("n", 32, "the most tokens to generate")
+	ignoreEOS := fs.Bool("ignore-eos", false, "keep generating past end-of-generation tokens")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	switch {
+	case dir == "":
+		return usagef("no bundle: give -b DIR")
+	case model == "":
+		return usagef("no model: give -m MODEL (for its tokenizer)")
+	case *n < 0:
+		return usagef("-n %d: want 0 or more", *n)
+	}
+	b, err := bundle.Read(dir)
+	if err != nil {
+		return err
+	}
+	c, err := load.Open(model)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	tok, err := driver.TokenizerOf(c)
+	if err != nil {
+		return err
+	}
+	ids, err := tok.Encode(prompt, tokenizer.EncodeOptions{AddBOS: tok.AddBOS()})
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return driver.ErrEmptyPrompt
+	}
+	if need := len(ids) + *n; need > b.Manifest.Deployment.Ctx {
+		return &driver.ContextError{Need: need, Capacity: b.Manifest.Deployment.Ctx}
+	}
+	m, err := sim.New(b, sim.Files{})
+	if err != nil {
+		return err
+	}
+	var res sim.Result
+	for i, id := range ids {
+		if res, err = m.Step(int(id), i); err != nil {
+			return err
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString(prompt)
+	dec := tokenizer.NewStreamDecoder(tok)
+	for i := range *n {
+		id := int32(res.Next)
+		if !*ignoreEOS && tok.IsEOG(id) {
+			break
+		}
+		sb.WriteString(dec.Add(id))
+		if i+1 < *n {
+			if res, err = m.Step(res.Next, len(ids)+i); err != nil {
+				return err
+			}
+		}
+	}
+	sb.WriteString(dec.Flush())
+	if err := dec.Err(); err != nil {
+		return err
+	}
+	sb.WriteByte('\n')
+	_, err = io.WriteString(stdout, sb.String())
+	return err
 }

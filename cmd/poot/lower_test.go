@@ -74,3 +74,25 @@ func TestGenerateOnRDU(t *testing.T) {
 		t.Errorf("rdu printed %q, the oracle %q", got, want)
 	}
 }
+
+// TestRunBundle: the text run-bundle generates from a bundle is what
+// generate prints on the oracle.
+func TestRunBundle(t *testing.T) {
+	dir := refDir(t)
+	model := filepath.Join(dir, "stories260K-q8_0.gguf")
+	out := filepath.Join(t.TempDir(), "bundle")
+	if _, errOut, status := runPoot("lower", "--target", "rdu", "--decode", "--ctx", "64", "-m", model, "--out", out); status != 0 {
+		t.Fatalf("lower: status %d: %s", status, errOut)
+	}
+	got, errOut, status := runPoot("run-bundle", "-b", out, "-m", model, "-p", "Once upon a time", "-n", "20")
+	if status != 0 {
+		t.Fatalf("run-bundle: status %d: %s", status, errOut)
+	}
+	want, errOut, status := runPoot("generate", "-m", model, "-p", "Once upon a time", "-n", "20", "--ctx", "64", "--interp", "oracle")
+	if status != 0 {
+		t.Fatalf("generate: status %d: %s", status, errOut)
+	}
+	if got != want {
+		t.Errorf("run-bundle printed %q, generate %q", got, want)
+	}
+}
