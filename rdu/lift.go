@@ -298,6 +298,9 @@ func (l *lifter) cols(id poot.ValueID) int {
 
 // ref returns the name of an activation the statement reads.
 func (l *lifter) ref(id poot.ValueID) string {
+	if id < 0 || int(id) >= l.v.g.NumValues() {
+		l.reject(ErrUnliftable, "an operand the statement needs is absent")
+	}
 	id = l.root(id)
 	if n, ok := l.names[id]; ok {
 		return n
@@ -362,6 +365,9 @@ const (
 // weight returns the name of a constant (or a constant read as Real),
 // declaring it at its first read.
 func (l *lifter) weight(id poot.ValueID, form weightForm) string {
+	if id < 0 || int(id) >= l.v.g.NumValues() {
+		l.reject(ErrUnliftable, "a weight the statement needs is absent")
+	}
 	c, ok := l.constOf(id)
 	if !ok {
 		l.reject(ErrUnliftable, "a weight operand computed in the program (%v)", l.v.g.Type(id))
@@ -453,6 +459,14 @@ func (l *lifter) baseOf(name string) string {
 	return name
 }
 
+// compositeOperands are the operand counts of the composites the lifter
+// reads (package ops records them so): a record with another count is not
+// one of them.
+var compositeOperands = map[string]int{
+	"rmsnorm": 2, "l2norm": 1, "linear": 3, "rope": 3, "attention": 5, "swiglu": 2, "geglu": 2,
+	"gelu": 1, "silu": 1, "sigmoid": 1, "soft_cap": 1, "moe": 14, "causal_mask": 1,
+}
+
 // linearBases names a projection's result by its weight.
 var linearBases = map[string]string{
 	"Wq": "qr", "Wk": "kr", "Wv": "vr", "Wo": "ao", "Wqkv": "qkv", "Wg": "gt", "Wu": "up", "Wd": "dn",
@@ -479,6 +493,10 @@ func (l *lifter) composite(c poot.Composite) {
 	}
 	if len(c.Results) != 1 {
 		l.reject(ErrUnliftable, "the %s composite with %d results", c.Name, len(c.Results))
+	}
+	if want, ok := compositeOperands[c.Name]; ok && len(c.Operands) != want {
+		l.preview(c.Results[0], c.Name)
+		l.reject(ErrUnliftable, "a %s composite with %d operands (the ops package records %d)", c.Name, len(c.Operands), want)
 	}
 	res := c.Results[0]
 	a := c.Attrs
@@ -560,6 +578,9 @@ func (l *lifter) composite(c poot.Composite) {
 		dims, _ := a.Int("dims")
 		if heads < 1 || cols%heads != 0 || (layout != "neox" && layout != "interleaved") {
 			l.reject(ErrUnliftable, "a rope of layout %q over %d heads of %d columns", layout, heads, cols)
+		}
+		if op(1) < 0 || op(2) < 0 || !l.v.table[op(1)] || !l.v.table[op(2)] {
+			l.reject(ErrUnliftable, "a rope whose angles are not tables of the step's positions")
 		}
 		cos, sin := l.rotation(op(1), op(2))
 		if 2*cos.cols != dims {

@@ -292,7 +292,10 @@ func (c *checker) expr(e Expr) (Type, error) {
 			return x, c.errf("tables of %d angles turn %d channels, more than a head's %d", cos.Cols, 2*cos.Cols, d)
 		}
 		if e.From != nil {
-			if err := c.index(*e.From, cos.Rows); err != nil {
+			if x.Rows > cos.Rows {
+				return x, c.errf("tables of %d rows turn %d rows of %s", cos.Rows, x.Rows, e.X)
+			}
+			if err := c.index(*e.From, cos.Rows-x.Rows+1); err != nil {
 				return x, err
 			}
 		} else if cos.Rows != x.Rows {

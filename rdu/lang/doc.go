@@ -87,7 +87,8 @@
 //     with "one plus"; no weight means a weight of ones. l2norm divides by sqrt(sum of squares + ε).
 //   - rope of x with cos C and sin S from position p across N heads: each
 //     head of row r of x has its first 2h channels turned by the angles of
-//     row p of C and S (h columns; without "from position", row r), in
+//     row p + r − 1 of C and S (h columns: row p for a single row; without
+//     "from position", row r), in
 //     pairs (i, i+h), or (2i, 2i+1) when interleaved: (a, b) becomes
 //     (a·c − b·s, b·c + a·s). The remaining channels pass through.
 //   - attention of q over K and V with H heads G groups: for each row of q

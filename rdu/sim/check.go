@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/rdu/bundle"
 	"github.com/pootlabs/poot/rdu/lang"
 )
@@ -177,6 +178,11 @@ func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bo
 		}
 		if !ok {
 			return fmt.Errorf("tensor %q stored %v (transposed %v) for a declaration %v", b.Tensor, s, b.Transposed, ty)
+		}
+		if dt, err := poot.ParseDType(b.DType); err != nil {
+			return fmt.Errorf("tensor %q: %w", b.Tensor, err)
+		} else if want := (poot.TensorType{DType: dt, Shape: poot.Shape(s)}).Bytes(); b.File != "" && b.Bytes != want {
+			return fmt.Errorf("tensor %q is %s%v, %d bytes, but its range holds %d", b.Tensor, b.DType, s, want, b.Bytes)
 		}
 		switch b.Storage {
 		case bundle.StorageDense:

@@ -400,7 +400,7 @@ func rope(env map[string]value, e lang.Rope) (value, error) {
 			if err != nil {
 				return nil, err
 			}
-			tr = p - 1
+			tr = p - 1 + r
 		}
 		if tr < 0 || tr >= cos.rows {
 			return nil, fmt.Errorf("row %d of tables of %d rows", tr+1, cos.rows)
