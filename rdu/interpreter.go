@@ -1,6 +1,7 @@
 package rdu
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -13,13 +14,13 @@ import (
 
 // Interpreter is the streamed lowering as an interpreter of poot's graphs
 // (registered with the driver as "rdu" by package rdu/register). Compile
-// lowers the step to its decode bundle, certifies the bundle against the
-// oracle on the step itself, and loads it on the simulator; Run feeds the
-// step's tokens through the bundle one at a time, reading and writing the
-// caches of the caller's state. A step of several new tokens (a prompt) is
-// therefore run as that many decode steps, which is what the decode bundle
-// serves; the batched and prefill deployments are not part of this
-// version.
+// lowers the step to a bundle (the decode deployment for one new token, the
+// prefill deployment for a chunk of a prompt), certifies the bundle against
+// the oracle on the step itself, and loads it on the simulator; Run runs
+// the step's tokens through the bundle, reading and writing the caches of
+// the caller's state. A chunk whose prefill programs the language cannot
+// write (a table of positions read row by row, as Llama 4's temperature
+// is) runs through the decode bundle one token at a time.
 type Interpreter struct {
 	// CertifySteps is how many runs of the step Compile certifies the
 	// bundle over, from empty caches; 0 means 2.
@@ -31,12 +32,32 @@ type Interpreter struct {
 // Name returns "rdu".
 func (Interpreter) Name() string { return "rdu" }
 
+// lower writes a step of one token as the decode deployment, and a step
+// of several (a prompt's chunk) as the prefill deployment, or, when the
+// prefill programs cannot be written (a table of positions read row by
+// row), as the decode deployment run token by token.
+func (in Interpreter) lower(g *poot.Graph, consts interp.Consts) (*bundle.Bundle, error) {
+	tokens := 0
+	for _, id := range g.Inputs(poot.Slot) {
+		if v := g.Value(id); v.Slot == poot.SlotToken {
+			tokens = int(v.Type.Shape.Size())
+		}
+	}
+	if tokens > 1 {
+		b, err := Lower(g, Options{Consts: consts, Deployment: Prefill})
+		if !errors.Is(err, ErrUnliftable) {
+			return b, err
+		}
+	}
+	return Lower(g, Options{Consts: consts})
+}
+
 // Compile lowers, certifies and loads g (see Interpreter).
 func (in Interpreter) Compile(g *poot.Graph, consts interp.Consts) (interp.Executable, error) {
 	if err := interp.CheckConsts(g, consts); err != nil {
 		return nil, err
 	}
-	b, err := Lower(g, Options{Consts: consts})
+	b, err := in.lower(g, consts)
 	if err != nil {
 		return nil, err
 	}
@@ -100,17 +121,32 @@ func (e *Executable) Run(slots interp.Slots, state *interp.State) ([]tensor.Tens
 		}
 	}
 	toks, pos := slots["token"].I32(), slots["pos"].I32()
-	if len(toks) != len(pos) {
+	if len(toks) != len(pos) || len(toks) == 0 {
 		return nil, fmt.Errorf("rdu: %d tokens at %d positions", len(toks), len(pos))
 	}
 	var logits []float32
-	for i := range toks {
-		r, err := e.m.Step(int(toks[i]), int(pos[i]))
+	if e.b.Manifest.Deployment.Kind == Prefill {
+		ids := make([]int, len(toks))
+		for i := range toks {
+			if pos[i] != pos[0]+int32(i) {
+				return nil, fmt.Errorf("rdu: a prefill bundle runs a chunk at consecutive positions, not %v", pos)
+			}
+			ids[i] = int(toks[i])
+		}
+		r, err := e.m.Run(ids, int(pos[0]))
 		if err != nil {
 			return nil, err
 		}
-		if !e.b.Manifest.LastOnly || i == len(toks)-1 {
-			logits = append(logits, r.Logits...)
+		logits = r.Logits
+	} else {
+		for i := range toks {
+			r, err := e.m.Step(int(toks[i]), int(pos[i]))
+			if err != nil {
+				return nil, err
+			}
+			if !e.b.Manifest.LastOnly || i == len(toks)-1 {
+				logits = append(logits, r.Logits...)
+			}
 		}
 	}
 	for _, w := range writeBack {

@@ -58,6 +58,8 @@ type lifted struct {
 	outputValue   poot.ValueID
 	// lastOnly marks a head that the step runs for its last token only.
 	lastOnly bool
+	// next names the token the head picks ("" for a head of several rows).
+	next string
 }
 
 // lifter writes one program.
@@ -78,6 +80,7 @@ type lifter struct {
 	view     map[poot.ValueID]poot.ValueID
 	stateCur map[poot.ValueID]poot.ValueID // state input -> its current value
 	stmts    []lang.Stmt
+	lastRow  map[poot.ValueID]bool // the head's selection of the last row (prefill)
 	res      *lifted
 	binder   string // the binder of the statement being written, for rejections
 }
@@ -92,7 +95,7 @@ func (l *lifter) reject(cause error, format string, args ...any) {
 func (low *lowering) lift(name string, eqns []int, layer int, out poot.ValueID) (res *lifted, err error) {
 	l := &lifter{low: low, v: low.v, name: name, layer: layer, n: newNamer(layer), eqns: eqns, inProg: map[int]bool{},
 		out: out, alias: map[poot.ValueID]poot.ValueID{}, names: map[poot.ValueID]string{}, forms: map[string]string{},
-		view: map[poot.ValueID]poot.ValueID{}, stateCur: map[poot.ValueID]poot.ValueID{},
+		view: map[poot.ValueID]poot.ValueID{}, stateCur: map[poot.ValueID]poot.ValueID{}, lastRow: map[poot.ValueID]bool{},
 		res: &lifted{decls: map[string]declared{}, inputValue: -1, outputValue: out}}
 	defer func() {
 		if r := recover(); r != nil {
@@ -175,8 +178,12 @@ func (l *lifter) findAliases() {
 			t := v.g.Type(in).Shape
 			if lastA[in] && len(t) == 3 && e.Params.Start[1] == v.tokens-1 && e.Params.Limit[1] == v.tokens &&
 				e.Params.Start[2] == 0 && e.Params.Limit[2] == t[2] {
-				l.alias[e.Out] = l.root(in)
 				lastB[e.Out] = true
+				if l.low.stacked {
+					l.lastRow[e.Out] = true // written as "row T of" the stacked rows
+				} else {
+					l.alias[e.Out] = l.root(in)
+				}
 			}
 		}
 	}
@@ -253,7 +260,7 @@ func (l *lifter) bind(id poot.ValueID, base string) string {
 		l.res.output = name
 		return name
 	}
-	name := l.n.fresh(base)
+	name := l.fresh(base)
 	l.names[id] = name
 	return name
 }
@@ -262,9 +269,9 @@ func (l *lifter) bind(id poot.ValueID, base string) string {
 func (l *lifter) outputName() string {
 	switch {
 	case l.layer >= 0:
-		return LayerOutput(l.layer)
+		return output(l.low.stacked, l.layer)
 	case l.name == "embed":
-		return "x"
+		return input(l.low.stacked, 0)
 	}
 	return "logits"
 }
@@ -272,18 +279,39 @@ func (l *lifter) outputName() string {
 // preview names the binder of the statement about to be written, for its
 // rejections.
 func (l *lifter) preview(id poot.ValueID, base string) {
-	if l.root(l.out) == id {
+	switch {
+	case l.root(l.out) == id:
 		l.binder = l.outputName()
-	} else {
+	case l.low.stacked:
+		l.binder = "b" + base + l.n.suffix
+	default:
 		l.binder = base + l.n.suffix
 	}
 }
 
 func (l *lifter) emit(s lang.Stmt) { l.stmts = append(l.stmts, s) }
 
+// fresh names an intermediate: the seed's "b" marks the stacked rows of a
+// prefill chunk.
+func (l *lifter) fresh(base string) string {
+	if l.low.stacked {
+		base = "b" + base
+	}
+	return l.n.fresh(base)
+}
+
 func (l *lifter) declare(name string, rows, cols int, elem lang.Elem, d declared) {
 	l.emit(lang.Declare{Name: name, Rows: rows, Cols: cols, Elem: elem})
 	l.res.decls[name] = d
+}
+
+// rows is the number of rows an activation has in the program: one in the
+// per-token decode form, the chunk's tokens in the stacked prefill form.
+func (l *lifter) rows() int {
+	if l.low.stacked {
+		return l.v.tokens
+	}
+	return 1
 }
 
 // cols returns the width of an activation, which must be a matrix of the
@@ -328,12 +356,12 @@ func (l *lifter) ref(id poot.ValueID) string {
 		l.reject(ErrStructure, "the embedding reads a value of another program")
 	}
 	c := l.cols(id)
-	name := LayerInput(max(l.layer, 0))
+	name := input(l.low.stacked, max(l.layer, 0))
 	if l.layer < 0 {
-		name = LayerInput(l.low.nLayers())
+		name = input(l.low.stacked, l.low.nLayers())
 	}
 	l.n.fixed(name)
-	l.declare(name, 1, c, lang.Real, declared{kind: bindInput, value: id})
+	l.declare(name, l.rows(), c, lang.Real, declared{kind: bindInput, value: id})
 	l.res.input, l.res.inputValue = name, id
 	l.names[id] = name
 	return name
@@ -426,13 +454,18 @@ func (l *lifter) runtime(id poot.ValueID) string {
 	if val.Slot == poot.SlotToken && l.layer >= 0 {
 		l.reject(ErrPerLayerEmbedding, "layer %d reads the step's tokens", l.layer)
 	}
-	name := "tok"
-	if val.Slot == poot.SlotPos {
-		name = "pos"
+	name, stmt := "tok", lang.Stmt(lang.Scalar{Name: "tok", Value: 1})
+	switch {
+	case val.Slot == poot.SlotPos && l.low.stacked:
+		name, stmt = "pos_s0", lang.Scalar{Name: "pos_s0", Value: 1}
+	case val.Slot == poot.SlotPos:
+		name, stmt = "pos", lang.Scalar{Name: "pos", Value: 1}
+	case l.low.stacked:
+		name, stmt = "toks", lang.Declare{Name: "toks", Rows: 1, Cols: l.v.tokens, Elem: lang.Int}
 	}
 	if _, ok := l.res.decls[name]; !ok {
 		l.n.fixed(name)
-		l.emit(lang.Scalar{Name: name, Value: 1})
+		l.emit(stmt)
 		l.res.decls[name] = declared{kind: bindRuntime, value: id, slot: val.Slot}
 	}
 	return name
@@ -559,7 +592,7 @@ func (l *lifter) composite(c poot.Composite) {
 			l.emit(lang.Let{Name: l.bind(res, base), Expr: lang.Binary{Op: lang.MatMul, A: x, B: w}})
 			return
 		}
-		m := l.n.fresh(base + "m")
+		m := l.fresh(base + "m")
 		l.emit(lang.Let{Name: m, Expr: lang.Binary{Op: lang.MatMul, A: x, B: w}})
 		b := l.weight(op(2), formRow)
 		l.emit(lang.Let{Name: l.bind(res, base), Expr: lang.Binary{Op: lang.Plus, A: m, B: b}})
@@ -597,7 +630,7 @@ func (l *lifter) composite(c poot.Composite) {
 	case "geglu":
 		l.preview(res, "hh")
 		gate, up := l.ref(op(0)), l.ref(op(1))
-		act := l.n.fresh("hha")
+		act := l.fresh("hha")
 		l.emit(lang.Let{Name: act, Expr: lang.Unary{Op: lang.Gelu, X: gate}})
 		l.emit(lang.Let{Name: l.bind(res, "hh"), Expr: lang.Binary{Op: lang.Hadamard, A: act, B: up}})
 	case "gelu", "silu", "sigmoid":
@@ -667,7 +700,7 @@ func (l *lifter) attention(c poot.Composite) {
 	if heads < 1 || qc != heads*headDim {
 		l.reject(ErrUnliftable, "%d heads of %d over queries of %d columns", heads, headDim, qc)
 	}
-	e := lang.Attention{Q: q, K: k, V: vv, Heads: heads, Groups: groups, At: &lang.Index{Name: l.pos()}, Window: window, Chunk: chunk, Cap: softCap}
+	e := lang.Attention{Q: q, K: k, V: vv, Heads: heads, Groups: groups, Causal: l.low.stacked, At: &lang.Index{Name: l.pos()}, Window: window, Chunk: chunk, Cap: softCap}
 	if scale != 1/math.Sqrt(float64(headDim)) {
 		if scale == 0 || math.IsNaN(scale) || math.IsInf(scale, 0) {
 			l.reject(ErrUnliftable, "an attention scale of %v", scale)
@@ -698,6 +731,13 @@ func (l *lifter) primitive(e poot.Eqn) {
 		}
 		idx := l.runtime(in(1))
 		w := l.weight(in(0), formTable)
+		if l.low.stacked {
+			if idx != "toks" {
+				l.reject(ErrUnliftable, "the rows of a table at the chunk's positions")
+			}
+			l.emit(lang.Let{Name: l.bind(e.Out, "xe"), Expr: lang.Rows{Indices: idx, X: w}})
+			return
+		}
 		l.emit(lang.Let{Name: l.bind(e.Out, "xe"), Expr: lang.Row{Index: lang.Index{Name: idx}, X: w}})
 		return
 	case poot.Add, poot.Mul:
@@ -749,11 +789,21 @@ func (l *lifter) primitive(e poot.Eqn) {
 		}
 		val := l.ref(src)
 		l.cols(src)
-		l.emit(lang.SetRow{Target: target, Row: lang.Index{Name: l.pos()}, Value: val})
+		if l.low.stacked {
+			l.emit(lang.SetRows{Target: target, From: lang.Index{Name: l.pos()}, Value: val})
+		} else {
+			l.emit(lang.SetRow{Target: target, Row: lang.Index{Name: l.pos()}, Value: val})
+		}
 		l.names[e.Out] = target
 		l.stateCur[st] = e.Out
 		return
 	case poot.Slice:
+		if l.lastRow[e.Out] {
+			l.preview(e.Out, "xl")
+			x := l.ref(in(0))
+			l.emit(lang.Let{Name: l.bind(e.Out, "xl"), Expr: lang.Row{Index: lang.Index{Num: l.v.tokens}, X: x}})
+			return
+		}
 		x := l.ref(in(0))
 		c := l.cols(in(0))
 		st, lim := e.Params.Start, e.Params.Limit

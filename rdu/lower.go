@@ -36,11 +36,28 @@ type Options struct {
 	// Consts are the graph's constants, for host tables computed from one
 	// (a GGUF's rotary frequency factors); nil when none is.
 	Consts interp.Consts
+	// Deployment is Decode (the default) or Prefill.
+	Deployment string
 }
+
+// The deployments Lower writes.
+const (
+	// Decode runs one token of one sequence a run: tok and pos are runtime
+	// inputs, every attention layer appends to and attends over its KV
+	// cache. A step of several tokens runs as that many decode runs.
+	Decode = "decode"
+	// Prefill runs the step's tokens, a chunk of one sequence, as the rows
+	// of one run: toks and pos_s0 (the chunk's first position) are runtime
+	// inputs, the caches are the decode deployment's (so a decode bundle
+	// continues from them), and the head reads the last row when the step
+	// wants the last logits only.
+	Prefill = "prefill"
+)
 
 // lowering is the state of one Lower call.
 type lowering struct {
 	v          *stepView
+	stacked    bool // the prefill deployment: the chunk's tokens as rows
 	ctx        int
 	tables     []*table
 	rotations  map[[32]byte][2]*table
@@ -62,6 +79,13 @@ func Lower(g *poot.Graph, opts Options) (*bundle.Bundle, error) {
 		return nil, err
 	}
 	low := &lowering{v: v, rotations: map[[32]byte][2]*table{}, positional: map[[32]byte]*table{}, tokenDep: map[poot.ValueID]bool{}}
+	switch opts.Deployment {
+	case "", Decode:
+	case Prefill:
+		low.stacked = true
+	default:
+		return nil, fmt.Errorf("rdu: the %q deployment: this version writes %q and %q bundles", opts.Deployment, Decode, Prefill)
+	}
 	var havePos, haveTok bool
 	for _, id := range g.Inputs(poot.Slot) {
 		val := g.Value(id)
@@ -115,7 +139,10 @@ func Lower(g *poot.Graph, opts Options) (*bundle.Bundle, error) {
 	if _, ok := head.decls["next"]; ok {
 		return nil, structureErr("the head binds %q, the name of the token it picks", "next")
 	}
-	head.prog.Stmts = append(head.prog.Stmts, lang.Let{Name: "next", Expr: lang.Unary{Op: lang.Argmax, X: head.output}})
+	if !low.stacked || head.lastOnly || v.tokens == 1 {
+		head.prog.Stmts = append(head.prog.Stmts, lang.Let{Name: "next", Expr: lang.Unary{Op: lang.Argmax, X: head.output}})
+		head.next = "next"
+	}
 	if err := low.evalTables(opts.Consts); err != nil {
 		return nil, err
 	}
@@ -220,6 +247,9 @@ func rebind(name string, from, to int, local map[string]bool) string {
 	if name == LayerInput(from) {
 		return LayerInput(to)
 	}
+	if name == StackedInput(from) {
+		return StackedInput(to)
+	}
 	if local[name] {
 		return strings.TrimSuffix(name, strconv.Itoa(from)) + strconv.Itoa(to)
 	}
@@ -231,15 +261,22 @@ func (low *lowering) assemble(opts Options, kinds []Kind, embed *lifted, progs [
 	data, offs := low.tableBytes()
 	m := bundle.Manifest{
 		Format:     bundle.Format,
-		Deployment: bundle.Deployment{Kind: "decode", Ctx: low.ctx, Tokens: low.v.tokens},
+		Deployment: bundle.Deployment{Kind: Decode, Ctx: low.ctx, Tokens: low.v.tokens},
 		Checkpoint: opts.Checkpoint,
 		Inputs: []bundle.Input{
 			{Name: "tok", Meaning: "the token's id plus one: its row of the embedding"},
 			{Name: "pos", Meaning: "the token's position plus one (positions count from 1)"},
 		},
 		Output:   head.output,
-		Next:     "next",
+		Next:     head.next,
 		LastOnly: head.lastOnly,
+	}
+	if low.stacked {
+		m.Deployment.Kind = Prefill
+		m.Inputs = []bundle.Input{
+			{Name: "toks", Meaning: "the chunk's token ids plus one, in order"},
+			{Name: "pos_s0", Meaning: "the chunk's first position plus one; the chunk's tokens sit at the positions after it"},
+		}
 	}
 	for i, t := range low.tables {
 		m.Tables = append(m.Tables, bundle.Table{Name: t.name, Rows: low.ctx, Cols: t.cols, Offset: offs[i], Meaning: t.meaning})

@@ -6,16 +6,19 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/rdu/bundle"
 	"github.com/pootlabs/poot/rdu/lang"
 	"github.com/pootlabs/poot/rdu/sim"
+	"github.com/pootlabs/poot/tensor"
 )
 
 var tinyFamilies = []string{"llama", "gemma3", "llama4", "gpt-oss", "mixtral", "qwen3moe"}
@@ -324,5 +327,125 @@ func TestCertifyKinds(t *testing.T) {
 	}
 	if _, err := CertifyKinds(m, g, consts, 6, DefaultTolerance); !errors.Is(err, ErrCertify) {
 		t.Errorf("a global kind given a window certified: %v", err)
+	}
+}
+
+// TestPrefillDeployment: a chunk of tokens lowers to the prefill
+// deployment (stacked rows, causal attention from the chunk's first
+// position, the caches written in rows), which certifies against the
+// oracle on the prefill step, by kind and whole; and a decode bundle
+// continues from the caches it leaves exactly as the oracle does.
+func TestPrefillDeployment(t *testing.T) {
+	for _, f := range []string{"tiny-gemma3-f32.gguf", "tiny-llama-f32.gguf", "stories260K-q8_0.gguf"} {
+		for _, mode := range []families.LogitsMode{families.LastToken, families.AllTokens} {
+			r := openRef(t, f)
+			const chunk, ctx = 5, 32
+			g, consts := r.step(t, chunk, ctx, mode)
+			b, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, Deployment: Prefill})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := lang.Format(b.Programs["embed"]) + lang.Format(b.Programs["kind0"])
+			for _, want := range []string{"Let toks be a 1 by 5 tensor of Int.", "rows toks of Emb.", "Let X be a 5 by", "causal attention of", "from pos_s0", "Set rows from pos_s0 of Kc0 to"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("%s: the prefill programs lack %q:\n%s", f, want, text)
+				}
+			}
+			m, err := sim.New(b, sim.Files{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := CertifyKinds(m, g, consts, 3, DefaultTolerance); err != nil {
+				t.Fatal(err)
+			}
+			cert, err := CertifyMachine(m, g, consts, 3, DefaultTolerance)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s, logits %v: %d chunks of %d, max |Δlogit| %.3g", f, mode, cert.Steps, chunk, cert.MaxDiff)
+			if mode == families.AllTokens {
+				continue
+			}
+			// A decode bundle continues from the prefill bundle's caches.
+			dg, dconsts := r.step(t, 1, ctx, families.LastToken)
+			db := r.lower(t, dg, dconsts)
+			dm, err := sim.New(db, sim.Files{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.Reset()
+			toks := []int{1, 15, 27, 100, 200}
+			if _, err := m.Run(toks, 0); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range m.States() {
+				data, _ := m.State(name)
+				if err := dm.UseState(name, data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := oracleLogits(t, r, ctx, append(toks, 300))
+			res, err := dm.Step(300, chunk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if d := float64(res.Logits[i] - want[i]); d > 1e-5 || d < -1e-5 {
+					t.Fatalf("%s: decoding after the prefill bundle: logit %d is %v, the oracle %v", f, i, res.Logits[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// oracleLogits runs toks through the oracle token by token and returns the
+// last logits.
+func oracleLogits(t *testing.T, r *refModel, ctx int, toks []int) []float32 {
+	t.Helper()
+	g, consts := r.step(t, 1, ctx, families.LastToken)
+	prog, err := interp.Compile(g, consts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := interp.NewState(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []float32
+	for i, tok := range toks {
+		tt, _ := tensor.FromI32(poot.Shape{1}, []int32{int32(tok)})
+		pt, _ := tensor.FromI32(poot.Shape{1}, []int32{int32(i)})
+		res, err := prog.Run(interp.Slots{"token": tt, "pos": pt}, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = res[0].F32()
+	}
+	return out
+}
+
+// TestInterpreterDeployments: the interpreter runs a chunk as the prefill
+// deployment, and falls back to the decode deployment run token by token
+// for a chunk whose prefill programs the language cannot write (Llama 4's
+// temperature, a table of positions read row by row), agreeing with the
+// oracle either way.
+func TestInterpreterDeployments(t *testing.T) {
+	for _, c := range []struct {
+		family string
+		want   string
+	}{{"llama", Prefill}, {"llama4", Decode}} {
+		r := synthRef(t, c.family, poot.F32)
+		g, consts := r.step(t, 4, 16, families.AllTokens)
+		exe, err := Interpreter{}.Compile(g, consts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := exe.(*Executable)
+		if got := e.Bundle().Manifest.Deployment.Kind; got != c.want {
+			t.Errorf("%s: a chunk of 4 runs as the %s deployment, want %s", c.family, got, c.want)
+		}
+		if e.Certificate().Steps < 1 {
+			t.Errorf("%s: certified over %d runs", c.family, e.Certificate().Steps)
+		}
 	}
 }

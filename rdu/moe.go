@@ -117,14 +117,14 @@ func (l *lifter) moe(c poot.Composite) {
 	if op(11) < 0 || op(12) < 0 {
 		l.reject(ErrExperts, "a shared expert without its up or down projection")
 	}
-	mo := l.n.fresh("mo")
+	mo := l.fresh("mo")
 	l.emit(lang.Let{Name: mo, Expr: e})
-	sg, su := l.n.fresh("sg"), l.n.fresh("su")
+	sg, su := l.fresh("sg"), l.fresh("su")
 	l.emit(lang.Let{Name: sg, Expr: lang.Binary{Op: lang.MatMul, A: x, B: l.weightAs(op(10), formMatrix, true)}})
 	l.emit(lang.Let{Name: su, Expr: lang.Binary{Op: lang.MatMul, A: x, B: l.weightAs(op(11), formMatrix, true)}})
-	sh := l.n.fresh("sh")
+	sh := l.fresh("sh")
 	l.emit(lang.Let{Name: sh, Expr: lang.SwiGLU{Gate: sg, Up: su}})
-	sd := l.n.fresh("sd")
+	sd := l.fresh("sd")
 	l.emit(lang.Let{Name: sd, Expr: lang.Binary{Op: lang.MatMul, A: sh, B: l.weightAs(op(12), formMatrix, true)}})
 	l.emit(lang.Let{Name: l.bind(res, "me"), Expr: lang.Binary{Op: lang.Plus, A: mo, B: sd}})
 }

@@ -25,6 +25,34 @@ func LayerInput(l int) string {
 // LayerOutput is the name of the hidden state layer l leaves.
 func LayerOutput(l int) string { return fmt.Sprintf("xo%d", l) }
 
+// StackedInput is the name of the stacked hidden state (a row a token of
+// the chunk) layer l reads in a prefill bundle: "X" for the first layer,
+// "bxo<l-1>" after it.
+func StackedInput(l int) string {
+	if l == 0 {
+		return "X"
+	}
+	return fmt.Sprintf("bxo%d", l-1)
+}
+
+// StackedOutput is the name of the stacked hidden state layer l leaves.
+func StackedOutput(l int) string { return fmt.Sprintf("bxo%d", l) }
+
+// input and output name the hidden states of a deployment.
+func input(stacked bool, l int) string {
+	if stacked {
+		return StackedInput(l)
+	}
+	return LayerInput(l)
+}
+
+func output(stacked bool, l int) string {
+	if stacked {
+		return StackedOutput(l)
+	}
+	return LayerOutput(l)
+}
+
 // weightRoles gives the short names of the canonical (GGUF-style) tensor
 // names graphs declare their weights with: blk.<l>.<role>.weight or .bias.
 var weightRoles = map[string]string{

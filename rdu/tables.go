@@ -53,6 +53,9 @@ func (l *lifter) rotation(cos, sin poot.ValueID) (*table, *table) {
 // table and binds its row at pos, whose name it returns.
 func (l *lifter) positionTable(id poot.ValueID) string {
 	low := l.low
+	if low.stacked {
+		l.reject(ErrUnliftable, "a table of the step's positions read row by row, in the prefill deployment (the language reads a table's rows at a chunk's positions only through rope)")
+	}
 	d := l.v.coneDigest(id)
 	t, ok := low.positional[d]
 	if !ok {

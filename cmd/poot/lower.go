@@ -25,14 +25,14 @@ import (
 // manifest binding every layer's tensors; certifies it against the oracle;
 // writes it; and prints a summary.
 func cmdLower(args []string, stdout, stderr io.Writer) error {
-	fs := flags("lower", "lower --target rdu --decode [--ctx N] -m MODEL --out DIR [--certify STEPS]", stdout)
+	fs := flags("lower", "lower --target rdu (--decode | --prefill C) [--ctx N] -m MODEL --out DIR [--certify STEPS]", stdout)
 	var model string
 	fs.StringVar(&model, "m", "", "the model: a GGUF file or a safetensors directory")
 	fs.StringVar(&model, "model", "", "same as -m")
 	target := fs.String("target", "rdu", "the target: rdu (a reconfigurable dataflow unit, streamed one layer kind at a time)")
 	decode := fs.Bool("decode", false, "the decode deployment: one token of one sequence a run, tok and pos runtime inputs, a KV cache of --ctx positions")
 	batched := fs.Int("batched", 0, "the batched decode deployment of B sequences (not in this version)")
-	prefill := fs.Int("prefill", 0, "the prefill deployment of C tokens a run (not in this version)")
+	prefill := fs.Int("prefill", 0, "the prefill deployment: a chunk of C tokens of one sequence a run, over the decode deployment's caches")
 	tp := fs.Int("tp", 0, "tensor parallelism over N chips (not in this version)")
 	capacity := fs.Int("ctx", 0, "positions each KV cache holds (0: the model's context, at most 4096)")
 	out := fs.String("out", "", "the bundle's directory (created)")
@@ -43,10 +43,12 @@ func cmdLower(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case *target != "rdu":
 		return usagef("--target %q: the only target is rdu", *target)
-	case *batched != 0 || *prefill != 0 || *tp != 0:
-		return fmt.Errorf("lower: the batched, prefill and tensor-parallel deployments are not implemented in this version; --decode writes the decode bundle")
-	case !*decode:
-		return usagef("give the deployment: --decode")
+	case *batched != 0 || *tp != 0:
+		return fmt.Errorf("lower: the batched and tensor-parallel deployments are not implemented in this version; --decode and --prefill C write the decode and prefill bundles")
+	case *decode && *prefill != 0, !*decode && *prefill == 0:
+		return usagef("give one deployment: --decode or --prefill C")
+	case *prefill < 0:
+		return usagef("--prefill %d: want a chunk of 1 or more tokens", *prefill)
 	case model == "":
 		return usagef("no model: give -m MODEL (a GGUF file or a safetensors directory)")
 	case *out == "":
@@ -67,7 +69,7 @@ func cmdLower(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	t0 := time.Now()
-	g, err := traceStep(m, 0, false, *capacity)
+	g, err := traceStep(m, *prefill, false, *capacity)
 	if err != nil {
 		return err
 	}
@@ -76,7 +78,11 @@ func cmdLower(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	t1 := time.Now()
-	b, err := rdu.Lower(bg, rdu.Options{Locate: rdu.CheckpointLocator(c, m.Weights().Resolver()), Checkpoint: c.Path(), Consts: interp.ConstMap(consts)})
+	deployment := rdu.Decode
+	if *prefill > 0 {
+		deployment = rdu.Prefill
+	}
+	b, err := rdu.Lower(bg, rdu.Options{Locate: rdu.CheckpointLocator(c, m.Weights().Resolver()), Checkpoint: c.Path(), Consts: interp.ConstMap(consts), Deployment: deployment})
 	if err != nil {
 		return err
 	}
@@ -161,8 +167,8 @@ func writeSummary(w io.Writer, b *bundle.Bundle, dir string, kinds []rdu.KindCer
 	for _, k := range kinds {
 		fmt.Fprintf(&sb, "  %-7s alone against layer %d's equations on the oracle, %d positions: max |Δ| %.3g (largest value %.3g)\n", k.Kind, k.Layer, k.Steps, k.MaxDiff, k.MaxAbs)
 	}
-	fmt.Fprintf(&sb, "  bundle  %d decode steps against the oracle: max |Δlogit| %.3g (largest logit %.3g, tolerance %g relative)\n",
-		cert.Steps, cert.MaxDiff, cert.MaxLogit, cert.Tolerance)
+	fmt.Fprintf(&sb, "  bundle  %d runs of %d tokens against the oracle: max |Δlogit| %.3g (largest logit %.3g, tolerance %g relative)\n",
+		cert.Steps, m.Deployment.Tokens, cert.MaxDiff, cert.MaxLogit, cert.Tolerance)
 	fmt.Fprintf(&sb, "time: trace and bind %v, lower %v, certify %v, write %v\n", round(times[0]), round(times[1]), round(times[2]), round(times[3]))
 	_, err := io.WriteString(w, sb.String())
 	return err

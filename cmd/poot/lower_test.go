@@ -47,6 +47,7 @@ func TestLowerRefusals(t *testing.T) {
 		want string
 	}{
 		{[]string{"lower", "--target", "rdu", "-m", model, "--out", out}, "--decode"},
+		{[]string{"lower", "--target", "rdu", "--decode", "--prefill", "4", "-m", model, "--out", out}, "one deployment"},
 		{[]string{"lower", "--target", "tpu", "--decode", "-m", model, "--out", out}, "rdu"},
 		{[]string{"lower", "--target", "rdu", "--decode", "--tp", "2", "-m", model, "--out", out}, "not implemented"},
 		{[]string{"lower", "--target", "rdu", "--batched", "4", "-m", model, "--out", out}, "not implemented"},
@@ -58,7 +59,8 @@ func TestLowerRefusals(t *testing.T) {
 }
 
 // TestGenerateOnRDU: poot generate --interp rdu prints what the oracle
-// prints (the prompt is fed through the decode bundle token by token).
+// prints (the prompt runs through a prefill bundle, the rest through the
+// decode bundle).
 func TestGenerateOnRDU(t *testing.T) {
 	dir := refDir(t)
 	args := []string{"generate", "-m", filepath.Join(dir, "stories260K-q8_0.gguf"), "-p", "Once upon a time", "-n", "12", "--ctx", "64"}
@@ -94,5 +96,27 @@ func TestRunBundle(t *testing.T) {
 	}
 	if got != want {
 		t.Errorf("run-bundle printed %q, generate %q", got, want)
+	}
+}
+
+// TestLowerPrefill: poot lower --prefill writes a certified prefill bundle.
+func TestLowerPrefill(t *testing.T) {
+	dir := refDir(t)
+	out := filepath.Join(t.TempDir(), "bundle")
+	stdout, errOut, status := runPoot("lower", "--target", "rdu", "--prefill", "6", "--ctx", "32", "-m", filepath.Join(dir, "tiny-llama-f32.gguf"), "--out", out)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	for _, want := range []string{"prefill deployment", "runs of 6 tokens", "certified: yes"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	b, err := bundle.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Manifest.Deployment.Kind != "prefill" || b.Manifest.Deployment.Tokens != 6 {
+		t.Errorf("deployment %+v", b.Manifest.Deployment)
 	}
 }

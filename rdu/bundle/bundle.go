@@ -60,12 +60,14 @@ type Manifest struct {
 
 // Deployment describes the shape of the bundle's step.
 type Deployment struct {
-	// Kind is "decode": one token of one sequence per run of the bundle.
+	// Kind is "decode" (one token of one sequence a run of the bundle) or
+	// "prefill" (a chunk of Tokens tokens of one sequence a run, as rows).
 	Kind string `json:"kind"`
 	// Ctx is the number of positions each KV cache holds.
 	Ctx int `json:"ctx"`
 	// Tokens is the number of new tokens of the traced step the bundle was
-	// lowered from; the bundle runs them one at a time.
+	// lowered from: a decode bundle runs them one at a time, a prefill
+	// bundle in one run.
 	Tokens int `json:"tokens"`
 }
 
@@ -271,8 +273,11 @@ func (b *Bundle) Check() error {
 	if m.Format != Format {
 		return bad("format %q, want %q", m.Format, Format)
 	}
-	if m.Deployment.Kind != "decode" {
-		return bad("deployment %q (this version runs decode bundles)", m.Deployment.Kind)
+	if m.Deployment.Kind != "decode" && m.Deployment.Kind != "prefill" {
+		return bad("deployment %q (this version runs decode and prefill bundles)", m.Deployment.Kind)
+	}
+	if m.Deployment.Tokens < 1 || m.Deployment.Tokens > m.Deployment.Ctx {
+		return bad("%d tokens a step in a context of %d", m.Deployment.Tokens, m.Deployment.Ctx)
 	}
 	if m.Deployment.Ctx < 1 {
 		return bad("a context of %d positions", m.Deployment.Ctx)
@@ -312,6 +317,15 @@ func (b *Bundle) Check() error {
 		}
 	}
 	return nil
+}
+
+// Rows is the number of rows of a program's hidden state: the chunk's
+// tokens in a prefill bundle, one in a decode bundle.
+func (m *Manifest) Rows() int {
+	if m.Deployment.Kind == "prefill" {
+		return m.Deployment.Tokens
+	}
+	return 1
 }
 
 // Table returns the table called name.

@@ -89,7 +89,7 @@ func Check(b *bundle.Bundle) error {
 			if err := checkBinding(m, bd, ty, name == input, prev); err != nil {
 				return fail(name, "%v", err)
 			}
-			if ty.Scalar && !inputs[name] {
+			if (ty.Scalar || bd.Source == bundle.SourceRuntime) && !inputs[name] {
 				return fail(name, "a scalar that is not a runtime input")
 			}
 			if bd.Source == bundle.SourceInput && name != input {
@@ -104,9 +104,13 @@ func Check(b *bundle.Bundle) error {
 				return fail(input, "the hidden state is not declared")
 			}
 		}
+		rows := m.Rows()
+		if inst == "head" && (m.LastOnly || m.Deployment.Kind == "decode") {
+			rows = 1
+		}
 		out, ok := t.Types[output]
-		if !ok || out.Scalar || out.Rows != 1 {
-			return fail(output, "the program leaves no one-row result %q", output)
+		if !ok || out.Scalar || out.Rows != rows {
+			return fail(output, "the program leaves no result %q of %d rows", output, rows)
 		}
 		prev = out
 		return nil
@@ -127,8 +131,11 @@ func Check(b *bundle.Bundle) error {
 	if m.Output != m.Head.Output {
 		return &CompositionError{Program: "head", Name: m.Output, Detail: "the manifest's logits are not the head's result"}
 	}
-	if nt, ok := typed[m.Head.Name].Types[m.Next]; !ok || !nt.Scalar {
+	if nt, ok := typed[m.Head.Name].Types[m.Next]; m.Next != "" && (!ok || !nt.Scalar) {
 		return &CompositionError{Program: "head", Name: m.Next, Detail: "the head picks no token (an Int scalar)"}
+	}
+	if m.Next == "" && m.Deployment.Kind == "decode" {
+		return &CompositionError{Program: "head", Detail: "a decode head that picks no token"}
 	}
 	return nil
 }
@@ -137,7 +144,7 @@ func Check(b *bundle.Bundle) error {
 func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bool, prev lang.Type) error {
 	switch b.Source {
 	case bundle.SourceRuntime:
-		if !ty.Scalar {
+		if !ty.Scalar && (ty.Elem != lang.Int || ty.Rows != 1 || ty.Cols != m.Deployment.Tokens) {
 			return fmt.Errorf("a runtime input declared as %v", ty)
 		}
 		return nil

@@ -55,7 +55,7 @@ type ints struct {
 	data       []int32
 }
 
-func (m *Machine) exec(in *instance, env map[string]value, s lang.Stmt, runtime map[string]int, hidden value) error {
+func (m *Machine) exec(in *instance, env map[string]value, s lang.Stmt, runtime map[string]value, hidden value) error {
 	switch s := s.(type) {
 	case lang.Declare:
 		bd := in.bind[s.Name]
@@ -66,6 +66,12 @@ func (m *Machine) exec(in *instance, env map[string]value, s lang.Stmt, runtime 
 			env[s.Name] = m.state(bd.State)
 		case bundle.SourceTable:
 			env[s.Name] = m.tables[bd.Table]
+		case bundle.SourceRuntime:
+			t, ok := runtime[s.Name].(*ints)
+			if !ok || s.Elem != lang.Int || t.rows != s.Rows || t.cols != s.Cols {
+				return fmt.Errorf("%s is not a runtime input of %d by %d", s.Name, s.Rows, s.Cols)
+			}
+			env[s.Name] = t
 		case bundle.SourceInput:
 			h, ok := hidden.(*matrix)
 			if !ok || h.rows != s.Rows || h.cols != s.Cols {
@@ -80,7 +86,7 @@ func (m *Machine) exec(in *instance, env map[string]value, s lang.Stmt, runtime 
 		}
 		return nil
 	case lang.Scalar:
-		v, ok := runtime[s.Name]
+		v, ok := runtime[s.Name].(int)
 		if !ok {
 			return fmt.Errorf("%s is not a runtime input", s.Name)
 		}

@@ -221,15 +221,35 @@ func (e *StepError) Error() string {
 	return fmt.Sprintf("rdu/sim: %s, statement %d: %s", e.Program, e.Stmt, e.Detail)
 }
 
-// Step runs the bundle for one token (id tok, from 0) at position pos
-// (from 0): the embedding, every layer through its kind's program, the
+// Step runs a decode bundle for one token (id tok, from 0) at position
+// pos (from 0): the embedding, every layer through its kind's program, the
 // head. It writes the token's keys and values into the caches.
-func (m *Machine) Step(tok, pos int) (Result, error) {
-	ctx := m.b.Manifest.Deployment.Ctx
-	if pos < 0 || pos >= ctx {
-		return Result{}, &StepError{Program: "embed", Detail: fmt.Sprintf("position %d outside the context of %d", pos, ctx)}
+func (m *Machine) Step(tok, pos int) (Result, error) { return m.Run([]int{tok}, pos) }
+
+// Run runs the bundle once: a decode bundle for the one token of toks at
+// position pos0, a prefill bundle for its chunk of tokens at positions
+// pos0, pos0+1, … (ids and positions from 0). It returns the head's logits
+// (a row per token, or the last token's alone) and the token the head
+// picks, or -1 when it picks none.
+func (m *Machine) Run(toks []int, pos0 int) (Result, error) {
+	man := &m.b.Manifest
+	ctx, rows := man.Deployment.Ctx, man.Rows()
+	if len(toks) != rows {
+		return Result{}, &StepError{Program: "embed", Detail: fmt.Sprintf("%d tokens for a bundle of %d a run", len(toks), rows)}
 	}
-	runtime := map[string]int{"tok": tok + 1, "pos": pos + 1}
+	if pos0 < 0 || pos0+rows > ctx {
+		return Result{}, &StepError{Program: "embed", Detail: fmt.Sprintf("positions %d…%d outside the context of %d", pos0, pos0+rows-1, ctx)}
+	}
+	runtime := m.runtime(pos0)
+	if man.Deployment.Kind == "prefill" {
+		ids := &ints{rows: 1, cols: rows, data: make([]int32, rows)}
+		for i, t := range toks {
+			ids.data[i] = int32(t + 1)
+		}
+		runtime["toks"] = ids
+	} else {
+		runtime["tok"] = toks[0] + 1
+	}
 	var hidden value
 	for _, in := range append(append([]*instance{&m.embed}, ptrs(m.layers)...), &m.head) {
 		env, err := m.run(in, runtime, hidden)
@@ -239,14 +259,30 @@ func (m *Machine) Step(tok, pos int) (Result, error) {
 		hidden = env[in.output]
 		if in == &m.head {
 			lg, ok := hidden.(*matrix)
-			next, ok2 := env[m.b.Manifest.Next].(int)
-			if !ok || !ok2 {
-				return Result{}, &StepError{Program: "head", Detail: "no logits or next token"}
+			if !ok {
+				return Result{}, &StepError{Program: "head", Detail: "no logits"}
 			}
-			return Result{Logits: append([]float32(nil), lg.data...), Next: next - 1}, nil
+			res := Result{Logits: append([]float32(nil), lg.plain().data...), Next: -1}
+			if man.Next != "" {
+				next, ok := env[man.Next].(int)
+				if !ok {
+					return Result{}, &StepError{Program: "head", Detail: "no next token"}
+				}
+				res.Next = next - 1
+			}
+			return res, nil
 		}
 	}
 	return Result{}, &StepError{Program: "head", Detail: "the bundle has no head"}
+}
+
+// runtime holds the position inputs of a run from pos0: pos for a decode
+// bundle, pos_s0 for a prefill bundle (counting from 1).
+func (m *Machine) runtime(pos0 int) map[string]value {
+	if m.b.Manifest.Deployment.Kind == "prefill" {
+		return map[string]value{"pos_s0": pos0 + 1}
+	}
+	return map[string]value{"pos": pos0 + 1}
 }
 
 func ptrs(s []instance) []*instance {
@@ -258,7 +294,7 @@ func ptrs(s []instance) []*instance {
 }
 
 // run executes one program instance.
-func (m *Machine) run(in *instance, runtime map[string]int, hidden value) (map[string]value, error) {
+func (m *Machine) run(in *instance, runtime map[string]value, hidden value) (map[string]value, error) {
 	if err := m.load(in); err != nil {
 		return nil, err
 	}
@@ -271,19 +307,21 @@ func (m *Machine) run(in *instance, runtime map[string]int, hidden value) (map[s
 	return env, nil
 }
 
-// RunLayer runs layer l's program alone on one row of hidden state at
-// position pos (from 0), with the layer's caches, and returns the row it
-// leaves: how a kind's program is certified by itself.
-func (m *Machine) RunLayer(l int, hidden []float32, pos int) ([]float32, error) {
+// RunLayer runs layer l's program alone on a run's hidden state (a row
+// for a decode bundle, the chunk's rows for a prefill bundle) at the
+// positions from pos0 (from 0), with the layer's caches, and returns the
+// rows it leaves: how a kind's program is certified by itself.
+func (m *Machine) RunLayer(l int, hidden []float32, pos0 int) ([]float32, error) {
 	if l < 0 || l >= len(m.layers) {
 		return nil, fmt.Errorf("rdu/sim: no layer %d", l)
 	}
-	ctx := m.b.Manifest.Deployment.Ctx
-	if pos < 0 || pos >= ctx {
-		return nil, fmt.Errorf("rdu/sim: position %d outside the context of %d", pos, ctx)
+	man := &m.b.Manifest
+	rows := man.Rows()
+	if pos0 < 0 || pos0+rows > man.Deployment.Ctx || len(hidden)%rows != 0 {
+		return nil, fmt.Errorf("rdu/sim: %d values at positions from %d in a context of %d", len(hidden), pos0, man.Deployment.Ctx)
 	}
 	in := &m.layers[l]
-	env, err := m.run(in, map[string]int{"pos": pos + 1}, &matrix{rows: 1, cols: len(hidden), data: hidden})
+	env, err := m.run(in, m.runtime(pos0), &matrix{rows: rows, cols: len(hidden) / rows, data: hidden})
 	if err != nil {
 		return nil, err
 	}
@@ -291,5 +329,5 @@ func (m *Machine) RunLayer(l int, hidden []float32, pos int) ([]float32, error) 
 	if !ok {
 		return nil, &StepError{Program: in.name, Detail: "no result"}
 	}
-	return append([]float32(nil), out.data...), nil
+	return append([]float32(nil), out.plain().data...), nil
 }
