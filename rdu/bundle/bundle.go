@@ -206,6 +206,9 @@ func (b *Bundle) Write(dir string) error {
 		files[k.Name] = k.File
 	}
 	for name, file := range files {
+		if file == "" || filepath.Base(file) != file {
+			return fmt.Errorf("%w: program %q has file %q, not a file of the bundle", ErrBundle, name, file)
+		}
 		p, err := b.Program(name)
 		if err != nil {
 			return err
