@@ -164,8 +164,7 @@ func (v *stepView) flow() (*flowInfo, error) {
 	for i := range progs {
 		progs[i] = -1
 	}
-	for i, e := range v.embed {
-		_ = i
+	for _, e := range v.embed {
 		progs[e] = 0
 	}
 	for l, eqns := range v.layers {

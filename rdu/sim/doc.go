@@ -1,8 +1,8 @@
 // Package sim is poot's simulator of the streamed accelerator: it
-// certifies that a bundle's programs compose (Check), and runs a bundle one
-// token at a time on the CPU (Machine), reading each weight from the
-// checkpoint where the manifest says it lies, keeping the KV caches and
-// reading the host tables.
+// certifies that a bundle's programs compose (Check), and runs a bundle on
+// the CPU (Machine): a decode bundle a token a run, a prefill bundle a
+// chunk a run, reading each weight from the checkpoint where the manifest
+// says it lies, keeping the KV caches and reading the host tables.
 //
 // Its statements mean what package lang's documentation says they mean,
 // and nothing else: the simulator never sees the graph a bundle was lowered
