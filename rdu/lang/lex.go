@@ -23,6 +23,7 @@ type token struct {
 	line, col int
 }
 
+// String describes the token for an error message.
 func (t token) String() string {
 	switch t.kind {
 	case tEOF:
