@@ -449,3 +449,42 @@ func TestInterpreterDeployments(t *testing.T) {
 		}
 	}
 }
+
+// TestSafetensorsByteRanges: a Hugging Face checkpoint's weights are bound
+// by their shards' byte ranges, which the simulator reads to certify.
+func TestSafetensorsByteRanges(t *testing.T) {
+	p, err := synth.FindPreset("gemma3", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := synth.Model(p.Family, p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "hf")
+	if err := synth.Write(m, dir, synth.Options{Format: "safetensors", Type: poot.BF16, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := load.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mm, err := registry.FromCheckpoint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &refModel{c: c, m: mm}
+	g, consts := r.step(t, 1, 16, families.LastToken)
+	b := r.lower(t, g, consts)
+	for _, l := range b.Manifest.Layers {
+		for _, bd := range l.Bindings {
+			if bd.Source == bundle.SourceWeight && (bd.File == "" || filepath.Ext(bd.File) != ".safetensors" || bd.Bytes == 0) {
+				t.Errorf("layer %d: %s bound to %+v", l.Layer, bd.Name, bd)
+			}
+		}
+	}
+	if _, err := Certify(b, g, consts, sim.Files{}, 4, DefaultTolerance); err != nil {
+		t.Fatal(err)
+	}
+}
