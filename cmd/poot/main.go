@@ -37,6 +37,8 @@ var commands = map[string]command{
 	"tokenize":   {cmdTokenize, "print the token ids of a text"},
 	"detokenize": {cmdDetokenize, "print the text of token ids"},
 	"inspect":    {cmdInspect, "describe a checkpoint: family, hyperparameters, tensors, decode step"},
+	"lower":      {cmdLower, "lower a model to a streamed bundle for a dataflow accelerator (--target rdu) and certify it"},
+	"run-bundle": {cmdRunBundle, "generate text with the simulator from a bundle poot lower wrote"},
 	"trace":      {cmdTrace, "print a step's graph (text or Graphviz DOT)"},
 	"synth":      {cmdSynth, "write a random-weight checkpoint of any family"},
 	"demo":       {cmdDemo, "synthesize a tiny model, trace it, run it and generate (no files needed)"},

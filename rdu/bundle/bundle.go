@@ -1,0 +1,342 @@
+// Package bundle holds what the streamed lowering writes and what a host
+// (or poot's simulator) reads: the layer programs, the manifest that binds
+// their names to the checkpoint's tensors, the caches and the host tables,
+// and the tables' data. A bundle is a directory:
+//
+//	manifest.json   the manifest (Manifest)
+//	embed.prog      the embedding program
+//	kind0.prog …    one program per layer kind
+//	head.prog       the head program
+//	tables.bin      the host tables, float32 little-endian, at the offsets
+//	                the manifest gives
+//
+// Package bundle knows nothing of graphs or of how a bundle is made; it
+// reads and writes the format and checks that a manifest is consistent
+// with itself.
+package bundle
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/pootlabs/poot/rdu/lang"
+)
+
+// Format identifies the manifest's format.
+const Format = "poot-rdu-bundle/1"
+
+// ErrBundle is wrapped by the errors of a bundle that is not well formed.
+var ErrBundle = errors.New("malformed bundle")
+
+// Manifest says how the programs of a bundle run a model.
+type Manifest struct {
+	Format     string     `json:"format"`
+	Deployment Deployment `json:"deployment"`
+	// Checkpoint is the model the weights are read from, as the lowering
+	// was told it (a path, or empty when the weights were given in memory).
+	Checkpoint string `json:"checkpoint,omitempty"`
+	// Inputs are the runtime inputs the host writes every step.
+	Inputs []Input `json:"inputs"`
+	// Embed and Head are the programs before and after the layers.
+	Embed Program `json:"embed"`
+	Head  Program `json:"head"`
+	// Kinds lists the layer kinds in the order their first layer appears.
+	Kinds []Kind `json:"kinds"`
+	// Layers binds every layer, in order, to its kind.
+	Layers []Layer `json:"layers"`
+	// Tables are the host tables, in tables.bin.
+	Tables []Table `json:"tables"`
+	// Output names the logits the head leaves and Next the token it picks.
+	Output string `json:"output"`
+	Next   string `json:"next"`
+	// LastOnly says the step the bundle was lowered from wants the logits of
+	// its last token only.
+	LastOnly bool `json:"last_only,omitempty"`
+}
+
+// Deployment describes the shape of the bundle's step.
+type Deployment struct {
+	// Kind is "decode" (one token of one sequence a run of the bundle) or
+	// "prefill" (a chunk of Tokens tokens of one sequence a run, as rows).
+	Kind string `json:"kind"`
+	// Ctx is the number of positions each KV cache holds.
+	Ctx int `json:"ctx"`
+	// Tokens is the number of new tokens of the traced step the bundle was
+	// lowered from: a decode bundle runs them one at a time, a prefill
+	// bundle in one run.
+	Tokens int `json:"tokens"`
+}
+
+// Input is a runtime input: a scalar of the programs the host writes
+// before each run.
+type Input struct {
+	Name    string `json:"name"`
+	Meaning string `json:"meaning"`
+}
+
+// Program is one program file and the bindings of the names it declares
+// (the embedding's and the head's; a kind's bindings are per layer).
+type Program struct {
+	Name     string             `json:"name"`
+	File     string             `json:"file"`
+	Bindings map[string]Binding `json:"bindings,omitempty"`
+	// Input and Output name the hidden state read and left.
+	Input  string `json:"input,omitempty"`
+	Output string `json:"output"`
+}
+
+// Kind is a layer kind: its program, its layers, and how many statements
+// it has.
+type Kind struct {
+	Name   string `json:"name"`
+	File   string `json:"file"`
+	Layers []int  `json:"layers"`
+	// Statements counts the program's statements, Declarations those of
+	// them that declare a tensor or a scalar.
+	Statements   int `json:"statements"`
+	Declarations int `json:"declarations"`
+	// Local lists the per-layer names of the program (those carrying its
+	// first layer's index), which are renamed for each of its layers.
+	Local []string `json:"local"`
+	Input string   `json:"input"`
+	// Output is the hidden state the kind's program leaves.
+	Output string `json:"output"`
+}
+
+// Layer binds one layer to its kind: every name the kind's program declares
+// to this layer's tensor.
+type Layer struct {
+	Layer    int                `json:"layer"`
+	Kind     string             `json:"kind"`
+	Bindings map[string]Binding `json:"bindings"`
+}
+
+// The sources of a binding.
+const (
+	SourceWeight  = "weight"  // a checkpoint tensor
+	SourceState   = "state"   // a carried state (a KV cache), zero at first
+	SourceTable   = "table"   // a host table of tables.bin
+	SourceInput   = "input"   // the hidden state the previous program left
+	SourceRuntime = "runtime" // a runtime input
+)
+
+// The storages of a weight.
+const (
+	StorageDense = "dense" // the host converts the stored tensor to Real
+	StorageQ8_0  = "q8_0"  // the chip folds the int8 values and block scales
+)
+
+// Binding says what one declared name is for one program instance.
+type Binding struct {
+	// Name is the name this layer's own program gives the tensor (the
+	// kind program's name, renamed for the layer).
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	// Weights: the checkpoint tensor, its stored dtype and shape (poot
+	// order, outermost first), where its bytes are, and how the chip reads
+	// it. Const is the graph constant it binds. Transposed says the
+	// declared matrix is the stored one transposed (a weight stored
+	// [out, in], declared in by out).
+	Tensor     string `json:"tensor,omitempty"`
+	Const      string `json:"const,omitempty"`
+	DType      string `json:"dtype,omitempty"`
+	Shape      []int  `json:"shape,omitempty"`
+	File       string `json:"file,omitempty"`
+	Offset     int64  `json:"offset,omitempty"`
+	Bytes      int64  `json:"bytes,omitempty"`
+	Storage    string `json:"storage,omitempty"`
+	Transposed bool   `json:"transposed,omitempty"`
+	// State is the carried state's name (the graph's state input).
+	State string `json:"state,omitempty"`
+	// Table is the host table's name.
+	Table string `json:"table,omitempty"`
+	// From is the program whose output an input is.
+	From string `json:"from,omitempty"`
+}
+
+// Table is one host table: Rows by Cols float32 values at Offset in
+// tables.bin. Row p of a position table holds the value for the token at
+// position p (counting from 1, as the programs do).
+type Table struct {
+	Name    string `json:"name"`
+	Rows    int    `json:"rows"`
+	Cols    int    `json:"cols"`
+	Offset  int64  `json:"offset"`
+	Meaning string `json:"meaning"`
+}
+
+// Bundle is a manifest, its programs by name, and its tables' data.
+type Bundle struct {
+	Manifest Manifest
+	Programs map[string]*lang.Program
+	Tables   []byte
+}
+
+// Program returns the program of the given name.
+func (b *Bundle) Program(name string) (*lang.Program, error) {
+	p, ok := b.Programs[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: no program %q", ErrBundle, name)
+	}
+	return p, nil
+}
+
+// Names lists the programs in running order: the embedding, the kinds, the
+// head.
+func (b *Bundle) Names() []string {
+	out := []string{b.Manifest.Embed.Name}
+	for _, k := range b.Manifest.Kinds {
+		out = append(out, k.Name)
+	}
+	return append(out, b.Manifest.Head.Name)
+}
+
+// Write writes the bundle into dir, creating it.
+func (b *Bundle) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	m := b.Manifest
+	files := map[string]string{m.Embed.Name: m.Embed.File, m.Head.Name: m.Head.File}
+	for _, k := range m.Kinds {
+		files[k.Name] = k.File
+	}
+	for name, file := range files {
+		if file == "" || filepath.Base(file) != file {
+			return fmt.Errorf("%w: program %q has file %q, not a file of the bundle", ErrBundle, name, file)
+		}
+		p, err := b.Program(name)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(lang.Format(p)), 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tables.bin"), b.Tables, 0o644); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "manifest.json"), append(js, '\n'), 0o644)
+}
+
+// Read reads a bundle from dir and checks it (Check).
+func Read(dir string) (*Bundle, error) {
+	js, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil, err
+	}
+	b := &Bundle{Programs: map[string]*lang.Program{}}
+	if err := json.Unmarshal(js, &b.Manifest); err != nil {
+		return nil, fmt.Errorf("%w: manifest.json: %w", ErrBundle, err)
+	}
+	m := &b.Manifest
+	files := [][2]string{{m.Embed.Name, m.Embed.File}, {m.Head.Name, m.Head.File}}
+	for _, k := range m.Kinds {
+		files = append(files, [2]string{k.Name, k.File})
+	}
+	for _, f := range files {
+		if f[1] == "" || filepath.Base(f[1]) != f[1] {
+			return nil, fmt.Errorf("%w: program %q has file %q, not a file of the bundle", ErrBundle, f[0], f[1])
+		}
+		src, err := os.ReadFile(filepath.Join(dir, f[1]))
+		if err != nil {
+			return nil, err
+		}
+		p, err := lang.Parse(string(src))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f[1], err)
+		}
+		if p.Name != f[0] {
+			return nil, fmt.Errorf("%w: %s holds program %q, the manifest says %q", ErrBundle, f[1], p.Name, f[0])
+		}
+		b.Programs[f[0]] = p
+	}
+	if b.Tables, err = os.ReadFile(filepath.Join(dir, "tables.bin")); err != nil {
+		return nil, err
+	}
+	return b, b.Check()
+}
+
+// Check checks the manifest against itself and the programs: the format,
+// every layer bound to a kind that lists it, and every table inside
+// tables.bin.
+func (b *Bundle) Check() error {
+	m := &b.Manifest
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrBundle, fmt.Sprintf(format, args...))
+	}
+	if m.Format != Format {
+		return bad("format %q, want %q", m.Format, Format)
+	}
+	if m.Deployment.Kind != "decode" && m.Deployment.Kind != "prefill" {
+		return bad("deployment %q (this version runs decode and prefill bundles)", m.Deployment.Kind)
+	}
+	if m.Deployment.Tokens < 1 || m.Deployment.Tokens > m.Deployment.Ctx {
+		return bad("%d tokens a step in a context of %d", m.Deployment.Tokens, m.Deployment.Ctx)
+	}
+	if m.Deployment.Ctx < 1 {
+		return bad("a context of %d positions", m.Deployment.Ctx)
+	}
+	kinds := map[string]*Kind{}
+	for i := range m.Kinds {
+		k := &m.Kinds[i]
+		if _, ok := kinds[k.Name]; ok {
+			return bad("kind %q listed twice", k.Name)
+		}
+		kinds[k.Name] = k
+	}
+	for _, name := range b.Names() {
+		if _, err := b.Program(name); err != nil {
+			return err
+		}
+	}
+	if len(m.Layers) == 0 {
+		return bad("no layers")
+	}
+	for i, l := range m.Layers {
+		k, ok := kinds[l.Kind]
+		if l.Layer != i || !ok || !slices.Contains(k.Layers, i) {
+			return bad("layer entry %d (layer %d) is bound to kind %q, which does not list it", i, l.Layer, l.Kind)
+		}
+	}
+	for _, k := range m.Kinds {
+		for _, l := range k.Layers {
+			if l < 0 || l >= len(m.Layers) || m.Layers[l].Kind != k.Name {
+				return bad("kind %q lists layer %d, which is not bound to it", k.Name, l)
+			}
+		}
+	}
+	for _, t := range m.Tables {
+		if t.Rows < 1 || t.Cols < 1 || t.Offset < 0 || t.Offset+4*int64(t.Rows)*int64(t.Cols) > int64(len(b.Tables)) {
+			return bad("table %q (%d by %d at %d) is not inside tables.bin (%d bytes)", t.Name, t.Rows, t.Cols, t.Offset, len(b.Tables))
+		}
+	}
+	return nil
+}
+
+// Rows is the number of rows of a program's hidden state: the chunk's
+// tokens in a prefill bundle, one in a decode bundle.
+func (m *Manifest) Rows() int {
+	if m.Deployment.Kind == "prefill" {
+		return m.Deployment.Tokens
+	}
+	return 1
+}
+
+// Table returns the table called name.
+func (m *Manifest) Table(name string) (Table, bool) {
+	for _, t := range m.Tables {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Table{}, false
+}

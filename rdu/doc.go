@@ -1,0 +1,45 @@
+// Package rdu is poot's third interpreter: the streamed lowering of a traced
+// step for a reconfigurable dataflow accelerator, which runs a model one
+// layer program at a time, streaming each layer's weights through the same
+// spatial program.
+//
+// A model's layers fall into a few layer kinds ([LayerKinds]): layers whose
+// equations are one program up to the names of the weights and states they
+// read, with the same step tables (attention masks, rotary angles) and
+// weights stored in the same dtypes. Llama has one kind; Gemma 3 two (its
+// sliding-window and its global attention layers); Llama 4 one per
+// combination of rotary or not and dense or routed feed-forward. [Lower]
+// writes one program per kind, in the layer-program language of package
+// rdu/lang, for the kind's first layer, plus an embedding program and a
+// head program, and a manifest that says which kind runs at each layer and
+// binds every name each program declares, for that layer, to a checkpoint
+// tensor (its name, stored dtype and byte range; a projection stored Q8_0
+// is declared Q8_0, every other weight is read dense), a KV cache, a host
+// table (rotary angles computed for every position of the context), the
+// runtime inputs, or the hidden state the previous program leaves. The
+// cost of lowering, and what a vendor ingests besides the manifest, do not
+// grow with the model's depth.
+//
+// Two deployments are written: decode (one token of one sequence a run, tok
+// and pos runtime inputs, every attention layer appending to and attending
+// over its cache of ctx positions; a step of several tokens runs as that
+// many decode runs) and prefill (a chunk of one sequence as the rows of one
+// run, over the decode deployment's caches, so a decode bundle continues
+// from them). The batched and tensor-parallel deployments are not part of
+// this version.
+//
+// Lifting reads the graph's composite records: an rmsnorm, a rope, an
+// attention core, a swiglu or a mixture of experts becomes its statement,
+// with its attributes as clauses, and the primitives between them
+// (residual additions, embedding scales, cache writes) become the
+// language's primitive forms. Whatever the language cannot write is a
+// *Reject naming the program, the statement, its binder and the reason;
+// nothing is approximated.
+//
+// A bundle is certified ([CertifyKinds], [Certify]) by package rdu/sim,
+// which runs it from the language's definition alone, against the oracle
+// on the graph it was lowered from: each kind once by itself, against its
+// first layer's equations, and the whole bundle over a few runs. The
+// [Interpreter] lowers, certifies and runs every step the driver asks for,
+// so "rdu" is interchangeable with the other interpreters.
+package rdu

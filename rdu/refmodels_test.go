@@ -1,0 +1,144 @@
+package rdu
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/interp"
+	"github.com/pootlabs/poot/load"
+	"github.com/pootlabs/poot/rdu/bundle"
+	"github.com/pootlabs/poot/rdu/sim"
+)
+
+// refDir is the reference-model folder, or a skip.
+func refDir(t testing.TB) string {
+	t.Helper()
+	d := filepath.Join("..", "..", "shared", "refmodels")
+	if _, err := os.Stat(d); err != nil {
+		t.Skipf("reference models not found at %s: %v", d, err)
+	}
+	return d
+}
+
+// refRun is a llama.cpp reference run (see the refmodels README).
+type refRun struct {
+	Prompt    []int32     `json:"prompt_tokens"`
+	Generated []int32     `json:"generated_tokens"`
+	Logits    [][]float64 `json:"logits_all_positions"`
+}
+
+func readRef(t testing.TB, path string) *refRun {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r refRun
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+// refModel is an opened reference checkpoint.
+type refModel struct {
+	c *load.Checkpoint
+	m families.Model
+}
+
+func openRef(t testing.TB, file string) *refModel {
+	t.Helper()
+	c, err := load.Open(filepath.Join(refDir(t), file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	m, err := registry.FromCheckpoint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &refModel{c: c, m: m}
+}
+
+// step traces and binds a step of n new tokens with a cache of ctx.
+func (r *refModel) step(t testing.TB, n, ctx int, logits families.LogitsMode) (*poot.Graph, interp.ConstMap) {
+	t.Helper()
+	g, err := r.m.Trace(families.StepSpec{Program: families.Decode, Shape: families.StepShape{Rows: 1, New: n, Capacity: ctx, Logits: logits}}, poot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg, consts, err := load.Bind(g, r.c, r.m.Weights().Resolver())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bg, interp.ConstMap(consts)
+}
+
+// lower lowers a bound step with its weights located in the checkpoint.
+func (r *refModel) lower(t testing.TB, g *poot.Graph, consts interp.ConstMap) *bundle.Bundle {
+	t.Helper()
+	b, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Checkpoint: r.c.Path(), Consts: consts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestReferenceModels: the decode bundle of each reference model,
+// simulated with its weights read from the checkpoint file at the byte
+// ranges of the manifest, agrees with the oracle within 1e-5 over several
+// steps, and decodes greedily the tokens llama.cpp decoded.
+func TestReferenceModels(t *testing.T) {
+	for _, c := range []struct {
+		model, ref string
+		kinds      int
+	}{
+		{"tiny-llama-f32.gguf", "tiny-llama-f32.ref.json", 1},
+		{"tiny-gemma3-f32.gguf", "tiny-gemma3-f32.ref.json", 2},
+		{"tiny-llama-f16.gguf", "tiny-llama-f16.ref.json", 1},
+		{"tiny-gemma3-f16.gguf", "tiny-gemma3-f16.ref.json", 2},
+		{"tiny-qwen3-f32.gguf", "tiny-qwen3-f32.ref.json", 1},
+		{"stories260K-q8_0.gguf", "stories260K-q8_0.llamacpp.ref.json", 1},
+	} {
+		t.Run(c.model, func(t *testing.T) {
+			r := openRef(t, c.model)
+			ref := readRef(t, filepath.Join(refDir(t), c.ref))
+			const ctx = 96
+			g, consts := r.step(t, 1, ctx, families.LastToken)
+			b := r.lower(t, g, consts)
+			if len(b.Manifest.Kinds) != c.kinds {
+				t.Errorf("%d kinds, want %d", len(b.Manifest.Kinds), c.kinds)
+			}
+			cert, err := Certify(b, g, consts, sim.Files{}, 12, DefaultTolerance)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("certified over %d steps: max |Δlogit| %.3g (largest logit %.3g)", cert.Steps, cert.MaxDiff, cert.MaxLogit)
+			m, err := sim.New(b, sim.Files{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			toks := ref.Prompt
+			var res sim.Result
+			for i, tok := range toks {
+				if res, err = m.Step(int(tok), i); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n := min(len(ref.Generated), 16)
+			for i := range n {
+				if int32(res.Next) != ref.Generated[i] {
+					t.Fatalf("greedy token %d: %d, llama.cpp %d", i, res.Next, ref.Generated[i])
+				}
+				if res, err = m.Step(res.Next, len(toks)+i); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}

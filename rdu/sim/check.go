@@ -1,0 +1,206 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/rdu/bundle"
+	"github.com/pootlabs/poot/rdu/lang"
+)
+
+// CompositionError is a bundle whose programs do not compose: a program
+// that does not type, a declared name with no binding (or a binding for no
+// name), a binding whose tensor, state or table has another shape than the
+// declaration, or a program that reads something other than what the
+// program before it leaves.
+type CompositionError struct {
+	Program string // "embed", "head", or "layer 3 (kind0)"
+	Name    string
+	Detail  string
+	Err     error // the type error, when the program does not type
+}
+
+// Error formats the error on one line.
+func (e *CompositionError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("rdu/sim: %s: %v", e.Program, e.Err)
+	}
+	return fmt.Sprintf("rdu/sim: %s: %s: %s", e.Program, e.Name, e.Detail)
+}
+
+// Unwrap returns the type error, if any.
+func (e *CompositionError) Unwrap() error { return e.Err }
+
+// Check certifies that a bundle composes: every program type-checks; each
+// instance (the embedding, every layer through its kind, the head) binds
+// exactly the names its program declares, each to a source of the
+// declared shape; the runtime inputs are the manifest's; each program
+// reads the previous one's result with its type; and the head leaves one
+// row of logits and picks a token. It reads no weight.
+func Check(b *bundle.Bundle) error {
+	if err := b.Check(); err != nil {
+		return err
+	}
+	m := &b.Manifest
+	typed := map[string]*lang.Typed{}
+	for _, name := range b.Names() {
+		p, err := b.Program(name)
+		if err != nil {
+			return err
+		}
+		t, err := lang.Check(p)
+		if err != nil {
+			return &CompositionError{Program: name, Err: err}
+		}
+		typed[name] = t
+	}
+	kinds := map[string]bundle.Kind{}
+	for _, k := range m.Kinds {
+		kinds[k.Name] = k
+	}
+	inputs := map[string]bool{}
+	for _, in := range m.Inputs {
+		inputs[in.Name] = true
+	}
+	prev := lang.Type{}
+	check := func(inst, prog string, bind map[string]bundle.Binding, input, output string, first bool) error {
+		t := typed[prog]
+		fail := func(name, format string, args ...any) error {
+			return &CompositionError{Program: inst, Name: name, Detail: fmt.Sprintf(format, args...)}
+		}
+		var extra []string
+		for name := range bind {
+			if !slices.Contains(t.Declared, name) {
+				extra = append(extra, name)
+			}
+		}
+		if len(extra) > 0 {
+			sort.Strings(extra)
+			return fail(extra[0], "bound, but the program declares no such name")
+		}
+		for _, name := range t.Declared {
+			bd, ok := bind[name]
+			if !ok {
+				return fail(name, "declared, but the manifest binds it to nothing")
+			}
+			ty := t.Types[name]
+			if err := checkBinding(m, bd, ty, name == input, prev); err != nil {
+				return fail(name, "%v", err)
+			}
+			if (ty.Scalar || bd.Source == bundle.SourceRuntime) && !inputs[name] {
+				return fail(name, "a scalar that is not a runtime input")
+			}
+			if bd.Source == bundle.SourceInput && name != input {
+				return fail(name, "bound to the hidden state, but the program reads it as %q", input)
+			}
+		}
+		if input == "" && !first {
+			return fail("", "reads no hidden state")
+		}
+		if input != "" {
+			if _, ok := bind[input]; !ok {
+				return fail(input, "the hidden state is not declared")
+			}
+		}
+		rows := m.Rows()
+		if inst == "head" && (m.LastOnly || m.Deployment.Kind == "decode") {
+			rows = 1
+		}
+		out, ok := t.Types[output]
+		if !ok || out.Scalar || out.Rows != rows {
+			return fail(output, "the program leaves no result %q of %d rows", output, rows)
+		}
+		prev = out
+		return nil
+	}
+	if err := check("embed", m.Embed.Name, m.Embed.Bindings, "", m.Embed.Output, true); err != nil {
+		return err
+	}
+	for _, l := range m.Layers {
+		k := kinds[l.Kind]
+		inst := fmt.Sprintf("layer %d (%s)", l.Layer, k.Name)
+		if err := check(inst, k.Name, l.Bindings, k.Input, k.Output, false); err != nil {
+			return err
+		}
+	}
+	if err := check("head", m.Head.Name, m.Head.Bindings, m.Head.Input, m.Head.Output, false); err != nil {
+		return err
+	}
+	if m.Output != m.Head.Output {
+		return &CompositionError{Program: "head", Name: m.Output, Detail: "the manifest's logits are not the head's result"}
+	}
+	if nt, ok := typed[m.Head.Name].Types[m.Next]; m.Next != "" && (!ok || !nt.Scalar) {
+		return &CompositionError{Program: "head", Name: m.Next, Detail: "the head picks no token (an Int scalar)"}
+	}
+	if m.Next == "" && m.Deployment.Kind == "decode" {
+		return &CompositionError{Program: "head", Detail: "a decode head that picks no token"}
+	}
+	return nil
+}
+
+// checkBinding checks one binding against its declared type.
+func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bool, prev lang.Type) error {
+	switch b.Source {
+	case bundle.SourceRuntime:
+		if !ty.Scalar && (ty.Elem != lang.Int || ty.Rows != 1 || ty.Cols != m.Deployment.Tokens) {
+			return fmt.Errorf("a runtime input declared as %v", ty)
+		}
+		return nil
+	case bundle.SourceInput:
+		if !isInput {
+			return fmt.Errorf("bound to the hidden state")
+		}
+		if ty != prev {
+			return fmt.Errorf("declared %v, the program before leaves %v", ty, prev)
+		}
+		return nil
+	case bundle.SourceState:
+		if ty.Scalar || ty.Elem != lang.Real || b.State == "" || ty.Rows != m.Deployment.Ctx {
+			return fmt.Errorf("state %q declared %v; a cache holds %d positions of Reals", b.State, ty, m.Deployment.Ctx)
+		}
+		return nil
+	case bundle.SourceTable:
+		t, ok := m.Table(b.Table)
+		if !ok || ty.Scalar || t.Rows != ty.Rows || t.Cols != ty.Cols {
+			return fmt.Errorf("table %q (%v) does not match the declaration %v", b.Table, ok, ty)
+		}
+		return nil
+	case bundle.SourceWeight:
+		if ty.Scalar || ty.Elem != lang.Real {
+			return fmt.Errorf("a weight declared %v", ty)
+		}
+		s := b.Shape
+		var ok bool
+		switch {
+		case b.Transposed:
+			ok = len(s) == 2 && s[0] == ty.Cols && s[1] == ty.Rows
+		case len(s) == 1:
+			ok = ty.Rows == 1 && s[0] == ty.Cols
+		case len(s) == 2:
+			ok = s[0] == ty.Rows && s[1] == ty.Cols
+		case len(s) == 3:
+			ok = s[0]*s[1] == ty.Rows && s[2] == ty.Cols
+		}
+		if !ok {
+			return fmt.Errorf("tensor %q stored %v (transposed %v) for a declaration %v", b.Tensor, s, b.Transposed, ty)
+		}
+		if dt, err := poot.ParseDType(b.DType); err != nil {
+			return fmt.Errorf("tensor %q: %w", b.Tensor, err)
+		} else if want := (poot.TensorType{DType: dt, Shape: poot.Shape(s)}).Bytes(); b.File != "" && b.Bytes != want {
+			return fmt.Errorf("tensor %q is %s%v, %d bytes, but its range holds %d", b.Tensor, b.DType, s, want, b.Bytes)
+		}
+		switch b.Storage {
+		case bundle.StorageDense:
+		case bundle.StorageQ8_0:
+			if b.DType != "q8_0" {
+				return fmt.Errorf("declared Q8_0 but stored %s", b.DType)
+			}
+		default:
+			return fmt.Errorf("storage %q", b.Storage)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown source %q", b.Source)
+}

@@ -1,0 +1,17 @@
+// Package sim is poot's simulator of the streamed accelerator: it
+// certifies that a bundle's programs compose (Check), and runs a bundle on
+// the CPU (Machine): a decode bundle a token a run, a prefill bundle a
+// chunk a run, reading each weight from the checkpoint where the manifest
+// says it lies, keeping the KV caches and reading the host tables.
+//
+// Its statements mean what package lang's documentation says they mean,
+// and nothing else: the simulator never sees the graph a bundle was lowered
+// from, so running a bundle and the graph side by side is an independent
+// check of the lowering. Values are float32; sums and products accumulate
+// in float64 and are rounded once, as the oracle's do. A Q8_0 weight is
+// decoded exactly (its int8 values times its block scales), which is what
+// folding it on the chip computes.
+//
+// The recurrent mixer's statements (causal conv, decay, gated delta) are
+// refused: this version of the simulator does not run them.
+package sim

@@ -1,0 +1,333 @@
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/pootlabs/poot/rdu/bundle"
+	"github.com/pootlabs/poot/rdu/lang"
+)
+
+// Machine is a certified bundle with its weights loaded, its caches and
+// its host tables: a simulated accelerator that runs the bundle one token
+// at a time. It is not safe for concurrent use.
+type Machine struct {
+	b      *bundle.Bundle
+	embed  instance
+	layers []instance
+	head   instance
+	// states are the caches, by the graph's state names, allocated when a
+	// program instance that binds them first runs (or a host lends them).
+	states map[string]*matrix
+	shapes map[string][2]int
+	tables map[string]*matrix
+	w      Weights
+	cache  map[string][]float32 // decoded weights by binding
+}
+
+// instance is one program bound for one place of the model.
+type instance struct {
+	name    string
+	prog    *lang.Program
+	bind    map[string]bundle.Binding
+	types   *lang.Typed
+	weights map[string]*matrix // nil until the instance first runs
+	input   string
+	output  string
+}
+
+// Result is what one step of the bundle leaves: the logits and the token
+// the head picks (an id from 0).
+type Result struct {
+	Logits []float32
+	Next   int
+}
+
+// New certifies the bundle's composition (Check), reads its tables and
+// makes zeroed caches. Weights are read through w, decoded to Real once (a
+// tensor bound twice, as a tied embedding is, is read once), when the
+// program instance that binds them first runs; Load reads them all now.
+func New(b *bundle.Bundle, w Weights) (*Machine, error) {
+	if err := Check(b); err != nil {
+		return nil, err
+	}
+	m := &Machine{b: b, w: w, states: map[string]*matrix{}, shapes: map[string][2]int{}, tables: map[string]*matrix{}, cache: map[string][]float32{}}
+	man := &b.Manifest
+	for _, t := range man.Tables {
+		mt := &matrix{rows: t.Rows, cols: t.Cols, data: make([]float32, t.Rows*t.Cols)}
+		raw := b.Tables[t.Offset:]
+		for i := range mt.data {
+			mt.data[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		m.tables[t.Name] = mt
+	}
+	typed := map[string]*lang.Typed{}
+	mk := func(name, prog string, bind map[string]bundle.Binding, input, output string) (instance, error) {
+		p, _ := b.Program(prog)
+		in := instance{name: name, prog: p, bind: bind, input: input, output: output}
+		if typed[prog] == nil {
+			t, err := lang.Check(p)
+			if err != nil {
+				return in, err
+			}
+			typed[prog] = t
+		}
+		in.types = typed[prog]
+		for decl, bd := range bind {
+			if bd.Source != bundle.SourceState {
+				continue
+			}
+			ty := in.types.Types[decl]
+			if _, ok := m.shapes[bd.State]; !ok {
+				m.shapes[bd.State] = [2]int{ty.Rows, ty.Cols}
+			}
+			if s := m.shapes[bd.State]; s != [2]int{ty.Rows, ty.Cols} {
+				return in, fmt.Errorf("rdu/sim: %s: state %q declared %d by %d and %d by %d", name, bd.State, ty.Rows, ty.Cols, s[0], s[1])
+			}
+		}
+		return in, nil
+	}
+	var err error
+	if m.embed, err = mk("embed", man.Embed.Name, man.Embed.Bindings, "", man.Embed.Output); err != nil {
+		return nil, err
+	}
+	kinds := map[string]bundle.Kind{}
+	for _, k := range man.Kinds {
+		kinds[k.Name] = k
+	}
+	for _, l := range man.Layers {
+		k := kinds[l.Kind]
+		in, err := mk(fmt.Sprintf("layer %d (%s)", l.Layer, k.Name), k.Name, l.Bindings, k.Input, k.Output)
+		if err != nil {
+			return nil, err
+		}
+		m.layers = append(m.layers, in)
+	}
+	if m.head, err = mk("head", man.Head.Name, man.Head.Bindings, man.Head.Input, man.Head.Output); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// load reads the weights of an instance that has not run yet.
+func (m *Machine) load(in *instance) error {
+	if in.weights != nil {
+		return nil
+	}
+	weights := map[string]*matrix{}
+	for decl, bd := range in.bind {
+		if bd.Source == bundle.SourceState {
+			m.state(bd.State)
+		}
+		if bd.Source != bundle.SourceWeight {
+			continue
+		}
+		ty := in.types.Types[decl]
+		key := bd.Const + "\x00" + bd.File + "\x00" + fmt.Sprint(bd.Offset)
+		data, ok := m.cache[key]
+		if !ok {
+			raw, err := m.w.Read(bd)
+			if err != nil {
+				return err
+			}
+			if data, err = decode(bd, raw); err != nil {
+				return err
+			}
+			m.cache[key] = data
+		}
+		weights[decl] = &matrix{rows: ty.Rows, cols: ty.Cols, data: data, transposed: bd.Transposed}
+	}
+	in.weights = weights
+	return nil
+}
+
+// Load reads every weight of the bundle now, rather than when each
+// program instance first runs.
+func (m *Machine) Load() error {
+	for _, in := range append(append([]*instance{&m.embed}, ptrs(m.layers)...), &m.head) {
+		if err := m.load(in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Bundle returns the machine's bundle.
+func (m *Machine) Bundle() *bundle.Bundle { return m.b }
+
+// state returns the cache called name, allocating it zeroed at its first
+// use.
+func (m *Machine) state(name string) *matrix {
+	s, ok := m.states[name]
+	if !ok {
+		sh := m.shapes[name]
+		s = &matrix{rows: sh[0], cols: sh[1], data: make([]float32, sh[0]*sh[1])}
+		m.states[name] = s
+	}
+	return s
+}
+
+// States lists the caches' names.
+func (m *Machine) States() []string {
+	var out []string
+	for n := range m.shapes {
+		out = append(out, n)
+	}
+	return out
+}
+
+// State returns the storage of the cache called name (rows of the
+// cache's width, a position a row), which steps write in place.
+func (m *Machine) State(name string) ([]float32, bool) {
+	if _, ok := m.shapes[name]; !ok {
+		return nil, false
+	}
+	return m.state(name).data, true
+}
+
+// UseState makes the cache called name live in data, which must hold as
+// many values as the cache: a host that keeps its caches itself (an
+// interpreter's state) lends them to the machine.
+func (m *Machine) UseState(name string, data []float32) error {
+	sh, ok := m.shapes[name]
+	if !ok {
+		return fmt.Errorf("rdu/sim: the bundle has no state %q", name)
+	}
+	if len(data) != sh[0]*sh[1] {
+		return fmt.Errorf("rdu/sim: state %q holds %d values, not %d", name, sh[0]*sh[1], len(data))
+	}
+	m.states[name] = &matrix{rows: sh[0], cols: sh[1], data: data}
+	return nil
+}
+
+// Reset zeroes every cache.
+func (m *Machine) Reset() {
+	for _, s := range m.states {
+		clear(s.data)
+	}
+}
+
+// StepError is a step that failed: the program instance, the statement and
+// what went wrong.
+type StepError struct {
+	Program string
+	Stmt    int
+	Detail  string
+}
+
+// Error formats the error on one line.
+func (e *StepError) Error() string {
+	return fmt.Sprintf("rdu/sim: %s, statement %d: %s", e.Program, e.Stmt, e.Detail)
+}
+
+// Step runs a decode bundle for one token (id tok, from 0) at position
+// pos (from 0): the embedding, every layer through its kind's program, the
+// head. It writes the token's keys and values into the caches.
+func (m *Machine) Step(tok, pos int) (Result, error) { return m.Run([]int{tok}, pos) }
+
+// Run runs the bundle once: a decode bundle for the one token of toks at
+// position pos0, a prefill bundle for its chunk of tokens at positions
+// pos0, pos0+1, … (ids and positions from 0). It returns the head's logits
+// (a row per token, or the last token's alone) and the token the head
+// picks, or -1 when it picks none.
+func (m *Machine) Run(toks []int, pos0 int) (Result, error) {
+	man := &m.b.Manifest
+	ctx, rows := man.Deployment.Ctx, man.Rows()
+	if len(toks) != rows {
+		return Result{}, &StepError{Program: "embed", Detail: fmt.Sprintf("%d tokens for a bundle of %d a run", len(toks), rows)}
+	}
+	if pos0 < 0 || pos0+rows > ctx {
+		return Result{}, &StepError{Program: "embed", Detail: fmt.Sprintf("positions %d…%d outside the context of %d", pos0, pos0+rows-1, ctx)}
+	}
+	runtime := m.runtime(pos0)
+	if man.Deployment.Kind == "prefill" {
+		ids := &ints{rows: 1, cols: rows, data: make([]int32, rows)}
+		for i, t := range toks {
+			ids.data[i] = int32(t + 1)
+		}
+		runtime["toks"] = ids
+	} else {
+		runtime["tok"] = toks[0] + 1
+	}
+	var hidden value
+	for _, in := range append(append([]*instance{&m.embed}, ptrs(m.layers)...), &m.head) {
+		env, err := m.run(in, runtime, hidden)
+		if err != nil {
+			return Result{}, err
+		}
+		hidden = env[in.output]
+		if in == &m.head {
+			lg, ok := hidden.(*matrix)
+			if !ok {
+				return Result{}, &StepError{Program: "head", Detail: "no logits"}
+			}
+			res := Result{Logits: append([]float32(nil), lg.plain().data...), Next: -1}
+			if man.Next != "" {
+				next, ok := env[man.Next].(int)
+				if !ok {
+					return Result{}, &StepError{Program: "head", Detail: "no next token"}
+				}
+				res.Next = next - 1
+			}
+			return res, nil
+		}
+	}
+	return Result{}, &StepError{Program: "head", Detail: "the bundle has no head"}
+}
+
+// runtime holds the position inputs of a run from pos0: pos for a decode
+// bundle, pos_s0 for a prefill bundle (counting from 1).
+func (m *Machine) runtime(pos0 int) map[string]value {
+	if m.b.Manifest.Deployment.Kind == "prefill" {
+		return map[string]value{"pos_s0": pos0 + 1}
+	}
+	return map[string]value{"pos": pos0 + 1}
+}
+
+func ptrs(s []instance) []*instance {
+	out := make([]*instance, len(s))
+	for i := range s {
+		out[i] = &s[i]
+	}
+	return out
+}
+
+// run executes one program instance.
+func (m *Machine) run(in *instance, runtime map[string]value, hidden value) (map[string]value, error) {
+	if err := m.load(in); err != nil {
+		return nil, err
+	}
+	env := map[string]value{}
+	for i, s := range in.prog.Stmts {
+		if err := m.exec(in, env, s, runtime, hidden); err != nil {
+			return nil, &StepError{Program: in.name, Stmt: i, Detail: err.Error()}
+		}
+	}
+	return env, nil
+}
+
+// RunLayer runs layer l's program alone on a run's hidden state (a row
+// for a decode bundle, the chunk's rows for a prefill bundle) at the
+// positions from pos0 (from 0), with the layer's caches, and returns the
+// rows it leaves: how a kind's program is certified by itself.
+func (m *Machine) RunLayer(l int, hidden []float32, pos0 int) ([]float32, error) {
+	if l < 0 || l >= len(m.layers) {
+		return nil, fmt.Errorf("rdu/sim: no layer %d", l)
+	}
+	man := &m.b.Manifest
+	rows := man.Rows()
+	if pos0 < 0 || pos0+rows > man.Deployment.Ctx || len(hidden)%rows != 0 {
+		return nil, fmt.Errorf("rdu/sim: %d values at positions from %d in a context of %d", len(hidden), pos0, man.Deployment.Ctx)
+	}
+	in := &m.layers[l]
+	env, err := m.run(in, m.runtime(pos0), &matrix{rows: rows, cols: len(hidden) / rows, data: hidden})
+	if err != nil {
+		return nil, err
+	}
+	out, ok := env[in.output].(*matrix)
+	if !ok {
+		return nil, &StepError{Program: in.name, Detail: "no result"}
+	}
+	return append([]float32(nil), out.plain().data...), nil
+}

@@ -1,0 +1,239 @@
+package rdu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/interp"
+	"github.com/pootlabs/poot/rdu/lang"
+	"github.com/pootlabs/poot/tensor"
+)
+
+// A host table is a step table the programs read by position: a rotary
+// embedding's cos and sin, a position-dependent scale of the queries. The
+// graph computes it from the step's positions; the lowering computes it
+// once for every position of the context (by evaluating the graph's own
+// equations for it) and the programs read row pos.
+
+// table is one host table of the bundle.
+type table struct {
+	name    string
+	value   poot.ValueID // the step table, [T, cols]
+	cols    int
+	meaning string
+	data    []float32 // ctx rows of cols, filled by evalTables
+}
+
+// rotation returns the host tables of a rope's cos and sin, declaring them
+// in the program at their first read.
+func (l *lifter) rotation(cos, sin poot.ValueID) (*table, *table) {
+	low := l.low
+	d := l.v.coneDigest(cos)
+	pair, ok := low.rotations[d]
+	if !ok {
+		r := len(low.rotations)
+		pair = [2]*table{
+			low.newTable(l, cos, fmt.Sprintf("Cos%d", r), fmt.Sprintf("the cosines of rotation %d by position", r)),
+			low.newTable(l, sin, fmt.Sprintf("Sin%d", r), fmt.Sprintf("the sines of rotation %d by position", r)),
+		}
+		low.rotations[d] = pair
+	}
+	if low.coneDigestOf(pair[1]) != l.v.coneDigest(sin) {
+		l.reject(ErrUnliftable, "a rope whose sines are not those of its cosines' rotation")
+	}
+	l.declareTable(pair[0])
+	l.declareTable(pair[1])
+	return pair[0], pair[1]
+}
+
+// positionTable reads a step table that depends on the position (a
+// position-dependent scale, say) through a host table: it declares the
+// table and binds its row at pos, whose name it returns.
+func (l *lifter) positionTable(id poot.ValueID) string {
+	low := l.low
+	if low.stacked {
+		l.reject(ErrUnliftable, "a table of the step's positions read row by row, in the prefill deployment (the language reads a table's rows at a chunk's positions only through rope)")
+	}
+	d := l.v.coneDigest(id)
+	t, ok := low.positional[d]
+	if !ok {
+		t = low.newTable(l, id, fmt.Sprintf("Tab%d", len(low.positional)), "a table of the step's positions")
+		low.positional[d] = t
+	}
+	l.declareTable(t)
+	if n, ok := l.names[id]; ok {
+		return n
+	}
+	name := l.n.fresh("tr")
+	l.emit(lang.Let{Name: name, Expr: lang.Row{Index: lang.Index{Name: l.pos()}, X: t.name}})
+	l.names[id] = name
+	return name
+}
+
+func (low *lowering) coneDigestOf(t *table) [32]byte { return low.v.coneDigest(t.value) }
+
+func (low *lowering) newTable(l *lifter, id poot.ValueID, name, meaning string) *table {
+	t := l.v.g.Type(id)
+	if len(t.Shape) != 2 || t.Shape[0] != l.v.tokens || t.DType != poot.F32 {
+		l.reject(ErrUnliftable, "a step table %v that is not one row of Reals per token", t)
+	}
+	if low.dependsOnToken(id) {
+		l.reject(ErrPerLayerEmbedding, "a table of the step's tokens read by a layer")
+	}
+	tb := &table{name: name, value: id, cols: t.Shape[1], meaning: meaning}
+	low.tables = append(low.tables, tb)
+	return tb
+}
+
+func (l *lifter) declareTable(t *table) {
+	if _, ok := l.res.decls[t.name]; ok {
+		return
+	}
+	l.n.fixed(t.name)
+	l.declare(t.name, l.low.ctx, t.cols, lang.Real, declared{kind: bindTable, value: t.value, table: t})
+}
+
+// dependsOnToken reports whether a value is computed from the token slot.
+func (low *lowering) dependsOnToken(id poot.ValueID) bool {
+	if r, ok := low.tokenDep[id]; ok {
+		return r
+	}
+	v := low.v
+	val := v.g.Value(id)
+	r := false
+	if p := v.prod[id]; p >= 0 {
+		for _, in := range v.eqns[p].Inputs {
+			r = r || low.dependsOnToken(in)
+		}
+	} else {
+		r = val.Kind == poot.Slot && val.Slot == poot.SlotToken
+	}
+	low.tokenDep[id] = r
+	return r
+}
+
+type tableBrand struct{}
+
+// evalTables fills every table for every position of the context, by
+// evaluating the graph's equations for the tables with the oracle, one
+// position at a time (every token of the step at that position; a table
+// whose rows then differ is not a function of its token's position).
+func (low *lowering) evalTables(consts interp.Consts) error {
+	if len(low.tables) == 0 {
+		return nil
+	}
+	v := low.v
+	need := make([]bool, v.g.NumValues())
+	var mark func(id poot.ValueID)
+	mark = func(id poot.ValueID) {
+		if need[id] {
+			return
+		}
+		need[id] = true
+		if p := v.prod[id]; p >= 0 {
+			for _, in := range v.eqns[p].Inputs {
+				mark(in)
+			}
+		}
+	}
+	for _, t := range low.tables {
+		mark(t.value)
+	}
+	b := poot.NewBuilder[tableBrand](poot.Limits{})
+	h := map[poot.ValueID]poot.Traced[tableBrand]{}
+	for id := range need {
+		if !need[id] || v.prod[id] >= 0 {
+			continue
+		}
+		val := v.g.Value(poot.ValueID(id))
+		switch {
+		case val.Kind == poot.Slot && val.Slot == poot.SlotPos:
+			h[poot.ValueID(id)] = b.Slot(poot.SlotPos, val.Type.Shape, 0, int64(low.ctx-1))
+		case val.Kind == poot.Const:
+			h[poot.ValueID(id)] = b.Constant(val.Name, val.Type)
+		default:
+			return fmt.Errorf("rdu: a host table reads %v %q", val.Kind, val.Name)
+		}
+	}
+	for _, e := range v.eqns {
+		if !need[e.Out] {
+			continue
+		}
+		in := make([]poot.Traced[tableBrand], len(e.Inputs))
+		for i, x := range e.Inputs {
+			in[i] = h[x]
+		}
+		h[e.Out] = b.Apply(e.Op, e.Params, in...)
+	}
+	var outs []poot.Traced[tableBrand]
+	for _, t := range low.tables {
+		outs = append(outs, h[t.value])
+	}
+	tg, err := b.Finish(poot.Out(outs...))
+	if err != nil {
+		return fmt.Errorf("rdu: the host tables' equations: %w", err)
+	}
+	// The oracle wants exactly the constants the tables' graph declares.
+	used := interp.ConstMap{}
+	for _, id := range tg.Inputs(poot.Const) {
+		name := tg.Value(id).Name
+		if consts == nil {
+			return fmt.Errorf("rdu: the host tables read the constant %q, and no constants were given", name)
+		}
+		t, ok := consts.Lookup(name)
+		if !ok {
+			return fmt.Errorf("rdu: the host tables read the constant %q, which is not given", name)
+		}
+		used[name] = t
+	}
+	prog, err := interp.Compile(tg, used)
+	if err != nil {
+		return fmt.Errorf("rdu: compiling the host tables: %w", err)
+	}
+	for _, t := range low.tables {
+		t.data = make([]float32, low.ctx*t.cols)
+	}
+	pos := make([]int32, v.tokens)
+	for p := range low.ctx {
+		for i := range pos {
+			pos[i] = int32(p)
+		}
+		pt, err := tensor.FromI32(poot.Shape{v.tokens}, pos)
+		if err != nil {
+			return err
+		}
+		res, err := prog.Run(interp.Slots{"pos": pt}, nil)
+		if err != nil {
+			return fmt.Errorf("rdu: the host tables at position %d: %w", p, err)
+		}
+		for i, t := range low.tables {
+			vals := res[i].F32()
+			row := vals[:t.cols]
+			for r := 1; r < v.tokens; r++ {
+				for c, x := range vals[r*t.cols : (r+1)*t.cols] {
+					if math.Float32bits(x) != math.Float32bits(row[c]) {
+						return fmt.Errorf("rdu: host table %s differs between tokens at one position: it is not a function of the position", t.name)
+					}
+				}
+			}
+			copy(t.data[p*t.cols:], row)
+		}
+	}
+	return nil
+}
+
+// tableBytes lays the tables out one after the other, float32
+// little-endian, and returns the bytes and each table's offset.
+func (low *lowering) tableBytes() ([]byte, []int64) {
+	var out []byte
+	var offs []int64
+	for _, t := range low.tables {
+		offs = append(offs, int64(len(out)))
+		for _, x := range t.data {
+			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(x))
+		}
+	}
+	return out, offs
+}
