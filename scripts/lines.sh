@@ -3,12 +3,14 @@
 # blank nor only a comment) of the non-test Go files of the IR core (the
 # root package) and of the whole tree, prints both, and fails when either
 # is over its budget. Raise a budget only on purpose, in the commit that
-# needs it, and say why.
+# needs it, and say why. (26,500 -> 34,000 at stop 23: the streamed
+# lowering's language, simulator and lowering, about 5,600 lines, and the
+# second batch of families with MXFP4, about 3,000.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 core_budget=3000
-tree_budget=26500
+tree_budget=34000
 
 count() { awk '!/^[[:space:]]*$/ && !/^[[:space:]]*\/\//' "$@" | wc -l | tr -d ' '; }
 
