@@ -488,3 +488,19 @@ func TestSafetensorsByteRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMixersNotLoweredYet: the families whose mixers this lowering does
+// not lift (gated delta nets, latent attention) are refused naming the
+// mixer, not a primitive around it.
+func TestMixersNotLoweredYet(t *testing.T) {
+	for family, mixer := range map[string]string{"qwen3next": "causal_conv", "qwen35": "causal_conv", "deepseek2": "latent_attention"} {
+		t.Run(family, func(t *testing.T) {
+			r := synthRef(t, family, poot.F32)
+			g, consts := r.step(t, 1, 24, families.LastToken)
+			_, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Checkpoint: r.c.Path(), Consts: consts})
+			if !errors.Is(err, ErrUnliftable) || !strings.Contains(err.Error(), "the "+mixer+" mixer") {
+				t.Errorf("got %v, want an ErrUnliftable naming the %s mixer", err, mixer)
+			}
+		})
+	}
+}
