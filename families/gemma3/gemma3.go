@@ -71,9 +71,17 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 		if len(types) != d.Layers {
 			r.Fail("layer_types", families.ErrInconsistent, "%d entries for %d layers", len(types), d.Layers)
 		}
+		// layer_types, when given, decides every layer (the pattern is
+		// the older way to say it).
+		window := r.IntOr("sliding_window", 0)
 		for l := range min(len(types), d.Layers) {
-			if types[l] == "full_attention" {
+			switch types[l] {
+			case "full_attention":
 				d.Windows[l] = 0
+			case "sliding_attention":
+				d.Windows[l] = window
+			default:
+				r.Fail("layer_types", families.ErrUnsupported, "layer %d is %q", l, types[l])
 			}
 		}
 	}
