@@ -82,7 +82,8 @@ func CheckReference(t *testing.T, m families.Model, bind Binder, ref *Ref, capac
 }
 
 // CheckLayouts checks the step laws on toks: prefill of N then a decode
-// equals one prefill of N+1; a paged cache (with pages handed out in a
+// equals one prefill of N+1; prefill in chunks of 1 and of 3 tokens gives
+// every position one prefill gives; a paged cache (with pages handed out in a
 // scrambled order) equals a contiguous one; two rows in one step equal each
 // row run alone, including rows at different positions (paged). Every
 // comparison allows only float noise (1e-5).
@@ -112,6 +113,22 @@ func CheckLayouts(t *testing.T, m families.Model, bind Binder, toks []int32, cap
 	}
 	if d := MaxDiff32(dec, lastRow); d > tol {
 		t.Errorf("prefill %d + decode 1 vs prefill %d: max |Δ| %.3g", n-1, n, d)
+	}
+
+	// Prefill in chunks of 1 and of 3 tokens (the last chunk shorter),
+	// each chunk's logits at every position: the same rows as one prefill.
+	for _, size := range []int{1, 3} {
+		r := NewRunner(m, bind)
+		for at := 0; at < n; at += size {
+			k := min(size, n-at)
+			got, err := r.Step(families.StepShape{Rows: 1, New: k, Capacity: capacity, Logits: families.AllTokens}, toks[at:at+k], Seq(at, k), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := MaxDiff32(got, full[at*vocab:(at+k)*vocab]); d > tol {
+				t.Errorf("prefill in chunks of %d: positions %d..%d differ from one prefill by %.3g", size, at, at+k-1, d)
+			}
+		}
 	}
 
 	// Paged: page size 4, pages of the row handed out in reverse order
