@@ -48,11 +48,6 @@ func FromHF(cfg map[string]any) (families.Model, error) {
 	}).In(families.Safetensors)
 	d.Weight.Experts = d.MoE.Experts
 	d.GGUF.Architecture = "llama"
-	d.HF = families.HFStyle{Architecture: "MixtralForCausalLM", ModelType: "mixtral", Keys: func(d *families.Decoder, cfg map[string]any) {
-		cfg["num_local_experts"], cfg["num_experts_per_tok"], cfg["intermediate_size"] = d.MoE.Experts, d.MoE.Used, d.MoE.FFN
-		if w := d.Window(0); w > 0 {
-			cfg["sliding_window"] = w
-		}
-	}}
+	d.HF = hfStyle()
 	return families.Finish(d, r)
 }
