@@ -30,8 +30,11 @@ var ProbeShape = StepShape{Rows: 1, New: 1, Capacity: 1}
 // read from canonical names: rope_freqs.weight ("rope_freqs") and the
 // decay rates of a recurrent mixer, ssm_a ("decay"). Everything else is a
 // "weight".
-func Tensors(m Model) ([]TensorSpec, error) {
-	g, err := m.Trace(StepSpec{Program: Decode, Shape: ProbeShape}, poot.Limits{})
+func Tensors(m Model) ([]TensorSpec, error) { return tensorsWithin(m, poot.Limits{}) }
+
+// tensorsWithin is Tensors with the probe trace under limits.
+func tensorsWithin(m Model, limits poot.Limits) ([]TensorSpec, error) {
+	g, err := m.Trace(StepSpec{Program: Decode, Shape: ProbeShape}, limits)
 	if err != nil {
 		return nil, fmt.Errorf("families: %s: reading the weights from a trace: %w", m.Family(), err)
 	}

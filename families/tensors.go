@@ -89,7 +89,12 @@ func CheckTensors(m Model, t TensorTable) error {
 		layers = d.Layers
 	}
 	resolve := m.Weights().Resolver()
-	specs, err := Tensors(m)
+	// The probe trace runs before the checkpoint's shapes are checked, so
+	// a header number that drives a loop of the tracer (a convolution of
+	// 2^30 taps) must not cost memory in proportion to itself: the trace
+	// is capped by the size of the tensor table, far above what any model
+	// of that many tensors records.
+	specs, err := tensorsWithin(m, poot.Limits{MaxEquations: 1<<20 + 1024*t.NumTensors()})
 	if err != nil {
 		return err
 	}

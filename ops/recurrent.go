@@ -40,6 +40,9 @@ func CausalConv1D[B any](b *poot.Builder[B], x, state, weight, bias poot.Traced[
 		window := b.Concat(1, b.Reshape(state, r, taps-1, c), b.Reshape(x, r, t, c)) // [R, taps-1+T, C]
 		var acc poot.Traced[B]
 		for j := range taps {
+			if b.Err() != nil {
+				break // a limit or an error: taps read from a header may be huge
+			}
 			tap := b.Broadcast(b.Reshape(b.SliceAxis(w, 0, j, j+1), 1, 1, c), r, t, c)
 			term := b.Mul(b.SliceAxis(window, 1, j, j+t), tap)
 			if j == 0 {
