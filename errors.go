@@ -90,20 +90,35 @@ func graphError(format string, args ...any) error {
 	return &Error{Kind: ErrInvalidGraph, Detail: fmt.Sprintf(format, args...)}
 }
 
-// callerPos finds the first frame outside the IR and composite packages: the
-// model code that made the failing call. It runs only when an error is
-// recorded, so tracing stays cheap.
+// callerPos finds the model code that made the failing call: the first
+// frame outside the IR and composite packages and outside the shared
+// family components (package families: a family's Step.Cache call is
+// reported at the family's line, not at step.go). When the frames above the
+// shared components are not model code (the driver calling a standard
+// decoder's tracer), the shared component's frame is the model code. It
+// runs only when an error is recorded, so tracing stays cheap.
 func callerPos() string {
 	var pcs [32]uintptr
 	n := runtime.Callers(3, pcs[:])
 	frames := runtime.CallersFrames(pcs[:n])
+	pos := func(f runtime.Frame) string { return shortFile(f.File) + ":" + strconv.Itoa(f.Line) }
+	shared := ""
 	for {
 		f, more := frames.Next()
-		if !internalFrame(f) {
-			return shortFile(f.File) + ":" + strconv.Itoa(f.Line)
+		switch {
+		case internalFrame(f):
+		case strings.HasPrefix(f.Function, modulePath+"/families.") && !strings.HasSuffix(f.File, "_test.go"):
+			if shared == "" {
+				shared = pos(f)
+			}
+		case shared != "" && !strings.HasSuffix(f.File, "_test.go") && strings.HasPrefix(f.Function, modulePath+"/") &&
+			!strings.HasPrefix(f.Function, modulePath+"/families/") && !strings.HasPrefix(f.Function, modulePath+"/examples/"):
+			return shared // the driver, a command, a test kit: not model code
+		default:
+			return pos(f)
 		}
 		if !more {
-			return ""
+			return shared
 		}
 	}
 }

@@ -364,3 +364,21 @@ func TestPerLayerKVAndOutputBias(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorPositionsPointAtTheFamily: an error raised inside a shared
+// component (here Step.Cache declaring a state twice) is reported at the
+// line of the family's code that called it, not inside package families.
+func TestErrorPositionsPointAtTheFamily(t *testing.T) {
+	b := poot.NewBuilder[struct{}](poot.Limits{})
+	step := families.NewStep(b, families.StepShape{Rows: 1, New: 1, Capacity: 4}, 8)
+	x := b.Full(poot.T(poot.F32, 1, 2), 0)
+	step.Cache("cache.k.0", x)
+	step.Cache("cache.k.0", x) // the line the error must name
+	err := b.Err()
+	if err == nil {
+		t.Fatal("declaring a state twice is not an error")
+	}
+	if !strings.Contains(err.Error(), "families_test.go:") || strings.Contains(err.Error(), "step.go") {
+		t.Errorf("error %q does not point at the caller's line", err)
+	}
+}
