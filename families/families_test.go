@@ -382,3 +382,21 @@ func TestErrorPositionsPointAtTheFamily(t *testing.T) {
 		t.Errorf("error %q does not point at the caller's line", err)
 	}
 }
+
+// TestStateNamedForAnotherLayer: a cache state named for layer 1 declared
+// in layer 0's scope (a copied line) is an error, not a silent second
+// owner of the state.
+func TestStateNamedForAnotherLayer(t *testing.T) {
+	b := poot.NewBuilder[struct{}](poot.Limits{})
+	step := families.NewStep(b, families.StepShape{Rows: 1, New: 1, Capacity: 4}, 8)
+	x := b.Full(poot.T(poot.F32, 1, 2), 0)
+	b.Scope("layer.0", func() { step.Cache(families.CacheName("k", 0), x) })
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+	b.Scope("layer.0", func() { step.Cache(families.CacheName("v", 1), x) })
+	var se *families.StepError
+	if err := b.Err(); !errors.As(err, &se) || !strings.Contains(err.Error(), `"cache.v.1" is declared in the scope of layer 0`) {
+		t.Errorf("got %v, want a StepError naming the state and the layer", err)
+	}
+}

@@ -2,6 +2,8 @@ package families
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"math"
 
 	"github.com/pootlabs/poot"
@@ -224,6 +226,7 @@ func (s *Step[B]) cacheRows() poot.Traced[B] {
 // holds (zeros from a fresh state); the attention mask hides them.
 func (s *Step[B]) Cache(name string, fresh poot.Traced[B]) poot.Traced[B] {
 	b, sh := s.B, s.Shape
+	checkLayerName(b, name)
 	width := b.Dim(fresh, -1)
 	in := b.StateInput(name, poot.T(poot.F32, sh.PoolRows(), width))
 	out := b.WriteRows(in, s.cacheRows(), fresh)
@@ -239,7 +242,31 @@ func (s *Step[B]) Cache(name string, fresh poot.Traced[B]) poot.Traced[B] {
 // reads and writes its own slice, whatever the KV layout (recurrent states
 // are not paged). Record its next value with Carry.
 func (s *Step[B]) RowState(name string, dims ...int) poot.Traced[B] {
+	checkLayerName(s.B, name)
 	return s.B.StateInput(name, poot.T(poot.F32, append([]int{s.Shape.Rows}, dims...)...))
+}
+
+// checkLayerName fails the builder when a state named for layer l
+// (cache.k.3) is declared inside another layer's scope (layer.2): a
+// copied line that names the wrong layer would otherwise give two layers
+// one cache, or a cache its layer never reads.
+func checkLayerName[B any](b *poot.Builder[B], name string) {
+	dot := strings.LastIndexByte(name, '.')
+	if dot < 0 || !strings.HasPrefix(name, "cache.") {
+		return
+	}
+	l, err := strconv.Atoi(name[dot+1:])
+	if err != nil {
+		return
+	}
+	for _, part := range strings.Split(b.CurrentScope(), "/") {
+		if rest, ok := strings.CutPrefix(part, "layer."); ok {
+			if m, err := strconv.Atoi(rest); err == nil && m != l {
+				b.Fail(&StepError{Field: "Carries", Detail: fmt.Sprintf("state %q is declared in the scope of layer %d", name, m)})
+			}
+			return
+		}
+	}
 }
 
 // Carry records that the state input in is overwritten by out after the
