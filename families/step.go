@@ -2,9 +2,9 @@ package families
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
-	"math"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/ops"
