@@ -86,7 +86,8 @@ func CheckReference(t *testing.T, m families.Model, bind Binder, ref *Ref, capac
 
 // CheckLayouts checks the step laws on toks: prefill of N then a decode
 // equals one prefill of N+1; prefill in chunks of 1 and of 3 tokens gives
-// every position one prefill gives; a paged cache (with pages handed out in a
+// every position one prefill gives (toks needs at least 6 tokens: two rows
+// of three for the batched law); a paged cache (with pages handed out in a
 // scrambled order) equals a contiguous one; two rows in one step equal each
 // row run alone, including rows at different positions (paged). Every
 // comparison allows only float noise (1e-5).

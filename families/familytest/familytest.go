@@ -39,6 +39,24 @@ type Ref struct {
 	Logits    [][]float64 `json:"logits_all_positions"`
 }
 
+// Relative returns frac of the reference's logit range (the largest
+// logit minus the smallest over its positions): a tolerance that scales
+// with the logits, so that one bound means the same on weak random weights
+// (logits within ±0.7) and strong ones (±7), where a wrong rotary layout
+// moves logits by 1e-3 and by whole units respectively.
+func (r *Ref) Relative(frac float64) float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, row := range r.Logits {
+		for _, v := range row {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+	}
+	if hi < lo {
+		return 0
+	}
+	return frac * (hi - lo)
+}
+
 // Tokens is the prompt followed by the generated tokens.
 func (r *Ref) Tokens() []int32 { return append(append([]int32{}, r.Prompt...), r.Generated...) }
 

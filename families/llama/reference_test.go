@@ -17,3 +17,13 @@ func TestAttentionBiasReference(t *testing.T) {
 	ref := familytest.ReadRef(t, filepath.Join("testdata", "tiny-bias-f32.ref.json"))
 	drivertest.CheckReference(t, filepath.Join("testdata", "tiny-bias-f32.gguf"), ref, 1e-3)
 }
+
+// TestRelativeTolerance: the kit's relative tolerance is a fraction of the
+// reference's logit range.
+func TestRelativeTolerance(t *testing.T) {
+	ref := familytest.ReadRef(t, filepath.Join("testdata", "tiny-bias-f32.ref.json"))
+	if tol := ref.Relative(1e-4); !(tol > 1e-4 && tol < 1e-2) {
+		t.Errorf("1e-4 of a range of about 12 logits is %g", tol)
+	}
+	drivertest.CheckReference(t, filepath.Join("testdata", "tiny-bias-f32.gguf"), ref, ref.Relative(1e-4))
+}
