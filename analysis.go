@@ -81,19 +81,8 @@ func canonical(g *Graph, scope string) ([32]byte, []ValueID) {
 			if !seen {
 				x = uint64(len(comps))
 				comps[c] = x
-				r := g.composites[c-1]
 				u(1)
-				str(r.Name)
-				str(r.Attrs.String())
-				u(uint64(len(r.Operands)))
-				for _, o := range r.Operands {
-					if o < 0 {
-						u(0)
-					} else {
-						u(1)
-					}
-				}
-				u(uint64(len(r.Results)))
+				buf = AppendComposite(buf, g.composites[c-1])
 			} else {
 				u(2)
 			}
@@ -101,15 +90,7 @@ func canonical(g *Graph, scope string) ([32]byte, []ValueID) {
 		}
 		u(0)
 		u(uint64(e.Op))
-		p := e.Params
-		buf = binary.AppendVarint(buf, int64(p.Axis))
-		buf = binary.AppendVarint(buf, int64(p.K))
-		ints(p.Perm)
-		ints(p.Shape)
-		ints(p.Start)
-		ints(p.Limit)
-		u(uint64(p.DType))
-		u(math.Float64bits(p.Value))
+		buf = AppendParams(buf, e.Params)
 		str(g.scopes[e.Scope][min(len(scope), len(g.scopes[e.Scope])):])
 		u(uint64(len(e.Inputs)))
 		for _, in := range e.Inputs {
@@ -142,4 +123,45 @@ func canonical(g *Graph, scope string) ([32]byte, []ValueID) {
 	var d [32]byte
 	h.Sum(d[:0])
 	return d, named
+}
+
+// AppendParams appends an encoding of p to buf, the one Digest hashes:
+// two equations of one primitive with the same encoding compute the same
+// function of their operands. Other structural hashes (a lowering's own
+// program digests) use it so that they see parameters as Digest does.
+func AppendParams(buf []byte, p Params) []byte {
+	ints := func(s []int) {
+		buf = binary.AppendUvarint(buf, uint64(len(s)))
+		for _, x := range s {
+			buf = binary.AppendVarint(buf, int64(x))
+		}
+	}
+	buf = binary.AppendVarint(buf, int64(p.Axis))
+	buf = binary.AppendVarint(buf, int64(p.K))
+	ints(p.Perm)
+	ints(p.Shape)
+	ints(p.Start)
+	ints(p.Limit)
+	buf = binary.AppendUvarint(buf, uint64(p.DType))
+	return binary.AppendUvarint(buf, math.Float64bits(p.Value))
+}
+
+// AppendComposite appends an encoding of a composite's record as Digest
+// hashes it: its name, its attributes, which operands are present and how
+// many results it has (not the values, which the equations encode).
+func AppendComposite(buf []byte, r Composite) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(r.Name)))
+	buf = append(buf, r.Name...)
+	a := r.Attrs.String()
+	buf = binary.AppendUvarint(buf, uint64(len(a)))
+	buf = append(buf, a...)
+	buf = binary.AppendUvarint(buf, uint64(len(r.Operands)))
+	for _, o := range r.Operands {
+		if o < 0 {
+			buf = binary.AppendUvarint(buf, 0)
+		} else {
+			buf = binary.AppendUvarint(buf, 1)
+		}
+	}
+	return binary.AppendUvarint(buf, uint64(len(r.Results)))
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -223,15 +222,7 @@ func (v *stepView) coneDigest(id poot.ValueID) [32]byte {
 	} else {
 		e := v.eqns[p]
 		u(100 + uint64(e.Op))
-		pr := e.Params
-		buf = binary.AppendVarint(buf, int64(pr.Axis))
-		buf = binary.AppendVarint(buf, int64(pr.K))
-		ints(pr.Perm)
-		ints(pr.Shape)
-		ints(pr.Start)
-		ints(pr.Limit)
-		u(uint64(pr.DType))
-		u(math.Float64bits(pr.Value))
+		buf = poot.AppendParams(buf, e.Params)
 		for _, in := range e.Inputs {
 			d := v.coneDigest(in)
 			buf = append(buf, d[:]...)
@@ -286,19 +277,8 @@ func (v *stepView) programDigest(eqns []int) (d [32]byte, named []poot.ValueID) 
 			if !seen {
 				x = uint64(len(comps))
 				comps[c] = x
-				r := v.comp(c)
 				u(1)
-				str(r.Name)
-				str(r.Attrs.String())
-				u(uint64(len(r.Operands)))
-				for _, o := range r.Operands {
-					if o < 0 {
-						u(0)
-					} else {
-						u(1)
-					}
-				}
-				u(uint64(len(r.Results)))
+				buf = poot.AppendComposite(buf, v.comp(c))
 			} else {
 				u(2)
 			}
@@ -306,15 +286,7 @@ func (v *stepView) programDigest(eqns []int) (d [32]byte, named []poot.ValueID) 
 		}
 		u(0)
 		u(uint64(e.Op))
-		p := e.Params
-		buf = binary.AppendVarint(buf, int64(p.Axis))
-		buf = binary.AppendVarint(buf, int64(p.K))
-		ints(p.Perm)
-		ints(p.Shape)
-		ints(p.Start)
-		ints(p.Limit)
-		u(uint64(p.DType))
-		u(math.Float64bits(p.Value))
+		buf = poot.AppendParams(buf, e.Params)
 		s := v.g.Scope(e.Scope)
 		str(strings.TrimPrefix(s, base))
 		u(uint64(len(e.Inputs)))
