@@ -24,18 +24,43 @@ func (s *Step[B]) Rotary(r Rope, freq poot.Traced[B]) ops.Rotary[B] {
 	return out
 }
 
-// StackWeights are the non-layer weights of a decoder.
+// NormKind is the kind of a decoder's norms.
+type NormKind uint8
+
+// The norm kinds.
+const (
+	// RMS is RMSNorm: x·w/rms(x).
+	RMS NormKind = iota
+	// LayerNormKind is LayerNorm: (x-mean)·w/std(x) + bias, the bias a
+	// zero handle when the model has none.
+	LayerNormKind
+)
+
+// Norm applies a norm of kind k with weight w and bias (LayerNorm only;
+// the zero handle for none).
+func Norm[B any](b *poot.Builder[B], k NormKind, x, w, bias poot.Traced[B], eps float64, opts ...ops.NormOption) poot.Traced[B] {
+	if k == LayerNormKind {
+		return ops.LayerNorm(b, x, w, bias, eps, opts...)
+	}
+	return ops.RMSNorm(b, x, w, eps, opts...)
+}
+
+// StackWeights are the non-layer weights of a decoder; the biases are
+// zero handles when absent.
 type StackWeights[B any] struct {
-	Embed  poot.Traced[B] // token embedding [vocab, dim]
-	Norm   poot.Traced[B] // final norm [dim]
-	Output poot.Traced[B] // head [vocab, dim]; the zero handle ties it to Embed
+	Embed      poot.Traced[B] // token embedding [vocab, dim]
+	Norm       poot.Traced[B] // final norm [dim]
+	NormBias   poot.Traced[B] // final LayerNorm's bias [dim]
+	Output     poot.Traced[B] // head [vocab, dim]; the zero handle ties it to Embed
+	OutputBias poot.Traced[B] // head bias [vocab]
 }
 
 // StackConfig configures Stack.
 type StackConfig struct {
 	Layers     int
-	EmbedScale float64 // multiplies the embeddings; 0 means 1
-	Eps        float64 // final RMSNorm epsilon
+	EmbedScale float64  // multiplies the embeddings; 0 means 1
+	NormKind   NormKind // of the final norm
+	Eps        float64  // final norm epsilon
 	Norm       []ops.NormOption
 	SoftCap    float64 // cap·tanh(logits/cap); 0 means none
 }
@@ -64,12 +89,12 @@ func Stack[B any](step *Step[B], w StackWeights[B], cfg StackConfig, layer func(
 		if step.Shape.Logits == LastToken {
 			h = step.Last(h)
 		}
-		h = ops.RMSNorm(b, h, w.Norm, cfg.Eps, cfg.Norm...)
+		h = Norm(b, cfg.NormKind, h, w.Norm, w.NormBias, cfg.Eps, cfg.Norm...)
 		out := w.Output
 		if out == (poot.Traced[B]{}) {
 			out = w.Embed
 		}
-		logits = ops.Linear(b, h, out, poot.Traced[B]{})
+		logits = ops.Linear(b, h, out, w.OutputBias)
 		if cfg.SoftCap > 0 {
 			logits = ops.SoftCap(b, logits, cfg.SoftCap)
 		}
@@ -78,36 +103,66 @@ func Stack[B any](step *Step[B], w StackWeights[B], cfg StackConfig, layer func(
 }
 
 // LayerNorms are a residual pair's norms: the pre-norms of the mixer and
-// the feed-forward, and their optional post-norms (zero handles when
-// absent).
+// the feed-forward, their LayerNorm biases and their optional post-norms
+// (zero handles when absent), and how the pair is wired.
 type LayerNorms[B any] struct {
 	Mixer, MixerPost, FFN, FFNPost poot.Traced[B]
-	Eps                            float64
-	Options                        []ops.NormOption
+	MixerBias, FFNBias             poot.Traced[B]
+	Kind                           NormKind
+	// Parallel runs both branches from the layer's input:
+	// x + mixer(norm(x)) + ffn(norm'(x)) (GPT-J, GPT-NeoX, Phi-2, Falcon),
+	// with norm' the mixer's own norm when FFN is the zero handle.
+	Parallel bool
+	Eps      float64
+	Options  []ops.NormOption
 }
 
 // Layer is the residual pair every standard decoder layer is:
-// x += post(mixer(norm(x))); x += post(ffn(norm(x))), with RMSNorms.
+// x += post(mixer(norm(x))); x += post(ffn(norm(x))), or both branches
+// from x when n.Parallel.
 func Layer[B any](b *poot.Builder[B], x poot.Traced[B], n LayerNorms[B], mixer, ffn func(h poot.Traced[B]) poot.Traced[B]) poot.Traced[B] {
-	branch := func(name string, pre, post poot.Traced[B], f func(poot.Traced[B]) poot.Traced[B]) {
+	in := x
+	var shared poot.Traced[B]
+	branch := func(name string, pre, bias, post poot.Traced[B], f func(poot.Traced[B]) poot.Traced[B]) poot.Traced[B] {
+		var y poot.Traced[B]
 		b.Scope(name, func() {
-			y := f(ops.RMSNorm(b, x, pre, n.Eps, n.Options...))
+			from := x
+			if n.Parallel {
+				from = in
+			}
+			h := shared
+			if !n.Parallel || pre != (poot.Traced[B]{}) || h == (poot.Traced[B]{}) {
+				h = Norm(b, n.Kind, from, pre, bias, n.Eps, n.Options...)
+				shared = h
+			}
+			y = f(h)
 			if post != (poot.Traced[B]{}) {
 				y = ops.RMSNorm(b, y, post, n.Eps, n.Options...)
 			}
-			x = b.Add(x, y)
+			if !n.Parallel {
+				x = b.Add(x, y)
+			}
 		})
+		return y
 	}
-	branch("attn", n.Mixer, n.MixerPost, mixer)
-	branch("ffn", n.FFN, n.FFNPost, ffn)
+	a := branch("attn", n.Mixer, n.MixerBias, n.MixerPost, mixer)
+	f := branch("ffn", n.FFN, n.FFNBias, n.FFNPost, ffn)
+	if n.Parallel {
+		// llama.cpp's order: (attn + ffn) + x for Phi-2, (ffn + x) + attn
+		// for GPT-NeoX; float sums differ only in rounding.
+		x = b.Add(b.Add(a, f), in)
+	}
 	return x
 }
 
 // AttentionWeights are one attention layer's weights; biases and QK norms
-// are zero handles when absent.
+// are zero handles when absent. A fused projection QKV [(heads+2·kv
+// heads)·head dim, dim] (with QKVBias) stands for Q, K and V: one
+// contraction, its columns split into queries, keys and values.
 type AttentionWeights[B any] struct {
 	Q, K, V, Out                 poot.Traced[B]
 	QBias, KBias, VBias, OutBias poot.Traced[B]
+	QKV, QKVBias                 poot.Traced[B]
 	QNorm, KNorm                 poot.Traced[B]
 }
 
@@ -136,9 +191,13 @@ func Attention[B any](step *Step[B], h poot.Traced[B], w AttentionWeights[B], c 
 		b.Fail(&ConfigError{Source: "attention", Key: "heads", Err: ErrInconsistent, Detail: fmt.Sprintf("%d query heads, %d key/value heads", c.Heads, c.KVHeads)})
 		return h
 	}
-	q := ops.Linear(b, h, w.Q, w.QBias)
-	k := ops.Linear(b, h, w.K, w.KBias)
-	v := ops.Linear(b, h, w.V, w.VBias)
+	var q, k, v poot.Traced[B]
+	if w.QKV != (poot.Traced[B]{}) {
+		hd := b.Dim(w.QKV, 0) / (c.Heads + 2*c.KVHeads)
+		q, k, v = ops.SplitQKV(b, ops.Linear(b, h, w.QKV, w.QKVBias), c.Heads, c.KVHeads, hd)
+	} else {
+		q, k, v = ops.Linear(b, h, w.Q, w.QBias), ops.Linear(b, h, w.K, w.KBias), ops.Linear(b, h, w.V, w.VBias)
+	}
 	if w.QNorm != (poot.Traced[B]{}) {
 		q = ops.RMSNormHeads(b, q, w.QNorm, c.Heads, c.Eps, c.Norm...)
 	}
@@ -158,17 +217,34 @@ func Attention[B any](step *Step[B], h poot.Traced[B], w AttentionWeights[B], c 
 	return ops.Linear(b, out, w.Out, w.OutBias)
 }
 
-// FFNWeights are a gated feed-forward's projections: gate and up
-// [hidden, dim], down [dim, hidden].
-type FFNWeights[B any] struct{ Gate, Up, Down poot.Traced[B] }
+// FFNWeights are a feed-forward's projections: gate and up [hidden, dim],
+// down [dim, hidden], and their biases (zero handles when absent). Without
+// a gate the feed-forward is ungated.
+type FFNWeights[B any] struct {
+	Gate, Up, Down             poot.Traced[B]
+	GateBias, UpBias, DownBias poot.Traced[B]
+}
 
-// GatedFFN is down(act(gate·h) ⊙ up·h): SwiGLU or GeGLU (tanh GELU).
-func GatedFFN[B any](b *poot.Builder[B], h poot.Traced[B], w FFNWeights[B], act Activation) poot.Traced[B] {
+// FeedForward is down(act(gate·h) ⊙ up·h) (SwiGLU, or GeGLU with tanh
+// GELU) when w has a gate, and down(act(up·h)) when it has none; biases
+// are added where given.
+func FeedForward[B any](b *poot.Builder[B], h poot.Traced[B], w FFNWeights[B], act Activation) poot.Traced[B] {
+	none := poot.Traced[B]{}
+	if w.Gate == none {
+		f := ops.SiLU[B]
+		if act == GELUTanh {
+			f = ops.GeLU[B]
+		}
+		return ops.FFN(b, h, w.Up, w.UpBias, w.Down, w.DownBias, f)
+	}
 	glu := ops.SwiGLU[B]
 	if act == GELUTanh {
 		glu = ops.GeGLU[B]
 	}
-	return ops.GatedFFN(b, h, w.Gate, w.Up, w.Down, glu)
+	if w.GateBias == none && w.UpBias == none && w.DownBias == none {
+		return ops.GatedFFN(b, h, w.Gate, w.Up, w.Down, glu)
+	}
+	return ops.Linear(b, glu(b, ops.Linear(b, h, w.Gate, w.GateBias), ops.Linear(b, h, w.Up, w.UpBias)), w.Down, w.DownBias)
 }
 
 // RoutedFFN is the mixture-of-experts feed-forward: route each token to

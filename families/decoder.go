@@ -15,7 +15,8 @@ type Activation uint8
 const (
 	// SiLU gives SwiGLU: down(silu(gate·x) ⊙ up·x).
 	SiLU Activation = iota
-	// GELUTanh gives GeGLU with the tanh approximation of GELU.
+	// GELUTanh gives GeGLU with the tanh approximation of GELU (and, for
+	// an ungated feed-forward, down(gelu(up·x))).
 	GELUTanh
 )
 
@@ -39,7 +40,7 @@ type MoE struct {
 // Decoder holds the hyperparameters of a standard decoder: the shape every
 // family in the first batch shares. A family's config reader fills it, and
 // it is a Model: the shared tracer (Stack over Layer, Attention and
-// GatedFFN or RoutedFFN) records its steps.
+// FeedForward or RoutedFFN) records its steps.
 type Decoder struct {
 	Name    string // family name, for errors and the Model interface
 	Vocab   int
@@ -63,10 +64,24 @@ type Decoder struct {
 	// global attention.
 	Windows []int
 
-	QKVBias   bool // attn_q/k/v.bias (Qwen2)
-	OutBias   bool // attn_output.bias (Llama's attention_bias)
-	QKNorm    bool // attn_q_norm/attn_k_norm per-head RMSNorm before RoPE (Qwen3, Gemma 3)
-	PostNorms bool // post_attention_norm and post_ffw_norm on the branch outputs (Gemma 2/3)
+	// Norm is the kind of every norm but the QK norms; NormBias adds
+	// LayerNorm biases (attn_norm.bias, ffn_norm.bias, output_norm.bias).
+	Norm     NormKind
+	NormBias bool
+	// FusedQKV reads one attn_qkv.weight (with attn_qkv.bias under
+	// QKVBias) for the query, key and value projections.
+	FusedQKV bool
+	// Parallel runs attention and the feed-forward side by side from the
+	// layer's input; with SharedNorm both read attn_norm (no ffn_norm).
+	Parallel, SharedNorm bool
+	// Ungated is a two-matrix feed-forward, down(act(up·x)); FFNBias adds
+	// ffn_up.bias and ffn_down.bias (and ffn_gate.bias when gated).
+	Ungated, FFNBias bool
+	HeadBias         bool // output.bias
+	QKVBias          bool // attn_q/k/v.bias (Qwen2), attn_qkv.bias when fused
+	OutBias          bool // attn_output.bias (Llama's attention_bias)
+	QKNorm           bool // attn_q_norm/attn_k_norm per-head RMSNorm before RoPE (Qwen3, Gemma 3)
+	PostNorms        bool // post_attention_norm and post_ffw_norm on the branch outputs (Gemma 2/3)
 	// NormPlusOne scales norms by (1 + w): Gemma's Hugging Face weights
 	// (GGUF conversions fold the one in).
 	NormPlusOne bool
@@ -166,6 +181,8 @@ func (d *Decoder) Validate() error {
 		return bad("Windows", "%d windows for %d layers", len(d.Windows), d.Layers)
 	case d.MoELayers != nil && (d.MoE == nil || len(d.MoELayers) != d.Layers):
 		return bad("MoELayers", "%d routed-layer flags for %d layers (experts configured: %v)", len(d.MoELayers), d.Layers, d.MoE != nil)
+	case d.SharedNorm && !d.Parallel:
+		return bad("SharedNorm", "one norm for both branches needs parallel layers")
 	case len(d.LayerKVHeads) != 0 && len(d.LayerKVHeads) != d.Layers:
 		return bad("LayerKVHeads", "%d key/value head counts for %d layers", len(d.LayerKVHeads), d.Layers)
 	}
@@ -232,10 +249,14 @@ func TraceDecoder[B any](step *Step[B], d *Decoder) (*poot.Graph, error) {
 			return w(p+name, dims...)
 		}
 		aw := AttentionWeights[B]{
-			Q: w(p+"attn_q.weight", q, d.Dim), K: w(p+"attn_k.weight", kv, d.Dim), V: w(p+"attn_v.weight", kv, d.Dim),
-			QBias: opt(d.QKVBias, "attn_q.bias", q), KBias: opt(d.QKVBias, "attn_k.bias", kv), VBias: opt(d.QKVBias, "attn_v.bias", kv),
 			QNorm: opt(d.QKNorm, "attn_q_norm.weight", d.HeadDim), KNorm: opt(d.QKNorm, "attn_k_norm.weight", d.HeadDim),
 			Out: w(p+"attn_output.weight", d.Dim, q), OutBias: opt(d.OutBias, "attn_output.bias", d.Dim),
+		}
+		if d.FusedQKV {
+			aw.QKV, aw.QKVBias = w(p+"attn_qkv.weight", q+2*kv, d.Dim), opt(d.QKVBias, "attn_qkv.bias", q+2*kv)
+		} else {
+			aw.Q, aw.K, aw.V = w(p+"attn_q.weight", q, d.Dim), w(p+"attn_k.weight", kv, d.Dim), w(p+"attn_v.weight", kv, d.Dim)
+			aw.QBias, aw.KBias, aw.VBias = opt(d.QKVBias, "attn_q.bias", q), opt(d.QKVBias, "attn_k.bias", kv), opt(d.QKVBias, "attn_v.bias", kv)
 		}
 		ac := AttentionConfig[B]{Layer: l, Heads: d.Heads, KVHeads: d.LayerKV(l), Eps: d.Eps, Norm: norm,
 			Scale: d.AttnScale, SoftCap: d.AttnSoftCap, Window: d.Window(l), Rotary: global}
@@ -244,8 +265,11 @@ func TraceDecoder[B any](step *Step[B], d *Decoder) (*poot.Graph, error) {
 		}
 		ln := LayerNorms[B]{
 			Mixer: w(p+"attn_norm.weight", d.Dim), MixerPost: opt(d.PostNorms, "post_attention_norm.weight", d.Dim),
-			FFN: w(p+"ffn_norm.weight", d.Dim), FFNPost: opt(d.PostNorms, "post_ffw_norm.weight", d.Dim),
-			Eps: d.Eps, Options: norm,
+			MixerBias: opt(d.NormBias, "attn_norm.bias", d.Dim), FFNPost: opt(d.PostNorms, "post_ffw_norm.weight", d.Dim),
+			Kind: d.Norm, Parallel: d.Parallel, Eps: d.Eps, Options: norm,
+		}
+		if !d.Parallel || !d.SharedNorm {
+			ln.FFN, ln.FFNBias = w(p+"ffn_norm.weight", d.Dim), opt(d.NormBias, "ffn_norm.bias", d.Dim)
 		}
 		var ffn func(h poot.Traced[B]) poot.Traced[B]
 		if m := d.MoE; d.Routed(l) {
@@ -258,18 +282,28 @@ func TraceDecoder[B any](step *Step[B], d *Decoder) (*poot.Graph, error) {
 			mc := ops.MoEConfig{TopK: m.Used, Gating: m.Gating, Renormalize: m.Renormalize}
 			ffn = func(h poot.Traced[B]) poot.Traced[B] { return RoutedFFN(b, h, mw, mc) }
 		} else {
-			fw := FFNWeights[B]{Gate: w(p+"ffn_gate.weight", d.FFN, d.Dim), Up: w(p+"ffn_up.weight", d.FFN, d.Dim), Down: w(p+"ffn_down.weight", d.Dim, d.FFN)}
-			ffn = func(h poot.Traced[B]) poot.Traced[B] { return GatedFFN(b, h, fw, d.Act) }
+			fw := FFNWeights[B]{Up: w(p+"ffn_up.weight", d.FFN, d.Dim), Down: w(p+"ffn_down.weight", d.Dim, d.FFN),
+				UpBias: opt(d.FFNBias, "ffn_up.bias", d.FFN), DownBias: opt(d.FFNBias, "ffn_down.bias", d.Dim)}
+			if !d.Ungated {
+				fw.Gate, fw.GateBias = w(p+"ffn_gate.weight", d.FFN, d.Dim), opt(d.FFNBias, "ffn_gate.bias", d.FFN)
+			}
+			ffn = func(h poot.Traced[B]) poot.Traced[B] { return FeedForward(b, h, fw, d.Act) }
 		}
 		return Layer(b, x, ln,
 			func(h poot.Traced[B]) poot.Traced[B] { return Attention(step, h, aw, ac) },
 			ffn)
 	}
 	stack.Norm = w("output_norm.weight", d.Dim)
+	if d.NormBias {
+		stack.NormBias = w("output_norm.bias", d.Dim)
+	}
 	if !d.Tied {
 		stack.Output = w("output.weight", d.Vocab, d.Dim)
 	}
-	cfg := StackConfig{Layers: d.Layers, EmbedScale: d.EmbedScale, Eps: d.Eps, Norm: norm, SoftCap: d.FinalSoftCap}
+	if d.HeadBias {
+		stack.OutputBias = w("output.bias", d.Vocab)
+	}
+	cfg := StackConfig{Layers: d.Layers, EmbedScale: d.EmbedScale, NormKind: d.Norm, Eps: d.Eps, Norm: norm, SoftCap: d.FinalSoftCap}
 	logits, hidden := Stack(step, stack, cfg, layer)
 	if step.Shape.Hidden {
 		return step.Finish(logits, hidden)

@@ -2,7 +2,7 @@
 // vocabulary every family shares ([StepSpec], [StepShape], the [Step] helper
 // that declares a step's token and position slots and its KV cache), the
 // non-generic [Model] interface the driver calls, the shared decoder
-// components ([Stack], [Layer], [Attention], [GatedFFN], [RoutedFFN]) and the
+// components ([Stack], [Layer], [Attention], [FeedForward], [RoutedFFN]) and the
 // hyperparameter and weight-name plumbing ([Reader], [WeightMap]) that lets a
 // standard decoder family be a config reader plus a weight map.
 //

@@ -62,7 +62,11 @@ func (d *Decoder) GGUFMetadata() ([]gguf.KV, error) {
 	}
 	put("attention.key_length", u(d.HeadDim))
 	put("attention.value_length", u(d.HeadDim))
-	put("attention.layer_norm_rms_epsilon", f(d.Eps))
+	if d.Norm == LayerNormKind {
+		put("attention.layer_norm_epsilon", f(d.Eps))
+	} else {
+		put("attention.layer_norm_rms_epsilon", f(d.Eps))
+	}
 	put("rope.freq_base", f(d.Rope.Theta))
 	put("rope.dimension_count", u(d.Rope.Dims))
 	put("vocab_size", u(d.Vocab))

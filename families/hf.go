@@ -54,6 +54,10 @@ func (d *Decoder) HFConfig() (map[string]any, error) {
 		"torch_dtype":             "float32",
 		"max_position_embeddings": d.MaxContext,
 	}
+	if d.Norm == LayerNormKind {
+		delete(cfg, "rms_norm_eps")
+		cfg["layer_norm_eps"] = d.Eps
+	}
 	if d.Rope.Dims != d.HeadDim {
 		cfg["partial_rotary_factor"] = float64(d.Rope.Dims) / float64(d.HeadDim)
 	}

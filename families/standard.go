@@ -11,8 +11,12 @@ import (
 // attention.layer_norm_rms_epsilon, rope.freq_base, rope.dimension_count,
 // rope.scaling.*, expert_*), and what the tensor table says: the vocabulary
 // (token_embd rows), a tied head (no output.weight), Llama 3.1 frequency
-// factors (rope_freqs.weight) and QKV biases. The family adjusts the result
-// and calls Validate. Errors are *ConfigError values naming the key.
+// factors (rope_freqs.weight), optional biases (attention, norms,
+// feed-forward, head), a fused attn_qkv and the norms of parallel layers.
+// A file that stores attention.layer_norm_epsilon rather than the RMS key
+// has LayerNorms, as llama.cpp reads it. The family says what the tensor
+// table cannot (Parallel, Ungated, Act), adjusts the rest and calls
+// Validate. Errors are *ConfigError values naming the key.
 func GGUFDecoder(f *gguf.File, arch string, layout ops.RopeLayout) (*Decoder, *Reader) {
 	r := GGUFReader(f, arch)
 	d := &Decoder{Name: arch, Weight: WeightMap{Container: GGUF}, GGUF: GGUFStyle{Architecture: arch}}
@@ -40,6 +44,9 @@ func GGUFDecoder(f *gguf.File, arch string, layout ops.RopeLayout) (*Decoder, *R
 	}
 	d.FFN = r.IntOr("feed_forward_length", 0)
 	d.Eps = r.FloatOr("attention.layer_norm_rms_epsilon", 1e-5)
+	if !r.Has("attention.layer_norm_rms_epsilon") && r.Has("attention.layer_norm_epsilon") {
+		d.Norm, d.Eps = LayerNormKind, r.Float("attention.layer_norm_epsilon")
+	}
 	d.MaxContext = r.IntOr("context_length", 0)
 	d.Rope = Rope{Layout: layout, RopeConfig: ops.RopeConfig{
 		Theta: r.FloatOr("rope.freq_base", 10000),
@@ -77,9 +84,14 @@ func GGUFDecoder(f *gguf.File, arch string, layout ops.RopeLayout) (*Decoder, *R
 	_, hasOut := f.Tensor("output.weight")
 	d.Tied = !hasOut
 	_, d.Rope.FreqFactors = f.Tensor("rope_freqs.weight")
-	_, d.QKVBias = f.Tensor("blk.0.attn_q.bias")
-	_, d.OutBias = f.Tensor("blk.0.attn_output.bias")
-	_, d.QKNorm = f.Tensor("blk.0.attn_q_norm.weight")
+	has := func(name string) bool { _, ok := f.Tensor(name); return ok }
+	d.FusedQKV = has("blk.0.attn_qkv.weight") && !has("blk.0.attn_q.weight")
+	d.QKVBias = has("blk.0.attn_q.bias") || (d.FusedQKV && has("blk.0.attn_qkv.bias"))
+	d.OutBias = has("blk.0.attn_output.bias")
+	d.QKNorm = has("blk.0.attn_q_norm.weight")
+	d.NormBias = d.Norm == LayerNormKind && has("blk.0.attn_norm.bias")
+	d.FFNBias = has("blk.0.ffn_up.bias")
+	d.HeadBias = has("output.bias")
 	return d, r
 }
 
@@ -116,6 +128,12 @@ func HFDecoder(cfg map[string]any, name string, tiedDefault bool) (*Decoder, *Re
 	}
 	d.Rope.RopeConfig = HFRopeScaling(r, "rope_scaling", d.Rope.RopeConfig)
 	return d, r
+}
+
+// PartialRotary writes partial_rotary_factor whatever its value: an
+// HFStyle.Keys hook for families whose config.json default is not 1.
+func PartialRotary(d *Decoder, cfg map[string]any) {
+	cfg["partial_rotary_factor"] = float64(d.Rope.Dims) / float64(d.HeadDim)
 }
 
 // HFRopeScaling applies a config.json rope_scaling object (under key) to c:

@@ -126,6 +126,8 @@ func HFNames() WeightMap {
 			"token_embd.weight":  "model.embed_tokens.weight",
 			"output_norm.weight": "model.norm.weight",
 			"output.weight":      "lm_head.weight",
+			"output_norm.bias":   "model.norm.bias",
+			"output.bias":        "lm_head.bias",
 		},
 		LayerPrefix: "model.layers.",
 		Layer: map[string]string{
@@ -144,6 +146,11 @@ func HFNames() WeightMap {
 			"ffn_gate.weight":    "mlp.gate_proj.weight",
 			"ffn_up.weight":      "mlp.up_proj.weight",
 			"ffn_down.weight":    "mlp.down_proj.weight",
+			"attn_norm.bias":     "input_layernorm.bias",
+			"ffn_norm.bias":      "post_attention_layernorm.bias",
+			"ffn_gate.bias":      "mlp.gate_proj.bias",
+			"ffn_up.bias":        "mlp.up_proj.bias",
+			"ffn_down.bias":      "mlp.down_proj.bias",
 		},
 	}
 }

@@ -3,6 +3,8 @@ package rdu
 import (
 	"errors"
 	"fmt"
+
+	"github.com/pootlabs/poot/interp"
 )
 
 // Sentinel causes of the lowering's errors; test with errors.Is.
@@ -55,6 +57,10 @@ func (e *StructureError) Error() string { return "rdu: not a streamed model: " +
 // Unwrap returns ErrStructure.
 func (e *StructureError) Unwrap() error { return ErrStructure }
 
+// Is makes the error an interp.ErrUnsupported: the step is one the
+// streamed lowering does not run, not a fault of the step.
+func (e *StructureError) Is(target error) bool { return target == interp.ErrUnsupported }
+
 // Reject is a program of the bundle that did not lower: which program,
 // which statement (its index among the program's statements, counting from
 // 0, and the name it would bind), and why. Err is ErrUnliftable or one of
@@ -78,3 +84,6 @@ func (e *Reject) Error() string {
 
 // Unwrap returns the cause.
 func (e *Reject) Unwrap() error { return e.Err }
+
+// Is makes the error an interp.ErrUnsupported, as StructureError is.
+func (e *Reject) Is(target error) bool { return target == interp.ErrUnsupported }

@@ -68,6 +68,23 @@ func Presets() []Preset {
 	phi3["original_max_position_embeddings"], phi3["sliding_window"] = 256, 128
 	phi3mini := map[string]any{"architectures": []any{"Phi3ForCausalLM"}, "model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
 		"intermediate_size": 8192, "vocab_size": 32064, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096, "sliding_window": 2047, "rms_norm_eps": 1e-5, "rope_theta": 10000.0}
+	phi2 := map[string]any{"architectures": []any{"PhiForCausalLM"}, "model_type": "phi", "hidden_size": 64, "num_hidden_layers": 2,
+		"num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 128, "vocab_size": TinyVocab, "max_position_embeddings": 256,
+		"layer_norm_eps": 1e-5, "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
+	phi2big := map[string]any{"architectures": []any{"PhiForCausalLM"}, "model_type": "phi", "hidden_size": 2560, "num_hidden_layers": 32,
+		"num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 10240, "vocab_size": 51200, "max_position_embeddings": 2048,
+		"layer_norm_eps": 1e-5, "rope_theta": 10000.0, "partial_rotary_factor": 0.4}
+	stable := map[string]any{"architectures": []any{"StableLmForCausalLM"}, "model_type": "stablelm", "hidden_size": 64, "num_hidden_layers": 2,
+		"num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": TinyVocab, "max_position_embeddings": 256,
+		"layer_norm_eps": 1e-5, "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "use_qkv_bias": true}
+	stablePar := map[string]any{}
+	for k, v := range stable {
+		stablePar[k] = v
+	}
+	stablePar["use_parallel_residual"] = true
+	stable2 := map[string]any{"architectures": []any{"StableLmForCausalLM"}, "model_type": "stablelm", "hidden_size": 2048, "num_hidden_layers": 24,
+		"num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 5632, "vocab_size": 100352, "max_position_embeddings": 4096,
+		"layer_norm_eps": 1e-5, "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "use_qkv_bias": true}
 	granite := tinyLlama()
 	granite["architectures"], granite["model_type"], granite["attention_bias"], granite["mlp_bias"] = []any{"GraniteForCausalLM"}, "granite", true, true
 	granite["embedding_multiplier"], granite["residual_multiplier"], granite["attention_multiplier"], granite["logits_scaling"] = 12.0, 0.22, 0.0625, 4.0
@@ -115,6 +132,9 @@ func Presets() []Preset {
 		{"deepseek-v3", "deepseek2", "DeepSeek-V3 / R1 shape: dim 7168, 61 layers (3 dense), 128 heads, latent 512 + rope 64, q rank 1536, 256 experts (8 used) in 8 groups (4 used), 1 shared, sigmoid gating with a selection bias, YaRN ×40, vocab 129280", map[string]any{"architectures": []any{"DeepseekV3ForCausalLM"}, "model_type": "deepseek_v3", "vocab_size": 129280, "hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "intermediate_size": 18432, "first_k_dense_replace": 3, "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "n_shared_experts": 1, "n_group": 8, "topk_group": 4, "topk_method": "noaux_tc", "scoring_func": "sigmoid", "norm_topk_prob": true, "routed_scaling_factor": 2.5, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 163840, "tie_word_embeddings": false, "rope_scaling": map[string]any{"type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}}},
 		{"tiny", "olmo2", "olmo2, dim 64, 2 layers, 4 heads / 2 kv heads, post-norms, whole-projection QK norms, ffn 128, vocab 512", olmo2},
 		{"tiny", "phi3", "phi3, dim 64, 2 layers, 4 heads / 2 kv heads, fused QKV and gate/up, half the head dims rotated, window 128, vocab 512", phi3},
+		{"tiny", "phi2", "phi2, dim 64, 2 layers, 4 heads, parallel attention and GELU feed-forward from one LayerNorm, biases everywhere, half the head dims rotated, vocab 512", phi2},
+		{"tiny", "stablelm", "stablelm, dim 64, 2 layers, 4 heads / 2 kv heads, LayerNorms with biases, QKV biases, a quarter of the head dims rotated, vocab 512", stable},
+		{"tiny-parallel", "stablelm", "the tiny stablelm with parallel residuals from one norm (use_parallel_residual)", stablePar},
 		{"tiny", "granite", "granite, dim 64, 2 layers, 4 heads / 2 kv heads, embedding, residual, attention and logit multipliers, attention and MLP biases, vocab 512", granite},
 		{"tiny", "qwen35", "qwen35, dim 64, 3 layers (gated delta net, gated attention, gated delta net), dense ffn 32, 4/2 attention heads of 16 with sectioned rope [2 1 1] on 8 channels, delta nets of 2 key and 4 value heads of 16, vocab 512", q35},
 		{"tiny", "qwen35moe", "qwen35moe, the tiny qwen35 with 4 experts (2 used) of 16 and a shared expert of 16", q35moe},
@@ -123,6 +143,8 @@ func Presets() []Preset {
 		{"llama3.2-1b", "llama", "Llama-3.2-1B shape: dim 2048, 16 layers, 32 heads / 8 kv heads, ffn 8192, vocab 128256, llama3 rope scaling", llama1b},
 		{"olmo2-1b", "olmo2", "OLMo-2-0425-1B shape: dim 2048, 16 layers, 16 heads, ffn 8192, vocab 100352", olmo2b},
 		{"phi3-mini-4k", "phi3", "Phi-3-mini-4k shape: dim 3072, 32 layers, 32 heads, ffn 8192, vocab 32064, window 2047", phi3mini},
+		{"phi-2", "phi2", "Phi-2 shape: dim 2560, 32 layers, 32 heads, ffn 10240, 32 of 80 head dims rotated, vocab 51200", phi2big},
+		{"stablelm2-1.6b", "stablelm", "StableLM-2-1.6B shape: dim 2048, 24 layers, 32 heads, ffn 5632, QKV biases, vocab 100352", stable2},
 		{"granite3-2b", "granite", "Granite-3.0-2B shape: dim 2048, 40 layers, 32 heads / 8 kv heads, ffn 8192, vocab 49155, tied head, Granite's multipliers", granite2b},
 	}
 }

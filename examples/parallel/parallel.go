@@ -7,7 +7,7 @@
 // The family is three things: a configuration (Model), the weights it reads
 // (Tensors) and a tracer (Trace) that records one step through a builder,
 // reusing the shared components (families.Stack, families.Attention,
-// families.GatedFFN). A registry row (Row) lets the driver find it from a
+// families.FeedForward). A registry row (Row) lets the driver find it from a
 // GGUF file's general.architecture. Nothing in the driver, the loader or
 // the interpreters changes.
 //
@@ -70,7 +70,7 @@ func (m *Model) Trace(spec families.StepSpec, limits poot.Limits) (*poot.Graph, 
 			families.AttentionWeights[brand]{Q: w(p+"attn_q.weight", q, m.Dim), K: w(p+"attn_k.weight", kv, m.Dim),
 				V: w(p+"attn_v.weight", kv, m.Dim), Out: w(p+"attn_output.weight", m.Dim, q)},
 			families.AttentionConfig[brand]{Layer: l, Heads: m.Heads, KVHeads: m.KVHeads, Rotary: rope})
-		ffn := families.GatedFFN(b, h,
+		ffn := families.FeedForward(b, h,
 			families.FFNWeights[brand]{Gate: w(p+"ffn_gate.weight", m.FFN, m.Dim), Up: w(p+"ffn_up.weight", m.FFN, m.Dim),
 				Down: w(p+"ffn_down.weight", m.Dim, m.FFN)}, families.SiLU)
 		return b.Add(x, b.Add(attn, ffn))

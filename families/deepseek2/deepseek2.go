@@ -162,7 +162,7 @@ func (m *Model) Trace(spec families.StepSpec, limits poot.Limits) (*poot.Graph, 
 		}
 		norms := families.LayerNorms[brand]{Mixer: w(p+"attn_norm.weight", m.Dim), FFN: w(p+"ffn_norm.weight", m.Dim), Eps: m.Eps}
 		ffn := func(x poot.Traced[brand]) poot.Traced[brand] {
-			return families.GatedFFN(b, x, families.FFNWeights[brand]{Gate: w(p+"ffn_gate.weight", m.FFN, m.Dim),
+			return families.FeedForward(b, x, families.FFNWeights[brand]{Gate: w(p+"ffn_gate.weight", m.FFN, m.Dim),
 				Up: w(p+"ffn_up.weight", m.FFN, m.Dim), Down: w(p+"ffn_down.weight", m.Dim, m.FFN)}, families.SiLU)
 		}
 		if e, f, s := m.Experts, m.ExpertFFN, m.Shared*m.ExpertFFN; l >= m.DenseLayers {

@@ -1,9 +1,11 @@
 package familytest
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/interp"
 )
 
 // Report collects the figures of one reference check.
@@ -90,10 +92,34 @@ func CheckReference(t *testing.T, m families.Model, bind Binder, ref *Ref, capac
 // of three for the batched law); a paged cache (with pages handed out in a
 // scrambled order) equals a contiguous one; two rows in one step equal each
 // row run alone, including rows at different positions (paged). Every
-// comparison allows only float noise (1e-5).
+// comparison allows only float noise (1e-5). It runs on the oracle;
+// CheckLayoutsOn runs the same laws on any interpreter.
 func CheckLayouts(t *testing.T, m families.Model, bind Binder, toks []int32, capacity int) {
 	t.Helper()
-	const tol = 1e-5
+	CheckLayoutsOn(t, nil, m, bind, toks, capacity, 1e-5)
+}
+
+// CheckLayoutsOn checks CheckLayouts' laws on the interpreter in (the
+// oracle when nil), each comparison within tol. When the interpreter
+// refuses a law's step shape (an error that is interp.ErrUnsupported, such
+// as a batch of rows the streamed lowering does not write), the test is
+// skipped from that law on with the refusal as its reason; any other error
+// fails it. The oracle and the default cpu backend must run every family:
+// a refusal by either fails the test.
+func CheckLayoutsOn(t *testing.T, in interp.Interpreter, m families.Model, bind Binder, toks []int32, capacity int, tol float64) {
+	t.Helper()
+	NewRunner := func(m families.Model, bind Binder) *Runner {
+		r := NewRunner(m, bind)
+		r.Interp = in
+		return r
+	}
+	fatal := func(err error) {
+		t.Helper()
+		if errors.Is(err, interp.ErrUnsupported) && !MustRun(in) {
+			t.Skipf("%v", err)
+		}
+		t.Fatal(err)
+	}
 	vocab := m.Schema().Vocab
 	n := len(toks)
 	if n < 6 {
@@ -102,18 +128,18 @@ func CheckLayouts(t *testing.T, m families.Model, bind Binder, toks []int32, cap
 	all := families.StepShape{Rows: 1, New: n, Capacity: capacity, Logits: families.AllTokens}
 	full, err := NewRunner(m, bind).Step(all, toks, Seq(0, n), nil, nil)
 	if err != nil {
-		t.Fatal(err)
+		fatal(err)
 	}
 	lastRow := full[(n-1)*vocab:]
 
 	// Prefill N-1, decode 1.
 	r := NewRunner(m, bind)
 	if _, err := r.Step(families.StepShape{Rows: 1, New: n - 1, Capacity: capacity}, toks[:n-1], Seq(0, n-1), nil, nil); err != nil {
-		t.Fatal(err)
+		fatal(err)
 	}
 	dec, err := r.Step(families.StepShape{Rows: 1, New: 1, Capacity: capacity}, toks[n-1:], []int32{int32(n - 1)}, nil, nil)
 	if err != nil {
-		t.Fatal(err)
+		fatal(err)
 	}
 	if d := MaxDiff32(dec, lastRow); d > tol {
 		t.Errorf("prefill %d + decode 1 vs prefill %d: max |Δ| %.3g", n-1, n, d)
@@ -127,7 +153,7 @@ func CheckLayouts(t *testing.T, m families.Model, bind Binder, toks []int32, cap
 			k := min(size, n-at)
 			got, err := r.Step(families.StepShape{Rows: 1, New: k, Capacity: capacity, Logits: families.AllTokens}, toks[at:at+k], Seq(at, k), nil, nil)
 			if err != nil {
-				t.Fatal(err)
+				fatal(err)
 			}
 			if d := MaxDiff32(got, full[at*vocab:(at+k)*vocab]); d > tol {
 				t.Errorf("prefill in chunks of %d: positions %d..%d differ from one prefill by %.3g", size, at, at+k-1, d)
@@ -156,12 +182,12 @@ func CheckLayouts(t *testing.T, m families.Model, bind Binder, toks []int32, cap
 	r = NewRunner(m, bind)
 	pre := Seq(0, n-1)
 	if _, err := r.Step(paged, toks[:n-1], pre, slotMap, write(pre)); err != nil {
-		t.Fatal(err)
+		fatal(err)
 	}
 	paged.New = 1
 	pdec, err := r.Step(paged, toks[n-1:], []int32{int32(n - 1)}, slotMap, write([]int32{int32(n - 1)}))
 	if err != nil {
-		t.Fatal(err)
+		fatal(err)
 	}
 	if d := MaxDiff32(pdec, dec); d > tol {
 		t.Errorf("paged vs contiguous decode: max |Δ| %.3g", d)
@@ -169,7 +195,7 @@ func CheckLayouts(t *testing.T, m families.Model, bind Binder, toks []int32, cap
 	pagedAll := families.StepShape{Rows: 1, New: n, Capacity: capacity, Layout: families.Paged, PageSize: page, Pages: pool, Logits: families.AllTokens}
 	pfull, err := NewRunner(m, bind).Step(pagedAll, toks, Seq(0, n), slotMap, write(Seq(0, n)))
 	if err != nil {
-		t.Fatal(err)
+		fatal(err)
 	}
 	if d := MaxDiff32(pfull, full); d > tol {
 		t.Errorf("paged vs contiguous prefill (every position): max |Δ| %.3g", d)
@@ -187,11 +213,11 @@ func CheckLayouts(t *testing.T, m families.Model, bind Binder, toks []int32, cap
 		s := families.StepShape{Rows: 1, New: h, Capacity: capacity, Logits: families.AllTokens}
 		a, err := r.Step(s, seq[:h], Seq(0, h), nil, nil)
 		if err != nil {
-			t.Fatal(err)
+			fatal(err)
 		}
 		b, err := r.Step(s, seq[h:2*h], Seq(h, h), nil, nil)
 		if err != nil {
-			t.Fatal(err)
+			fatal(err)
 		}
 		return a, b
 	}
@@ -201,11 +227,11 @@ func CheckLayouts(t *testing.T, m families.Model, bind Binder, toks []int32, cap
 	two := families.StepShape{Rows: 2, New: h, Capacity: capacity, Logits: families.AllTokens}
 	ab1, err := r.Step(two, cat(toks[:h], rev[:h]), cat(Seq(0, h), Seq(0, h)), nil, nil)
 	if err != nil {
-		t.Fatal(err)
+		fatal(err)
 	}
 	ab2, err := r.Step(two, cat(toks[h:2*h], rev[h:2*h]), cat(Seq(h, h), Seq(h, h)), nil, nil)
 	if err != nil {
-		t.Fatal(err)
+		fatal(err)
 	}
 	if d := max(MaxDiff32(ab1, catf(a0, a1)), MaxDiff32(ab2, catf(b0, b1))); d > tol {
 		t.Errorf("batch of two rows vs rows alone: max |Δ| %.3g", d)
@@ -217,7 +243,7 @@ func CheckLayouts(t *testing.T, m families.Model, bind Binder, toks []int32, cap
 	r = NewRunner(m, bind)
 	one := families.StepShape{Rows: 1, New: n - 1, Capacity: capacity, Layout: families.Paged, PageSize: page, Pages: 2 * pool}
 	if _, err := r.Step(one, toks[:n-1], pre, slotMap, write(pre)); err != nil {
-		t.Fatal(err)
+		fatal(err)
 	}
 	map1 := make([]int32, capacity)
 	for p := range map1 {
@@ -226,15 +252,21 @@ func CheckLayouts(t *testing.T, m families.Model, bind Binder, toks []int32, cap
 	mixed := families.StepShape{Rows: 2, New: 1, Capacity: capacity, Layout: families.Paged, PageSize: page, Pages: 2 * pool}
 	got, err := r.Step(mixed, []int32{toks[n-1], rev[0]}, []int32{int32(n - 1), 0}, cat(slotMap, map1), []int32{slotMap[n-1], map1[0]})
 	if err != nil {
-		t.Fatal(err)
+		fatal(err)
 	}
 	first, err := NewRunner(m, bind).Step(families.StepShape{Rows: 1, New: 1, Capacity: capacity}, rev[:1], []int32{0}, nil, nil)
 	if err != nil {
-		t.Fatal(err)
+		fatal(err)
 	}
 	if d := max(MaxDiff32(got[:vocab], dec), MaxDiff32(got[vocab:], first)); d > tol {
 		t.Errorf("rows at different positions in one step vs alone: max |Δ| %.3g", d)
 	}
+}
+
+// MustRun reports whether the interpreter in (the oracle when nil) must
+// run every family: the oracle and the default cpu backend.
+func MustRun(in interp.Interpreter) bool {
+	return in == nil || in.Name() == "oracle" || in.Name() == "cpu"
 }
 
 func cat(a, b []int32) []int32      { return append(append([]int32{}, a...), b...) }

@@ -78,18 +78,20 @@ func ReadRef(t testing.TB, path string) *Ref {
 // its constants retyped to the stored dtypes and the constants' data.
 type Binder func(g *poot.Graph) (*poot.Graph, interp.Consts, error)
 
-// Runner runs a model's steps on the oracle, compiling each distinct step
-// shape once, with one State shared by every step.
+// Runner runs a model's steps on an interpreter (the oracle when Interp
+// is nil), compiling each distinct step shape once, with one State shared
+// by every step.
 type Runner struct {
-	Model families.Model
-	Bind  Binder
-	State *interp.State
-	progs map[families.StepShape]*interp.Program
+	Model  families.Model
+	Bind   Binder
+	Interp interp.Interpreter
+	State  *interp.State
+	progs  map[families.StepShape]interp.Executable
 }
 
-// NewRunner returns a runner with an empty state.
+// NewRunner returns a runner on the oracle with an empty state.
 func NewRunner(m families.Model, bind Binder) *Runner {
-	return &Runner{Model: m, Bind: bind, progs: map[families.StepShape]*interp.Program{}}
+	return &Runner{Model: m, Bind: bind, progs: map[families.StepShape]interp.Executable{}}
 }
 
 // Step runs one step. slotMap and writeMap are used for paged shapes only.
@@ -105,7 +107,11 @@ func (r *Runner) Step(shape families.StepShape, tokens, pos, slotMap, writeMap [
 		if err != nil {
 			return nil, err
 		}
-		if p, err = interp.Compile(bg, consts); err != nil {
+		in := r.Interp
+		if in == nil {
+			in = interp.Oracle{}
+		}
+		if p, err = in.Compile(bg, consts); err != nil {
 			return nil, err
 		}
 		r.progs[shape] = p

@@ -80,6 +80,24 @@ func CheckReferenceOn(t *testing.T, in interp.Interpreter, m families.Model, bin
 	return worst
 }
 
+// LogitsOn runs one prefill of toks on the interpreter in (the oracle when
+// nil) and returns the logits of every position.
+func LogitsOn(t testing.TB, in interp.Interpreter, m families.Model, bind Binder, toks []int32, capacity int) [][]float32 {
+	t.Helper()
+	r := NewRunner(m, bind)
+	r.Interp = in
+	n := len(toks)
+	flat, err := r.Step(families.StepShape{Rows: 1, New: n, Capacity: capacity, Logits: families.AllTokens}, toks, Seq(0, n), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := make([][]float32, n)
+	for i := range rows {
+		rows[i] = flat[i*len(flat)/n : (i+1)*len(flat)/n]
+	}
+	return rows
+}
+
 // EditGGUF returns the bytes of a GGUF file with the metadata kvs (f.KVs()
 // edited, say) and f's tensors, stored as they are, passed through edit
 // when it is not nil (to drop or add some).

@@ -176,7 +176,7 @@ func (m *Model) Trace(spec families.StepSpec, limits poot.Limits) (*poot.Graph, 
 	}
 	ffn := func(l int, h poot.Traced[brand], p string) poot.Traced[brand] {
 		if !m.routed(l) {
-			return families.GatedFFN(b, h, families.FFNWeights[brand]{Gate: w(p+"ffn_gate.weight", m.FFN, m.Dim),
+			return families.FeedForward(b, h, families.FFNWeights[brand]{Gate: w(p+"ffn_gate.weight", m.FFN, m.Dim),
 				Up: w(p+"ffn_up.weight", m.FFN, m.Dim), Down: w(p+"ffn_down.weight", m.Dim, m.FFN)}, families.SiLU)
 		}
 		e, f := m.Experts, m.ExpertFFN

@@ -122,7 +122,7 @@ func (m *Model) trace(step *families.Step[brand]) (logits, hidden poot.Traced[br
 				families.AttentionConfig[brand]{Layer: l, Heads: d.Heads, KVHeads: d.LayerKV(l), Rotary: rot})
 		})
 		branch("ffn", "post_ffw_norm.weight", func(h poot.Traced[brand]) poot.Traced[brand] {
-			return families.GatedFFN(b, h, families.FFNWeights[brand]{
+			return families.FeedForward(b, h, families.FFNWeights[brand]{
 				Gate: w(p+"ffn_gate.weight", d.FFN, d.Dim), Up: w(p+"ffn_up.weight", d.FFN, d.Dim), Down: w(p+"ffn_down.weight", d.Dim, d.FFN),
 			}, families.SiLU)
 		})

@@ -539,7 +539,7 @@ func rotary[B any](step *families.Step[B], m *Model) ops.Rotary[B] {
 func ffn[B any](b *poot.Builder[B], m *Model, h poot.Traced[B], w func(string, ...int) poot.Traced[B]) poot.Traced[B] {
 	d := m.Dim
 	if m.MoE == nil {
-		return families.GatedFFN(b, h, families.FFNWeights[B]{
+		return families.FeedForward(b, h, families.FFNWeights[B]{
 			Gate: w("ffn_gate.weight", m.FFN, d), Up: w("ffn_up.weight", m.FFN, d), Down: w("ffn_down.weight", d, m.FFN)}, families.SiLU)
 	}
 	e, f, s := m.MoE.Experts, m.MoE.FFN, m.SharedFFN

@@ -17,9 +17,11 @@ import (
 	"github.com/pootlabs/poot/families/llama4"
 	"github.com/pootlabs/poot/families/mixtral"
 	"github.com/pootlabs/poot/families/olmo2"
+	"github.com/pootlabs/poot/families/phi2"
 	"github.com/pootlabs/poot/families/phi3"
 	"github.com/pootlabs/poot/families/qwen3moe"
 	"github.com/pootlabs/poot/families/qwen3next"
+	"github.com/pootlabs/poot/families/stablelm"
 	"github.com/pootlabs/poot/gguf"
 	"github.com/pootlabs/poot/load"
 )
@@ -37,6 +39,8 @@ var Shipped = []families.Row{
 	qwen3next.Qwen35MoERow,
 	deepseek2.Row,
 	olmo2.Row,
+	phi2.Row,
+	stablelm.Row,
 	phi3.Row,
 	granite.Row,
 }
