@@ -67,7 +67,7 @@ func openModel(t *testing.T, c *load.Checkpoint) {
 // FuzzGGUFCheckpoint opens arbitrary bytes as a GGUF checkpoint and goes on
 // to configuring, tracing and binding its model. The seeds
 // (testdata/fuzz/FuzzGGUFCheckpoint) are valid tiny models and near misses
-// from cmd/poot's hostile corpus.
+// from the command's hostile corpus (package cli).
 func FuzzGGUFCheckpoint(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		gf, err := gguf.Parse(data)

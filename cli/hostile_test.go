@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -173,7 +173,7 @@ func TestHostileInputs(t *testing.T) {
 		t.Skip("no bash")
 	}
 	bin := filepath.Join(t.TempDir(), "poot")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/poot")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

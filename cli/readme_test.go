@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 
 // The README's first commands are the demo and the tests, exactly.
 func TestReadmeFirstCommands(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Skip("no README.md at the repository root")
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 
 // The hostile corpus: small checkpoints, each wrong in one way, committed
 // under testdata/hostile and run through the built command by
-// TestHostileInputs. go test ./cmd/poot -run TestHostileCorpus
+// TestHostileInputs. go test ./cli -run TestHostileCorpus
 // -update-hostile writes them again; TestHostileCorpus checks that the
 // committed files are what the generator writes.
 var updateHostile = flag.Bool("update-hostile", false, "rewrite testdata/hostile")
@@ -425,7 +425,7 @@ func TestHostileCorpus(t *testing.T) {
 		want, _ := os.ReadFile(path)
 		got, err := os.ReadFile(filepath.Join(hostileDir, rel))
 		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s differs from the generator's output (go test ./cmd/poot -run TestHostileCorpus -update-hostile)", rel)
+			t.Errorf("%s differs from the generator's output (go test ./cli -run TestHostileCorpus -update-hostile)", rel)
 		}
 		return nil
 	})

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -39,7 +39,7 @@ func runPoot(args ...string) (stdout, stderr string, status int) {
 // refDir returns ../shared/refmodels, skipping the test when it is absent.
 func refDir(t *testing.T) string {
 	t.Helper()
-	for _, d := range []string{"../../../shared/refmodels", "/work/shared/refmodels"} {
+	for _, d := range []string{"../../shared/refmodels"} {
 		if _, err := os.Stat(filepath.Join(d, "stories260K-f32.gguf")); err == nil {
 			return d
 		}
