@@ -24,7 +24,7 @@ func cmdSynth(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&format, "format", "gguf", "gguf or safetensors")
 	fs.StringVar(&typ, "type", "f32", "stored type of the matrices: f32, f16, bf16, q8_0, q4_0, q4_k, mxfp4 (gguf only for the packed ones)")
 	seed := fs.Uint64("seed", 1, "random seed of the weights")
-	scale := fs.Float64("scale", 0.02, "standard deviation of the matrices' entries (0.25 for references that catch bugs)")
+	scale := fs.Float64("scale", synth.DefaultScale, "standard deviation of the matrices' entries (0.02 for the scale of small trained models)")
 	list := fs.Bool("list", false, "list the presets and exit")
 	force := fs.Bool("force", false, "replace an existing file or directory at --out")
 	if err := fs.parse(args); err != nil {

@@ -63,6 +63,7 @@ type StackConfig struct {
 	Eps        float64  // final norm epsilon
 	Norm       []ops.NormOption
 	SoftCap    float64 // cap·tanh(logits/cap); 0 means none
+	LogitScale float64 // divides the logits (Granite); 0 means 1
 }
 
 // Stack is a decoder's outer shape: embed the step's tokens (scaled when
@@ -95,6 +96,9 @@ func Stack[B any](step *Step[B], w StackWeights[B], cfg StackConfig, layer func(
 			out = w.Embed
 		}
 		logits = ops.Linear(b, h, out, w.OutputBias)
+		if cfg.LogitScale != 0 && cfg.LogitScale != 1 {
+			logits = ops.MulScalar(b, logits, 1/cfg.LogitScale)
+		}
 		if cfg.SoftCap > 0 {
 			logits = ops.SoftCap(b, logits, cfg.SoftCap)
 		}
@@ -113,8 +117,11 @@ type LayerNorms[B any] struct {
 	// x + mixer(norm(x)) + ffn(norm'(x)) (GPT-J, GPT-NeoX, Phi-2, Falcon),
 	// with norm' the mixer's own norm when FFN is the zero handle.
 	Parallel bool
-	Eps      float64
-	Options  []ops.NormOption
+	// Scale multiplies each branch's output before it joins the residual
+	// stream (Granite's residual multiplier); 0 means 1.
+	Scale   float64
+	Eps     float64
+	Options []ops.NormOption
 }
 
 // Layer is the residual pair every standard decoder layer is:
@@ -138,6 +145,9 @@ func Layer[B any](b *poot.Builder[B], x poot.Traced[B], n LayerNorms[B], mixer, 
 			y = f(h)
 			if post != (poot.Traced[B]{}) {
 				y = ops.RMSNorm(b, y, post, n.Eps, n.Options...)
+			}
+			if n.Scale != 0 && n.Scale != 1 {
+				y = ops.MulScalar(b, y, n.Scale)
 			}
 			if !n.Parallel {
 				x = b.Add(x, y)

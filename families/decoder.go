@@ -90,9 +90,13 @@ type Decoder struct {
 	AttnSoftCap float64 // cap·tanh(s/cap) on attention scores; 0 means none
 	// FinalSoftCap is the same on the logits.
 	FinalSoftCap float64
-	Act          Activation
-	Tied         bool // no output.weight: the head reads token_embd.weight
-	MoE          *MoE // routed FFN in every layer when non-nil (see MoELayers)
+	// ResidualScale multiplies each branch's output before it joins the
+	// residual stream; LogitScale divides the logits (Granite's residual
+	// multiplier and logits scaling). 0 means 1.
+	ResidualScale, LogitScale float64
+	Act                       Activation
+	Tied                      bool // no output.weight: the head reads token_embd.weight
+	MoE                       *MoE // routed FFN in every layer when non-nil (see MoELayers)
 	// MoELayers, when set with MoE, says which layers are routed; the
 	// others are dense gated FFNs of width FFN (Qwen3-MoE's mlp_only_layers
 	// and decoder_sparse_step).
@@ -175,7 +179,7 @@ func (d *Decoder) Validate() error {
 		return bad("Rope.Dims", "%d rotary dims for head dim %d", d.Rope.Dims, d.HeadDim)
 	case !(d.Rope.Theta > 1) || (d.LocalRope != nil && !(d.LocalRope.Theta > 1)):
 		return bad("Rope.Theta", "rotary base %v must exceed 1", d.Rope.Theta)
-	case d.MaxContext < 0 || d.EmbedScale < 0 || d.AttnSoftCap < 0 || d.FinalSoftCap < 0 || math.IsNaN(d.AttnScale+d.EmbedScale+d.AttnSoftCap+d.FinalSoftCap+d.Eps):
+	case d.MaxContext < 0 || d.EmbedScale < 0 || d.AttnSoftCap < 0 || d.FinalSoftCap < 0 || d.LogitScale < 0 || math.IsNaN(d.AttnScale+d.EmbedScale+d.AttnSoftCap+d.FinalSoftCap+d.Eps+d.ResidualScale+d.LogitScale):
 		return bad("scales", "negative or NaN context, scale or soft cap")
 	case len(d.Windows) != 0 && len(d.Windows) != d.Layers:
 		return bad("Windows", "%d windows for %d layers", len(d.Windows), d.Layers)
@@ -266,7 +270,7 @@ func TraceDecoder[B any](step *Step[B], d *Decoder) (*poot.Graph, error) {
 		ln := LayerNorms[B]{
 			Mixer: w(p+"attn_norm.weight", d.Dim), MixerPost: opt(d.PostNorms, "post_attention_norm.weight", d.Dim),
 			MixerBias: opt(d.NormBias, "attn_norm.bias", d.Dim), FFNPost: opt(d.PostNorms, "post_ffw_norm.weight", d.Dim),
-			Kind: d.Norm, Parallel: d.Parallel, Eps: d.Eps, Options: norm,
+			Kind: d.Norm, Parallel: d.Parallel, Scale: d.ResidualScale, Eps: d.Eps, Options: norm,
 		}
 		if !d.Parallel || !d.SharedNorm {
 			ln.FFN, ln.FFNBias = w(p+"ffn_norm.weight", d.Dim), opt(d.NormBias, "ffn_norm.bias", d.Dim)
@@ -303,7 +307,7 @@ func TraceDecoder[B any](step *Step[B], d *Decoder) (*poot.Graph, error) {
 	if d.HeadBias {
 		stack.OutputBias = w("output.bias", d.Vocab)
 	}
-	cfg := StackConfig{Layers: d.Layers, EmbedScale: d.EmbedScale, NormKind: d.Norm, Eps: d.Eps, Norm: norm, SoftCap: d.FinalSoftCap}
+	cfg := StackConfig{Layers: d.Layers, EmbedScale: d.EmbedScale, NormKind: d.Norm, Eps: d.Eps, Norm: norm, SoftCap: d.FinalSoftCap, LogitScale: d.LogitScale}
 	logits, hidden := Stack(step, stack, cfg, layer)
 	if step.Shape.Hidden {
 		return step.Finish(logits, hidden)

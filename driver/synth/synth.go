@@ -104,9 +104,7 @@ type Options struct {
 	// Seed seeds the weights.
 	Seed uint64
 	// Scale is the standard deviation of the matrices' entries; 0 means
-	// 0.02 (the scale of small trained models). References meant to catch
-	// bugs want more (0.25 gives logits spanning several units, so that a
-	// wrong rotary layout or a missing bias moves them by whole units).
+	// DefaultScale.
 	Scale float64
 	// Progress, when set, is told the bytes written so far of the total.
 	Progress func(done, total int64)
@@ -121,6 +119,15 @@ type Options struct {
 	Fallback func(tensor string, reason string)
 }
 
+// DefaultScale is the standard deviation of a synthesized matrix's
+// entries unless asked otherwise: strong enough that a checkpoint is a
+// reference that catches bugs. With N(0, 0.02) entries (the scale of small
+// trained models) logits span only ±0.7 and attention is nearly uniform,
+// so a wrong rotary layout or no rope at all moves them by about 1e-3 and
+// every greedy token still matches; with N(0, 0.25) logits span several
+// units and the same bugs move them by whole units.
+const DefaultScale = 0.25
+
 // Write writes a random-weight checkpoint of m at path: a GGUF file, or a
 // safetensors directory holding config.json, the weights, tokenizer.json
 // and tokenizer_config.json. The checkpoint is written under a temporary
@@ -133,7 +140,7 @@ func Write(m families.Model, path string, o Options) error {
 		o.Type = poot.F32
 	}
 	if o.Scale == 0 {
-		o.Scale = 0.02
+		o.Scale = DefaultScale
 	}
 	if !(o.Scale > 0) || o.Scale > 10 {
 		return fmt.Errorf("%w: weight scale %v: want a standard deviation in (0, 10]", ErrSynth, o.Scale)

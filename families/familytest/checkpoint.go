@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pootlabs/poot"
@@ -206,10 +208,16 @@ func LoadBinder(c *load.Checkpoint, w families.WeightMap) Binder {
 	}
 }
 
-// Open opens a reference model with the loader, closing it with the test.
+// Open opens a checkpoint with the loader, closing it with the test: name
+// is a reference model's file name in Dir, or any path to a GGUF file or
+// safetensors directory.
 func Open(t testing.TB, name string) *load.Checkpoint {
 	t.Helper()
-	c, err := load.Open(filepath.Join(Dir(t), name))
+	path := name
+	if _, err := os.Stat(name); err != nil || !strings.ContainsRune(name, filepath.Separator) {
+		path = filepath.Join(Dir(t), name)
+	}
+	c, err := load.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,15 +20,26 @@ import (
 	"github.com/pootlabs/poot/tensor"
 )
 
-// Dir returns the reference-model folder seen from a package directory
-// under families/<name>, skipping the test when it is absent.
+// Dir returns the reference-model folder shared/refmodels, looked for in
+// the test's directory and each directory above it (so a family's tests
+// find it beside poot's checkout from any package, in poot or outside),
+// skipping the test when none has it.
 func Dir(t testing.TB) string {
 	t.Helper()
-	d := filepath.Join("..", "..", "..", "shared", "refmodels")
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("reference models not found at %s (../shared absent): %v", d, err)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Skipf("reference models: %v", err)
 	}
-	return d
+	for d := wd; ; d = filepath.Dir(d) {
+		if st, err := os.Stat(filepath.Join(d, "shared", "refmodels")); err == nil && st.IsDir() {
+			return filepath.Join(d, "shared", "refmodels")
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	t.Skipf("reference models not found: no shared/refmodels in %s or above it (../shared absent)", wd)
+	return ""
 }
 
 // Ref is one llama.cpp reference run.

@@ -9,8 +9,8 @@ import (
 
 // ggufKeys writes llama.cpp's granite keys beside the standard ones.
 func (m *Model) ggufKeys(d *families.Decoder, put func(string, gguf.Value)) {
-	put("logit_scale", gguf.ValueOf(float32(m.LogitScale)))
-	put("residual_scale", gguf.ValueOf(float32(m.ResidualScale)))
+	put("logit_scale", gguf.ValueOf(float32(d.LogitScale)))
+	put("residual_scale", gguf.ValueOf(float32(d.ResidualScale)))
 	if d.EmbedScale != 0 {
 		put("embedding_scale", gguf.ValueOf(float32(d.EmbedScale)))
 	}
@@ -30,8 +30,8 @@ func (m *Model) hfKeys(d *families.Decoder, cfg map[string]any) {
 		embed = 1
 	}
 	cfg["attention_multiplier"], cfg["embedding_multiplier"] = attn, embed
-	cfg["residual_multiplier"], cfg["logits_scaling"] = m.ResidualScale, m.LogitScale
-	cfg["attention_bias"], cfg["mlp_bias"] = d.QKVBias, m.MLPBias
+	cfg["residual_multiplier"], cfg["logits_scaling"] = d.ResidualScale, d.LogitScale
+	cfg["attention_bias"], cfg["mlp_bias"] = d.QKVBias, d.FFNBias
 }
 
 // HFConfig writes the model's config.json. Granite's attention_bias gives

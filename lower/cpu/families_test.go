@@ -25,7 +25,15 @@ func TestSynthesizedFamilies(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := filepath.Join(t.TempDir(), p.Family+"-"+dt.String()+".gguf")
-			if err := synth.Write(m, path, synth.Options{Type: dt, Seed: 3}); err != nil {
+			// Strong weights for F32, where the passes must agree to float
+			// noise; small-model weights for Q8_0, whose int8 activations
+			// (llama.cpp's rounding, which the oracle does not do) sharp
+			// attention at strong weights amplifies past the bound below.
+			scale := synth.DefaultScale
+			if dt.Packed() {
+				scale = 0.02
+			}
+			if err := synth.Write(m, path, synth.Options{Type: dt, Seed: 3, Scale: scale}); err != nil {
 				t.Fatal(err)
 			}
 			c, err := load.Open(path)
