@@ -34,6 +34,9 @@ func (m WeightMap) Fuse(specs []TensorSpec, get func(name string) ([]float32, er
 		if !ok {
 			continue
 		}
+		if len(s.Shape) == 1 && src.RowOrder != nil {
+			src.Columns = true // a reordered vector: rows of one element each
+		}
 		if src.Columns {
 			// A cut along the last axis is a cut of rows of one column
 			// each: the same fusing, with a unit axis appended.
@@ -61,6 +64,21 @@ func (m WeightMap) Fuse(specs []TensorSpec, get func(name string) ([]float32, er
 			for r := range s.Shape[len(s.Shape)-2] {
 				rows = append(rows, r)
 			}
+		}
+		if src.RowOrder != nil {
+			// The loader slices, then reorders: constant row i is sliced row
+			// RowOrder[i].
+			if len(src.RowOrder) != len(rows) {
+				return nil, fmt.Errorf("families: %s: a row order of %d for %d rows of %s", s.Name, len(src.RowOrder), len(rows), src.Tensor)
+			}
+			mapped := make([]int, len(rows))
+			for i, r := range src.RowOrder {
+				if r < 0 || r >= len(rows) {
+					return nil, fmt.Errorf("families: %s: row order names row %d of %d", s.Name, r, len(rows))
+				}
+				mapped[i] = rows[r]
+			}
+			rows = mapped
 		}
 		if len(rows) != s.Shape[len(s.Shape)-2] {
 			return nil, fmt.Errorf("families: %s: %d rows of %s for shape %v", s.Name, len(rows), src.Tensor, s.Shape)

@@ -85,6 +85,17 @@ func Presets() []Preset {
 	stable2 := map[string]any{"architectures": []any{"StableLmForCausalLM"}, "model_type": "stablelm", "hidden_size": 2048, "num_hidden_layers": 24,
 		"num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 5632, "vocab_size": 100352, "max_position_embeddings": 4096,
 		"layer_norm_eps": 1e-5, "rope_theta": 10000.0, "partial_rotary_factor": 0.25, "use_qkv_bias": true}
+	neox := map[string]any{"architectures": []any{"GPTNeoXForCausalLM"}, "model_type": "gpt_neox", "hidden_size": 64, "num_hidden_layers": 2,
+		"num_attention_heads": 4, "intermediate_size": 256, "vocab_size": TinyVocab, "max_position_embeddings": 256,
+		"layer_norm_eps": 1e-5, "rotary_emb_base": 10000.0, "rotary_pct": 0.25, "use_parallel_residual": true}
+	neoxSeq := map[string]any{}
+	for k, v := range neox {
+		neoxSeq[k] = v
+	}
+	neoxSeq["use_parallel_residual"] = false
+	pythia := map[string]any{"architectures": []any{"GPTNeoXForCausalLM"}, "model_type": "gpt_neox", "hidden_size": 2048, "num_hidden_layers": 16,
+		"num_attention_heads": 8, "intermediate_size": 8192, "vocab_size": 50304, "max_position_embeddings": 2048,
+		"layer_norm_eps": 1e-5, "rotary_emb_base": 10000.0, "rotary_pct": 0.25, "use_parallel_residual": true}
 	granite := tinyLlama()
 	granite["architectures"], granite["model_type"], granite["attention_bias"], granite["mlp_bias"] = []any{"GraniteForCausalLM"}, "granite", true, true
 	granite["embedding_multiplier"], granite["residual_multiplier"], granite["attention_multiplier"], granite["logits_scaling"] = 12.0, 0.22, 0.0625, 4.0
@@ -135,6 +146,8 @@ func Presets() []Preset {
 		{"tiny", "phi2", "phi2, dim 64, 2 layers, 4 heads, parallel attention and GELU feed-forward from one LayerNorm, biases everywhere, half the head dims rotated, vocab 512", phi2},
 		{"tiny", "stablelm", "stablelm, dim 64, 2 layers, 4 heads / 2 kv heads, LayerNorms with biases, QKV biases, a quarter of the head dims rotated, vocab 512", stable},
 		{"tiny-parallel", "stablelm", "the tiny stablelm with parallel residuals from one norm (use_parallel_residual)", stablePar},
+		{"tiny", "gptneox", "gptneox, dim 64, 2 layers, 4 heads, fused QKV stored head by head, parallel residuals from two LayerNorms, GELU feed-forward 256, a quarter of the head dims rotated, vocab 512", neox},
+		{"tiny-sequential", "gptneox", "the tiny gptneox with sequential residuals (use_parallel_residual false)", neoxSeq},
 		{"tiny", "granite", "granite, dim 64, 2 layers, 4 heads / 2 kv heads, embedding, residual, attention and logit multipliers, attention and MLP biases, vocab 512", granite},
 		{"tiny", "qwen35", "qwen35, dim 64, 3 layers (gated delta net, gated attention, gated delta net), dense ffn 32, 4/2 attention heads of 16 with sectioned rope [2 1 1] on 8 channels, delta nets of 2 key and 4 value heads of 16, vocab 512", q35},
 		{"tiny", "qwen35moe", "qwen35moe, the tiny qwen35 with 4 experts (2 used) of 16 and a shared expert of 16", q35moe},
@@ -145,6 +158,7 @@ func Presets() []Preset {
 		{"phi3-mini-4k", "phi3", "Phi-3-mini-4k shape: dim 3072, 32 layers, 32 heads, ffn 8192, vocab 32064, window 2047", phi3mini},
 		{"phi-2", "phi2", "Phi-2 shape: dim 2560, 32 layers, 32 heads, ffn 10240, 32 of 80 head dims rotated, vocab 51200", phi2big},
 		{"stablelm2-1.6b", "stablelm", "StableLM-2-1.6B shape: dim 2048, 24 layers, 32 heads, ffn 5632, QKV biases, vocab 100352", stable2},
+		{"pythia-1b", "gptneox", "Pythia-1B shape: dim 2048, 16 layers, 8 heads, ffn 8192, vocab 50304", pythia},
 		{"granite3-2b", "granite", "Granite-3.0-2B shape: dim 2048, 40 layers, 32 heads / 8 kv heads, ffn 8192, vocab 49155, tied head, Granite's multipliers", granite2b},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/pootlabs/poot/families/deepseek2"
 	"github.com/pootlabs/poot/families/gemma3"
 	"github.com/pootlabs/poot/families/gptoss"
+	"github.com/pootlabs/poot/families/gptneox"
 	"github.com/pootlabs/poot/families/granite"
 	"github.com/pootlabs/poot/families/llama"
 	"github.com/pootlabs/poot/families/llama4"
@@ -41,6 +42,7 @@ var Shipped = []families.Row{
 	olmo2.Row,
 	phi2.Row,
 	stablelm.Row,
+	gptneox.Row,
 	phi3.Row,
 	granite.Row,
 }
