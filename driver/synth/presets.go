@@ -96,6 +96,12 @@ func Presets() []Preset {
 	pythia := map[string]any{"architectures": []any{"GPTNeoXForCausalLM"}, "model_type": "gpt_neox", "hidden_size": 2048, "num_hidden_layers": 16,
 		"num_attention_heads": 8, "intermediate_size": 8192, "vocab_size": 50304, "max_position_embeddings": 2048,
 		"layer_norm_eps": 1e-5, "rotary_emb_base": 10000.0, "rotary_pct": 0.25, "use_parallel_residual": true}
+	falcon := map[string]any{"architectures": []any{"FalconForCausalLM"}, "model_type": "falcon", "hidden_size": 64, "num_hidden_layers": 2,
+		"num_attention_heads": 4, "num_kv_heads": 2, "ffn_hidden_size": 256, "vocab_size": TinyVocab, "max_position_embeddings": 256,
+		"layer_norm_epsilon": 1e-5, "rope_theta": 10000.0, "parallel_attn": true, "bias": false, "alibi": false, "new_decoder_architecture": false, "tie_word_embeddings": false}
+	falcon7b := map[string]any{"architectures": []any{"FalconForCausalLM"}, "model_type": "falcon", "hidden_size": 4544, "num_hidden_layers": 32,
+		"num_attention_heads": 71, "multi_query": true, "vocab_size": 65024, "max_position_embeddings": 2048,
+		"layer_norm_epsilon": 1e-5, "rope_theta": 10000.0, "parallel_attn": true, "bias": false, "alibi": false, "new_decoder_architecture": false}
 	granite := tinyLlama()
 	granite["architectures"], granite["model_type"], granite["attention_bias"], granite["mlp_bias"] = []any{"GraniteForCausalLM"}, "granite", true, true
 	granite["embedding_multiplier"], granite["residual_multiplier"], granite["attention_multiplier"], granite["logits_scaling"] = 12.0, 0.22, 0.0625, 4.0
@@ -148,6 +154,7 @@ func Presets() []Preset {
 		{"tiny-parallel", "stablelm", "the tiny stablelm with parallel residuals from one norm (use_parallel_residual)", stablePar},
 		{"tiny", "gptneox", "gptneox, dim 64, 2 layers, 4 heads, fused QKV stored head by head, parallel residuals from two LayerNorms, GELU feed-forward 256, a quarter of the head dims rotated, vocab 512", neox},
 		{"tiny-sequential", "gptneox", "the tiny gptneox with sequential residuals (use_parallel_residual false)", neoxSeq},
+		{"tiny", "falcon", "falcon, dim 64, 2 layers, 4 heads / 2 kv heads, fused QKV stored by group, parallel attention and GELU feed-forward 256 from one LayerNorm, vocab 512", falcon},
 		{"tiny", "granite", "granite, dim 64, 2 layers, 4 heads / 2 kv heads, embedding, residual, attention and logit multipliers, attention and MLP biases, vocab 512", granite},
 		{"tiny", "qwen35", "qwen35, dim 64, 3 layers (gated delta net, gated attention, gated delta net), dense ffn 32, 4/2 attention heads of 16 with sectioned rope [2 1 1] on 8 channels, delta nets of 2 key and 4 value heads of 16, vocab 512", q35},
 		{"tiny", "qwen35moe", "qwen35moe, the tiny qwen35 with 4 experts (2 used) of 16 and a shared expert of 16", q35moe},
@@ -159,6 +166,7 @@ func Presets() []Preset {
 		{"phi-2", "phi2", "Phi-2 shape: dim 2560, 32 layers, 32 heads, ffn 10240, 32 of 80 head dims rotated, vocab 51200", phi2big},
 		{"stablelm2-1.6b", "stablelm", "StableLM-2-1.6B shape: dim 2048, 24 layers, 32 heads, ffn 5632, QKV biases, vocab 100352", stable2},
 		{"pythia-1b", "gptneox", "Pythia-1B shape: dim 2048, 16 layers, 8 heads, ffn 8192, vocab 50304", pythia},
+		{"falcon-7b", "falcon", "Falcon-7B shape: dim 4544, 32 layers, 71 heads / 1 kv head, ffn 18176, tied head, vocab 65024", falcon7b},
 		{"granite3-2b", "granite", "Granite-3.0-2B shape: dim 2048, 40 layers, 32 heads / 8 kv heads, ffn 8192, vocab 49155, tied head, Granite's multipliers", granite2b},
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/deepseek2"
+	"github.com/pootlabs/poot/families/falcon"
 	"github.com/pootlabs/poot/families/gemma3"
 	"github.com/pootlabs/poot/families/gptneox"
 	"github.com/pootlabs/poot/families/gptoss"
@@ -43,6 +44,7 @@ var Shipped = []families.Row{
 	phi2.Row,
 	stablelm.Row,
 	gptneox.Row,
+	falcon.Row,
 	phi3.Row,
 	granite.Row,
 }
