@@ -12,12 +12,22 @@ import (
 // SentencePiece text adds is kept, as llama.cpp's token pieces keep it. The
 // result may be invalid UTF-8 when ids ends inside a multi-byte character.
 // An id outside the vocabulary is a *TokenIDError.
+//
+// A tokenizer.json vocabulary runs its decoder over the tokens instead,
+// skipping the added tokens flagged special, and returns valid UTF-8 (each
+// broken sequence becomes U+FFFD), as Hugging Face's decode does; it does not
+// apply clean_up_tokenization_spaces.
 func (t *Tokenizer) Decode(ids []int32) (string, error) {
-	var sb strings.Builder
 	for _, id := range ids {
 		if id < 0 || int(id) >= len(t.pieces) {
 			return "", &TokenIDError{ID: id, VocabSize: len(t.pieces)}
 		}
+	}
+	if t.hf != nil {
+		return validUTF8(t.hf.decodeRaw(t, ids)), nil
+	}
+	var sb strings.Builder
+	for _, id := range ids {
 		sb.WriteString(t.pieces[id])
 	}
 	return sb.String(), nil

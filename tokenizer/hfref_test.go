@@ -1,0 +1,113 @@
+package tokenizer
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"unicode/utf8"
+)
+
+// hfRefCase is one reference case of testdata/hf/*/cases.json: the ids
+// transformers.js gives without special tokens (plain: added tokens flagged
+// special are not recognised, nothing is added around the text), with
+// them (special), and the decoding of the latter with special tokens
+// skipped.
+type hfRefCase struct {
+	Text    string  `json:"text"`
+	Plain   []int32 `json:"plain"`
+	Special []int32 `json:"special"`
+	Decoded *string `json:"decoded"`
+}
+
+// hfRefDirs returns the reference tokenizer directories: testdata/hf, or
+// the directory named by POOT_HF_REFERENCE_DIR (the same layout, for runs
+// on the complete tokenizer files).
+func hfRefDirs(t *testing.T) []string {
+	root := filepath.Join("testdata", "hf")
+	if d := os.Getenv("POOT_HF_REFERENCE_DIR"); d != "" {
+		root = d
+	}
+	dirs, err := filepath.Glob(filepath.Join(root, "*"))
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no reference tokenizers in %s: %v", root, err)
+	}
+	return dirs
+}
+
+func loadHFRef(t *testing.T, dir string) (*Tokenizer, []hfRefCase) {
+	t.Helper()
+	tok, err := FromHFDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []hfRefCase
+	if err := json.Unmarshal(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 39 {
+		t.Fatalf("%d cases, want at least 39", len(cases))
+	}
+	return tok, cases
+}
+
+func TestHFReference(t *testing.T) {
+	for _, dir := range hfRefDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			tok, cases := loadHFRef(t, dir)
+			bad := 0
+			for i, c := range cases {
+				plain, err := tok.Encode(c.Text, EncodeOptions{})
+				if err != nil || !slices.Equal(plain, c.Plain) {
+					bad++
+					t.Errorf("case %d %q plain:\n got %v %v\nwant %v\n got %q\nwant %q", i, c.Text, plain, err, c.Plain, pieces(tok, plain), pieces(tok, c.Plain))
+				}
+				special, err := tok.Encode(c.Text, EncodeOptions{AddBOS: tok.AddBOS(), AddEOS: tok.AddEOS(), ParseSpecial: true})
+				if err != nil || !slices.Equal(special, c.Special) {
+					bad++
+					t.Errorf("case %d %q special:\n got %v %v\nwant %v\n got %q\nwant %q", i, c.Text, special, err, c.Special, pieces(tok, special), pieces(tok, c.Special))
+				}
+				if c.Decoded != nil {
+					if got, err := tok.Decode(c.Special); err != nil || got != *c.Decoded {
+						bad++
+						t.Errorf("case %d decode:\n got %q %v\nwant %q", i, got, err, *c.Decoded)
+					}
+				}
+			}
+			if bad > 0 {
+				t.Logf("%d of %d checks differ", bad, 3*len(cases))
+			}
+		})
+	}
+}
+
+// TestHFStreamDecoder checks that streaming the reference ids one at a
+// time gives Decode's text.
+func TestHFStreamDecoder(t *testing.T) {
+	for _, dir := range hfRefDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			tok, cases := loadHFRef(t, dir)
+			for i, c := range cases {
+				want, _ := tok.Decode(c.Special)
+				d := NewStreamDecoder(tok)
+				got := ""
+				for _, id := range c.Special {
+					s := d.Add(id)
+					if !utf8.ValidString(s) {
+						t.Errorf("case %d: Add returned invalid UTF-8 %q", i, s)
+					}
+					got += s
+				}
+				got += d.Flush()
+				if got != want {
+					t.Errorf("case %d: stream %q, Decode %q", i, got, want)
+				}
+			}
+		})
+	}
+}
