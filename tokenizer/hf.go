@@ -438,8 +438,9 @@ func (p *hfPipeline) postProcessor(t *Tokenizer, c *hfComponent) error {
 	return nil
 }
 
-// specialTokens finds BOS, EOS, the unknown token and the end-of-generation
-// set, and whether BOS and EOS are added.
+// specialTokens finds BOS, EOS (tokenizer_config.json's, else the
+// post-processor's, else the usual texts), the unknown token and the
+// end-of-generation set, and whether BOS and EOS are added.
 func (p *hfPipeline) specialTokens(t *Tokenizer, f *hfFile, cfg HFConfig) error {
 	t.bos, t.eos, t.eot, t.eom, t.unk, t.pad = -1, -1, -1, -1, -1, -1
 	lookup := func(s string) int32 {
@@ -454,6 +455,16 @@ func (p *hfPipeline) specialTokens(t *Tokenizer, f *hfFile, cfg HFConfig) error 
 	}
 	if t.eos < 0 && len(p.suffix) > 0 {
 		t.eos = p.suffix[len(p.suffix)-1]
+	}
+	for _, s := range []string{"<s>", "<|begin_of_text|>", "<bos>", "<|startoftext|>"} {
+		if t.bos < 0 {
+			t.bos = lookup(s)
+		}
+	}
+	for _, s := range []string{"</s>", "<|end_of_text|>", "<|endoftext|>", "<eos>", "<|im_end|>"} {
+		if t.eos < 0 {
+			t.eos = lookup(s)
+		}
 	}
 	if f.Model.UnkToken != nil {
 		t.unk = lookup(*f.Model.UnkToken)

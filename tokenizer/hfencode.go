@@ -155,7 +155,7 @@ func (p *hfPipeline) decodeRaw(t *Tokenizer, ids []int32) string {
 // token, as in Hugging Face's implementation.
 type hfBPE struct {
 	merges       map[[2]int32]hfMerge
-	unk          int32 // -1: characters missing from the vocabulary are dropped
+	unk          int32 // -1 (none, or not in the vocabulary): characters missing from the vocabulary are dropped
 	fuseUnk      bool
 	byteFallback bool
 	ignoreMerges bool
@@ -171,11 +171,9 @@ func (b *hfBPE) build(t *Tokenizer, f *hfFile) error {
 	b.vocab = m.Vocab
 	b.unk = -1
 	if m.UnkToken != nil {
-		id, ok := m.Vocab[*m.UnkToken]
-		if !ok {
-			return hfError("model.unk_token", fmt.Errorf("unknown token %q is not in the vocabulary", *m.UnkToken))
+		if id, ok := t.ids[*m.UnkToken]; ok {
+			b.unk = id
 		}
-		b.unk = id
 	}
 	b.fuseUnk, b.byteFallback, b.ignoreMerges = m.FuseUnk, m.ByteFallback, m.IgnoreMerges
 	if m.ContinuingSubwordPrefix != nil {

@@ -29,9 +29,21 @@ func hfRefDirs(t *testing.T) []string {
 	if d := os.Getenv("POOT_HF_REFERENCE_DIR"); d != "" {
 		root = d
 	}
-	dirs, err := filepath.Glob(filepath.Join(root, "*"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no reference tokenizers in %s: %v", root, err)
+	dirs := hfTokenizerDirs(root)
+	if len(dirs) == 0 {
+		t.Fatalf("no reference tokenizers in %s", root)
+	}
+	return dirs
+}
+
+// hfTokenizerDirs returns the subdirectories of root.
+func hfTokenizerDirs(root string) []string {
+	entries, _ := os.ReadDir(root)
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join(root, e.Name()))
+		}
 	}
 	return dirs
 }

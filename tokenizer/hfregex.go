@@ -249,13 +249,13 @@ func translateClass(p string, i int, fold bool) (string, int, error) {
 		j++
 	}
 	first := true
-	var foldExtra strings.Builder
+	var foldExtra []byte
 	prev := rune(-1) // the last literal rune, for ranges
 	for j < len(p) {
 		r, n := utf8.DecodeRuneInString(p[j:])
 		switch {
 		case r == ']' && !first:
-			out.WriteString(foldExtra.String())
+			out.Write(foldExtra)
 			out.WriteByte(']')
 			return out.String(), j + 1 - i, nil
 		case r == '[':
@@ -279,7 +279,10 @@ func translateClass(p string, i int, fold bool) (string, int, error) {
 			if prev >= 0 && hi != '\\' && hi != '[' {
 				out.WriteString(escapeClassRune(hi))
 				if fold {
-					foldExtra.WriteString(foldRange(prev, hi))
+					if isASCIILetter(prev) {
+						foldExtra = foldExtra[:len(foldExtra)-1] // the range covers it
+					}
+					foldExtra = append(foldExtra, foldRange(prev, hi)...)
 				}
 				n += m
 			}
@@ -287,7 +290,7 @@ func translateClass(p string, i int, fold bool) (string, int, error) {
 		default:
 			out.WriteString(escapeClassRune(r))
 			if fold && isASCIILetter(r) {
-				foldExtra.WriteRune(r ^ 0x20)
+				foldExtra = append(foldExtra, byte(r^0x20))
 			}
 			prev = r
 		}
