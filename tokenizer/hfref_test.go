@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -121,5 +122,45 @@ func TestHFStreamDecoder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFromHFDir checks that a directory of tokenizer files alone loads,
+// with config.json's end-of-generation ids, and that a directory without
+// tokenizer.json is a *LoadError.
+func TestFromHFDir(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join("testdata", "hf", "qwen3", "tokenizer.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := gunzip(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromHFDir(dir); !errors.As(err, new(*LoadError)) {
+		t.Errorf("empty directory: %v, want a *LoadError", err)
+	}
+	for name, data := range map[string][]byte{
+		"tokenizer.json":        js,
+		"tokenizer_config.json": []byte(`{"eos_token":"<|im_end|>","add_bos_token":false}`),
+		"config.json":           []byte(`{"eos_token_id":[7, 9]}`),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok, err := FromHFDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, _ := tok.Lookup("<|im_end|>"); tok.EOS() != id || !tok.IsEOG(id) || !tok.IsEOG(7) || !tok.IsEOG(9) || tok.AddBOS() {
+		t.Errorf("EOS %d EOGs %v AddBOS %v", tok.EOS(), tok.EOGs(), tok.AddBOS())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"eos_token_id":"x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromHFDir(dir); !errors.As(err, new(*LoadError)) {
+		t.Errorf("bad config.json: %v, want a *LoadError", err)
 	}
 }
