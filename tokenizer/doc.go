@@ -1,11 +1,22 @@
 // Package tokenizer turns text into token ids and back for the vocabularies
 // that language models ship with: SentencePiece-style BPE and GPT-2 byte-level
 // BPE, read from GGUF metadata (FromGGUF), from a Hugging Face tokenizer.json
-// (FromHFJSON) or from a llama2.c tokenizer file (FromLlama2C).
+// (FromHFJSON, or FromHFDir for a directory holding tokenizer.json and
+// tokenizer_config.json) or from a llama2.c tokenizer file (FromLlama2C).
 //
-// The reference for every behaviour is llama.cpp's tokenizer (llama-vocab.cpp
-// and unicode.cpp): the same text gives the same ids, including the quirks,
-// because a model only works with the ids it was trained on. In particular:
+// A tokenizer.json is run as Hugging Face's tokenizers library runs it:
+// added tokens cut out as the file flags them (special ones only with
+// EncodeOptions.ParseSpecial), then its normalizers (through
+// golang.org/x/text), pre-tokenizers (Split expressions in Oniguruma syntax,
+// run by regexp2 after a translation that keeps their meaning; see
+// compileHFRegex), BPE model and post-processor, and its decoders for
+// Decode. Components it does not implement are errors wrapping
+// ErrUnsupported, never approximations.
+//
+// For GGUF and llama2.c vocabularies the reference for every behaviour is
+// llama.cpp's tokenizer (llama-vocab.cpp and unicode.cpp): the same text gives
+// the same ids, including the quirks, because a model only works with the ids
+// it was trained on. In particular:
 //
 //   - SentencePiece vocabularies prepend a space to the text (and to the text
 //     after each special token), write spaces as U+2581 "▁", merge the
@@ -19,7 +30,7 @@
 //     tokens always, control tokens only when EncodeOptions.ParseSpecial is
 //     set. Longer special tokens are looked for first.
 //
-// The pre-tokenizer expressions are written by hand as small matchers over
+// The GGUF pre-tokenizer expressions are written by hand as small matchers over
 // runes (Go's regexp has no lookahead and its classes differ from PCRE's);
 // each one is documented with the expression it implements. Supported
 // tokenizer.ggml.pre values: default (also when absent, as for GPT-NeoX),
@@ -34,6 +45,6 @@
 // optional clean-up of spaces before punctuation.
 //
 // What this package is not for: chat templates, sampling, or training
-// tokenizers. No third-party library reproduces llama.cpp's behaviour, so the
-// algorithms are written here.
+// tokenizers, nor the WordPiece and Unigram models. No third-party library
+// reproduces llama.cpp's behaviour, so the algorithms are written here.
 package tokenizer

@@ -7,13 +7,16 @@ import (
 
 // EncodeOptions controls Encode.
 type EncodeOptions struct {
-	// AddBOS prepends the BOS token. Most callers pass t.AddBOS().
+	// AddBOS prepends the BOS token (for a tokenizer.json, the tokens its
+	// post-processor puts before a sequence). Most callers pass t.AddBOS().
 	AddBOS bool
-	// AddEOS appends the EOS token. Most callers pass t.AddEOS().
+	// AddEOS appends the EOS token (for a tokenizer.json, the tokens its
+	// post-processor puts after a sequence). Most callers pass t.AddEOS().
 	AddEOS bool
 	// ParseSpecial recognises control tokens written in the text ("<s>",
-	// "<|im_end|>"). Without it they are tokenized as plain text.
-	// User-defined tokens are recognised either way.
+	// "<|im_end|>"): for a tokenizer.json, the added tokens flagged
+	// special. Without it they are tokenized as plain text. User-defined
+	// tokens (added tokens not flagged special) are recognised either way.
 	ParseSpecial bool
 }
 
@@ -29,10 +32,14 @@ type fragment struct {
 // The text is first cut at special tokens (see EncodeOptions.ParseSpecial);
 // every remaining fragment is then tokenized on its own. For SentencePiece
 // vocabularies each fragment that starts the text or follows a special token
-// gets a leading space, as in llama.cpp. The only errors are a requested BOS
-// or EOS the vocabulary lacks and, for a SentencePiece vocabulary without
+// gets a leading space, as in llama.cpp. A tokenizer.json vocabulary runs
+// its own pipeline instead (see FromHFJSON). The only errors are a requested
+// BOS or EOS the vocabulary lacks and, for a SentencePiece vocabulary without
 // byte tokens or an unknown token, a character it cannot spell.
 func (t *Tokenizer) Encode(text string, opts EncodeOptions) ([]int32, error) {
+	if t.hf != nil {
+		return t.hf.encode(t, text, opts)
+	}
 	out := make([]int32, 0, len(text)/3+2)
 	if opts.AddBOS {
 		if t.bos < 0 {
@@ -57,12 +64,8 @@ func (t *Tokenizer) Encode(text string, opts EncodeOptions) ([]int32, error) {
 		var err error
 		switch t.model {
 		case SPM:
-			if t.addSpacePrefix && prevSpecial && (!t.prefixFirstOnly || f.start == 0) {
-				if t.escapeSpaces {
-					piece = " " + piece
-				} else {
-					piece = spaceMark + piece // a Prepend("▁") normalizer alone
-				}
+			if t.addSpacePrefix && prevSpecial {
+				piece = " " + piece
 			}
 			out, err = t.encodeSPM(piece, out, m)
 		case BPE:
@@ -184,6 +187,7 @@ type bigram struct {
 type merger struct {
 	syms []symbol
 	heap []bigram
+	ids  []int32 // tokenizer.json BPE: the symbols' token ids
 	// words caches the ids of byte-level BPE words already merged (for one
 	// Tokenizer: owner), since running text repeats its words.
 	owner *Tokenizer
@@ -307,24 +311,7 @@ func (t *Tokenizer) encodeSPM(text string, out []int32, m *merger) ([]int32, err
 	if t.escapeSpaces {
 		text = strings.ReplaceAll(text, " ", spaceMark)
 	}
-	if !t.splitOnSpace {
-		return t.mergeSPMWord(text, out, m)
-	}
-	// Metaspace with split: each word begins at a "▁".
-	for len(text) > 0 {
-		end := strings.Index(text[1:], spaceMark)
-		if end < 0 {
-			end = len(text)
-		} else {
-			end++
-		}
-		var err error
-		if out, err = t.mergeSPMWord(text[:end], out, m); err != nil {
-			return nil, err
-		}
-		text = text[end:]
-	}
-	return out, nil
+	return t.mergeSPMWord(text, out, m)
 }
 
 func (t *Tokenizer) mergeSPMWord(word string, out []int32, m *merger) ([]int32, error) {

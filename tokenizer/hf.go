@@ -1,60 +1,92 @@
 package tokenizer
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
 // hfFile is the part of a Hugging Face tokenizer.json that FromHFJSON reads.
 type hfFile struct {
 	AddedTokens []struct {
-		ID      int32  `json:"id"`
-		Content string `json:"content"`
-		LStrip  bool   `json:"lstrip"`
-		RStrip  bool   `json:"rstrip"`
-		Special bool   `json:"special"`
+		ID         int32  `json:"id"`
+		Content    string `json:"content"`
+		LStrip     bool   `json:"lstrip"`
+		RStrip     bool   `json:"rstrip"`
+		Special    bool   `json:"special"`
+		Normalized *bool  `json:"normalized"`
+		SingleWord bool   `json:"single_word"`
 	} `json:"added_tokens"`
 	Normalizer    *hfComponent `json:"normalizer"`
 	PreTokenizer  *hfComponent `json:"pre_tokenizer"`
 	PostProcessor *hfComponent `json:"post_processor"`
 	Decoder       *hfComponent `json:"decoder"`
 	Model         struct {
-		Type         string           `json:"type"`
-		UnkToken     *string          `json:"unk_token"`
-		ByteFallback bool             `json:"byte_fallback"`
-		IgnoreMerges bool             `json:"ignore_merges"`
-		Vocab        map[string]int32 `json:"vocab"`
-		Merges       json.RawMessage  `json:"merges"`
+		Type                    string           `json:"type"`
+		UnkToken                *string          `json:"unk_token"`
+		ByteFallback            bool             `json:"byte_fallback"`
+		IgnoreMerges            bool             `json:"ignore_merges"`
+		FuseUnk                 bool             `json:"fuse_unk"`
+		Dropout                 *float64         `json:"dropout"`
+		ContinuingSubwordPrefix *string          `json:"continuing_subword_prefix"`
+		EndOfWordSuffix         *string          `json:"end_of_word_suffix"`
+		Vocab                   map[string]int32 `json:"vocab"`
+		Merges                  json.RawMessage  `json:"merges"`
 	} `json:"model"`
 }
 
 // hfComponent is a normalizer, pre-tokenizer, post-processor or decoder;
 // Sequence components nest.
 type hfComponent struct {
-	Type           string         `json:"type"`
-	Normalizers    []*hfComponent `json:"normalizers"`
-	PreTokenizers  []*hfComponent `json:"pretokenizers"`
-	Processors     []*hfComponent `json:"processors"`
-	Decoders       []*hfComponent `json:"decoders"`
-	Pattern        *hfPattern     `json:"pattern"`
-	Content        string         `json:"content"`
-	Prepend        string         `json:"prepend"`
-	Behavior       string         `json:"behavior"`
-	Invert         bool           `json:"invert"`
-	AddPrefixSpace *bool          `json:"add_prefix_space"`
-	UseRegex       *bool          `json:"use_regex"`
-	Individual     bool           `json:"individual_digits"`
-	Replacement    string         `json:"replacement"`
-	PrependScheme  string         `json:"prepend_scheme"`
-	Split          *bool          `json:"split"`
-	Single         []struct {
+	Type               string                     `json:"type"`
+	Normalizers        []*hfComponent             `json:"normalizers"`
+	PreTokenizers      []*hfComponent             `json:"pretokenizers"`
+	Processors         []*hfComponent             `json:"processors"`
+	Decoders           []*hfComponent             `json:"decoders"`
+	Pattern            *hfPattern                 `json:"pattern"`
+	Content            string                     `json:"content"`
+	Prepend            string                     `json:"prepend"`
+	Behavior           string                     `json:"behavior"`
+	Invert             bool                       `json:"invert"`
+	AddPrefixSpace     *bool                      `json:"add_prefix_space"`
+	UseRegex           *bool                      `json:"use_regex"`
+	Individual         bool                       `json:"individual_digits"`
+	Replacement        string                     `json:"replacement"`
+	PrependScheme      string                     `json:"prepend_scheme"`
+	Split              *bool                      `json:"split"`
+	StripLeft          *bool                      `json:"strip_left"`
+	StripRight         *bool                      `json:"strip_right"`
+	CleanText          *bool                      `json:"clean_text"`
+	HandleChineseChars *bool                      `json:"handle_chinese_chars"`
+	StripAccents       *bool                      `json:"strip_accents"`
+	Lowercase          *bool                      `json:"lowercase"`
+	Delimiter          string                     `json:"delimiter"`
+	Start              int                        `json:"start"`
+	Stop               int                        `json:"stop"`
+	Prefix             string                     `json:"prefix"`
+	Suffix             string                     `json:"suffix"`
+	Cls                []json.RawMessage          `json:"cls"`
+	Sep                []json.RawMessage          `json:"sep"`
+	SpecialTokens      map[string]hfTemplateToken `json:"special_tokens"`
+	Single             []struct {
 		SpecialToken *struct {
 			ID string `json:"id"`
 		} `json:"SpecialToken"`
-		Sequence *struct{} `json:"Sequence"`
+		Sequence *struct {
+			ID string `json:"id"`
+		} `json:"Sequence"`
 	} `json:"single"`
+}
+
+type hfTemplateToken struct {
+	IDs []int32 `json:"ids"`
 }
 
 type hfPattern struct {
@@ -62,75 +94,16 @@ type hfPattern struct {
 	Regex  *string `json:"Regex"`
 }
 
-// flatten returns c's leaves in order, expanding Sequence components.
-func (c *hfComponent) flatten() []*hfComponent {
-	if c == nil {
-		return nil
-	}
-	if c.Type != "Sequence" {
-		return []*hfComponent{c}
-	}
-	var out []*hfComponent
-	for _, list := range [][]*hfComponent{c.Normalizers, c.PreTokenizers, c.Processors, c.Decoders} {
-		for _, sub := range list {
-			out = append(out, sub.flatten()...)
-		}
-	}
-	return out
-}
-
-// gpt2Regex is the pre-tokenizer expression of GPT-2's ByteLevel
-// pre-tokenizer with use_regex.
-const gpt2Regex = `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
-
-// knownRegexes maps the Split expressions of known tokenizer.json files
-// onto the matchers implementing them.
-var knownRegexes = map[string]matcher{
-	gpt2Regex: matchGPT2,
-	`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)`:                                                                           matchGPT2,
-	`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`:                              matchLlama3,
-	`(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`: matchLlama3,
-	`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`:                                   matchQwen2,
-	`(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`:      matchQwen2,
-	// Tekken and GPT-4o, as in tokenizer.json and as adapted by llama.cpp;
-	// both map to llama.cpp's matching (see matchCasedWord).
-	`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`:                                                                                              matchTekken,
-	`[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`:                                                                                                                          matchTekken,
-	`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`:                               matchGPT4o,
-	`[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`: matchGPT4o,
-	`[\p{P}\$\+<=>\^~\|]+`:            matchPunctRun,
-	`[\p{P}\$\+<=>\^~\|` + "`" + `]+`: matchPunctRunBacktick,
-	`\p{N}`:                           matchDigit,
-	`\p{N}+`:                          matchDigits,
-	`\d`:                              matchDigit,
-	`[0-9][0-9][0-9]`:                 matchThreeASCIIDigits,
-	`[\r\n]`:                          matchNewline,
-	`\s?\p{L}+`:                       matchSpaceLetters,
-	`\s?\p{P}+`:                       matchSpacePunct,
-	`\s+$`:                            matchSpacesAtEnd,
-	`[一-龥ࠀ-一가-퟿]+`:                    matchCJK,
-	`\s?[!-/:-~！-／：-～‘-‟　-。]+`: matchDeepseekPunct,
-}
-
-// regexMatcher returns the matcher for a tokenizer.json Split expression.
-func regexMatcher(expr string) (matcher, bool) {
-	if m, ok := knownRegexes[expr]; ok {
-		return m, true
-	}
-	// DeepSeek LLM's long letter class is recognised by its start.
-	if strings.HasPrefix(expr, `\s?[A-Za-zµÀ-Ö`) && strings.HasSuffix(expr, `]+`) {
-		return matchDeepseekLetters, true
-	}
-	return nil, false
-}
-
 // HFConfig is the optional content of a Hugging Face tokenizer_config.json,
 // which names the BOS and EOS tokens and whether to add them.
 type HFConfig struct {
 	BOSToken    string // e.g. "<s>"; empty: found from tokenizer.json
 	EOSToken    string // e.g. "</s>"
-	AddBOSToken *bool  // nil: decided from tokenizer.json
+	AddBOSToken *bool  // nil: decided by tokenizer.json's post-processor
 	AddEOSToken *bool
+	// EOSTokenIDs are further end-of-generation ids, from a config.json's
+	// eos_token_id (see FromHFDir).
+	EOSTokenIDs []int32
 }
 
 // ParseHFConfig reads the fields of HFConfig from tokenizer_config.json.
@@ -161,42 +134,104 @@ func ParseHFConfig(data []byte) (HFConfig, error) {
 	return HFConfig{BOSToken: tokenText(raw.BOS), EOSToken: tokenText(raw.EOS), AddBOSToken: raw.AddBOS, AddEOSToken: raw.AddEOS}, nil
 }
 
-// FromHFJSON loads a Hugging Face tokenizer.json holding a BPE model: either
-// byte-level (a ByteLevel pre-tokenizer, as GPT-2, Llama 3 and Qwen2 use) or
-// SentencePiece-like (spaces written "▁" by a Prepend/Replace normalizer or
-// a Metaspace pre-tokenizer, usually with byte_fallback, as Llama 2 uses).
-// Split pre-tokenizers must use one of the known expressions; others, and
-// other models (WordPiece, Unigram), are errors wrapping ErrUnsupported.
-// config, if given, supplies the BOS and EOS tokens from
-// tokenizer_config.json (see ParseHFConfig).
+// parseModelConfigEOS reads config.json's eos_token_id, a number or a list.
+func parseModelConfigEOS(data []byte) ([]int32, error) {
+	var raw struct {
+		EOS json.RawMessage `json:"eos_token_id"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, &LoadError{Source: "config.json", Err: err}
+	}
+	if len(raw.EOS) == 0 || string(raw.EOS) == "null" {
+		return nil, nil
+	}
+	var one int32
+	if json.Unmarshal(raw.EOS, &one) == nil {
+		return []int32{one}, nil
+	}
+	var many []int32
+	if err := json.Unmarshal(raw.EOS, &many); err != nil {
+		return nil, &LoadError{Source: "config.json", Key: "eos_token_id", Err: err}
+	}
+	return many, nil
+}
+
+// FromHFDir loads the tokenizer of a Hugging Face model directory: its
+// tokenizer.json (or tokenizer.json.gz), with tokenizer_config.json and
+// config.json when present. No weights are needed.
+func FromHFDir(dir string) (*Tokenizer, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		var gz []byte
+		if gz, err = os.ReadFile(filepath.Join(dir, "tokenizer.json.gz")); err == nil {
+			data, err = gunzip(gz)
+		}
+	}
+	if err != nil {
+		return nil, &LoadError{Source: "tokenizer.json", Err: err}
+	}
+	var cfg HFConfig
+	if raw, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
+		if cfg, err = ParseHFConfig(raw); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, &LoadError{Source: "tokenizer_config.json", Err: err}
+	}
+	if raw, err := os.ReadFile(filepath.Join(dir, "config.json")); err == nil {
+		if cfg.EOSTokenIDs, err = parseModelConfigEOS(raw); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, &LoadError{Source: "config.json", Err: err}
+	}
+	return FromHFJSON(data, cfg)
+}
+
+func gunzip(data []byte) ([]byte, error) {
+	r, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(r)
+}
+
+// FromHFJSON loads a Hugging Face tokenizer.json holding a BPE model and
+// tokenizes as Hugging Face's tokenizers library does: added tokens cut out
+// of the text as the file flags them, then the normalizer, pre-tokenizer,
+// BPE model and post-processor the file names; Decode runs its decoder.
+// A component or option this package does not implement (WordPiece and
+// Unigram models, the Precompiled normalizer, …) is an error wrapping
+// ErrUnsupported; a regular expression it cannot run is a *RegexError.
+// config, if given, supplies tokenizer_config.json's special tokens (see
+// ParseHFConfig); its add_bos_token and add_eos_token, when set, override
+// the post-processor's choice, as Python transformers' Llama and Gemma
+// tokenizers do.
 func FromHFJSON(data []byte, config ...HFConfig) (*Tokenizer, error) {
 	var f hfFile
 	if err := json.Unmarshal(data, &f); err != nil {
 		return nil, hfError("", err)
 	}
 	if f.Model.Type != "BPE" && !(f.Model.Type == "" && f.Model.Merges != nil) {
-		return nil, hfError("model.type", fmt.Errorf("model %q: %w", f.Model.Type, ErrUnsupported))
+		return nil, hfUnsupported("model.type", "model %q", f.Model.Type)
 	}
-	t, sp, err := hfVocabulary(&f)
-	if err != nil {
-		return nil, err
-	}
-	if t.ranks, err = parseHFMerges(f.Model.Merges); err != nil {
-		return nil, hfError("model.merges", err)
-	}
-	t.byteFallback = f.Model.ByteFallback
-	if err := hfNormalizer(t, &f); err != nil {
-		return nil, err
-	}
-	if err := hfPreTokenizer(t, &f); err != nil {
-		return nil, err
+	if d := f.Model.Dropout; d != nil && *d > 0 {
+		return nil, hfUnsupported("model.dropout", "BPE dropout %v", *d)
 	}
 	var cfg HFConfig
 	if len(config) > 0 {
 		cfg = config[0]
 	}
-	hfSpecialTokens(t, &f, cfg, &sp)
-	if err := t.finish("tokenizer.json", sp, ""); err != nil {
+	t, err := hfVocabulary(&f)
+	if err != nil {
+		return nil, err
+	}
+	p := &hfPipeline{}
+	t.hf = p
+	if err := p.build(t, &f); err != nil {
+		return nil, err
+	}
+	if err := p.specialTokens(t, &f, cfg); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -216,33 +251,37 @@ const (
 )
 
 // hfVocabulary builds the token table from model.vocab and added_tokens,
-// filling holes, and finds the unknown token.
-func hfVocabulary(f *hfFile) (*Tokenizer, specialIDs, error) {
-	sp := noSpecialIDs()
+// filling holes.
+func hfVocabulary(f *hfFile) (*Tokenizer, error) {
 	n := 0
 	for _, id := range f.Model.Vocab {
 		if id < 0 {
-			return nil, sp, hfError("model.vocab", fmt.Errorf("negative id %d", id))
+			return nil, hfError("model.vocab", fmt.Errorf("negative id %d", id))
 		}
 		n = max(n, int(id)+1)
 	}
 	for _, at := range f.AddedTokens {
 		if at.ID < 0 {
-			return nil, sp, hfError("added_tokens", fmt.Errorf("negative id %d", at.ID))
+			return nil, hfError("added_tokens", fmt.Errorf("negative id %d", at.ID))
+		}
+		if at.Content == "" {
+			return nil, hfError("added_tokens", fmt.Errorf("token %d is empty", at.ID))
 		}
 		n = max(n, int(at.ID)+1)
 	}
 	if n > maxHFVocab {
-		return nil, sp, hfError("model.vocab", fmt.Errorf("token id %d too large", n-1))
+		return nil, hfError("model.vocab", fmt.Errorf("token id %d too large", n-1))
 	}
 	if holes := n - len(f.Model.Vocab) - len(f.AddedTokens); holes > maxHFHoles {
-		return nil, sp, hfError("model.vocab", fmt.Errorf("ids run to %d but only %d tokens are named: more than %d unnamed ids", n-1,
+		return nil, hfError("model.vocab", fmt.Errorf("ids run to %d but only %d tokens are named: more than %d unnamed ids", n-1,
 			len(f.Model.Vocab)+len(f.AddedTokens), maxHFHoles))
 	}
 	t := &Tokenizer{
+		model:  SPM,
 		tokens: make([]string, n),
 		scores: make([]float32, n),
 		attrs:  make([]attr, n),
+		ids:    make(map[string]int32, n),
 	}
 	for s, id := range f.Model.Vocab {
 		t.tokens[id] = s
@@ -253,248 +292,326 @@ func hfVocabulary(f *hfFile) (*Tokenizer, specialIDs, error) {
 	}
 	for _, at := range f.AddedTokens {
 		t.tokens[at.ID] = at.Content
-		a := attrUserDefined
+		t.attrs[at.ID] = attrUserDefined
 		if at.Special {
-			a = attrControl
+			t.attrs[at.ID] = attrControl
 		}
-		if at.LStrip {
-			a |= attrLStrip
-		}
-		if at.RStrip {
-			a |= attrRStrip
-		}
-		t.attrs[at.ID] = a
 	}
 	for i, s := range t.tokens {
-		if s == "" {
+		if s == "" && t.attrs[i] == 0 {
 			t.tokens[i] = fmt.Sprintf("[PAD%d]", i)
 			t.attrs[i] = attrUnused
 		}
 	}
-	if f.Model.UnkToken != nil {
-		if id, ok := f.Model.Vocab[*f.Model.UnkToken]; ok {
-			sp.unk = id
-			t.attrs[id] = attrUnknown
-		}
+	for i := len(t.tokens) - 1; i >= 0; i-- {
+		t.ids[t.tokens[i]] = int32(i) // the lowest id of a text wins
 	}
-	return t, sp, nil
+	for _, at := range f.AddedTokens {
+		t.ids[at.Content] = at.ID // an added token wins over the vocabulary
+	}
+	return t, nil
 }
 
-// hfNormalizer reads the normalizer's SentencePiece conventions (a "▁"
-// prefix, spaces as "▁"); normalizations poot does not apply are errors.
-func hfNormalizer(t *Tokenizer, f *hfFile) error {
-	for _, c := range f.Normalizer.flatten() {
-		switch {
-		case c.Type == "Prepend" && c.Prepend == spaceMark:
-			t.addSpacePrefix = true
-		case c.Type == "Replace" && c.Pattern != nil && c.Pattern.String != nil && *c.Pattern.String == " " && c.Content == spaceMark:
-			t.escapeSpaces = true
-		case c.Type == "NFC":
-			// Not applied, as in llama.cpp: text is expected in NFC already.
-		case c.Type == "NFKC" || c.Type == "NFD" || c.Type == "NFKD" || c.Type == "Lowercase" || c.Type == "Strip" || c.Type == "StripAccents" || c.Type == "Replace" || c.Type == "Prepend" || c.Type == "Precompiled" || c.Type == "BertNormalizer":
-			return hfError("normalizer", fmt.Errorf("normalizer %s: %w", c.Type, ErrUnsupported))
-		}
+// build reads every component of the file into p.
+func (p *hfPipeline) build(t *Tokenizer, f *hfFile) error {
+	var err error
+	if p.normalizers, err = buildNormalizers(f.Normalizer); err != nil {
+		return err
 	}
-	return nil
-}
-
-// hfPreTokenizer reads the pre-tokenizer and decoder, which decide between
-// byte-level BPE and SentencePiece-like BPE, and the splitting rules.
-func hfPreTokenizer(t *Tokenizer, f *hfFile) error {
-	var matchers []matcher
-	for _, c := range f.PreTokenizer.flatten() {
-		m, err := hfPreComponent(t, c)
-		if err != nil {
-			return err
-		}
-		if m != nil {
-			matchers = append(matchers, m)
-		}
+	var byteLevel bool
+	if p.pre, byteLevel, err = buildPreTokenizer(f.PreTokenizer); err != nil {
+		return err
 	}
-	if !t.byteLevel {
-		for _, c := range f.Decoder.flatten() {
-			if c.Type == "ByteLevel" {
-				t.byteLevel = true
+	if err := p.bpe.build(t, f); err != nil {
+		return err
+	}
+	added := map[string]bool{}
+	p.special = make([]bool, len(t.tokens))
+	for _, at := range f.AddedTokens {
+		added[at.Content] = true
+		p.special[at.ID] = at.Special
+		tok := hfAdded{id: at.ID, content: at.Content, special: at.Special, lstrip: at.LStrip, rstrip: at.RStrip, singleWord: at.SingleWord}
+		// normalized defaults to true for ordinary added tokens.
+		if at.Normalized == nil && !at.Special || at.Normalized != nil && *at.Normalized {
+			if tok.content, err = p.normalize(at.Content); err != nil {
+				return hfError("added_tokens", err)
 			}
+			if tok.content == "" {
+				continue
+			}
+			p.normAdded.add(tok)
+		} else {
+			p.rawAdded.add(tok)
 		}
 	}
-	if t.byteLevel {
-		if t.escapeSpaces || t.addSpacePrefix {
-			return hfError("pre_tokenizer", fmt.Errorf("both byte-level and SentencePiece conventions: %w", ErrUnsupported))
-		}
-		t.model = BPE
-		t.pre = preTokenizer{matchers: matchers, ignoreMerges: f.Model.IgnoreMerges}
+	if p.decoders, err = buildDecoders(f.Decoder, added); err != nil {
+		return err
+	}
+	p.joinWithSpaces = f.Decoder == nil
+	for _, c := range f.Decoder.flatten() {
+		byteLevel = byteLevel || c.Type == "ByteLevel"
+	}
+	if byteLevel {
+		t.model, t.byteLevel = BPE, true
+	}
+	return p.postProcessor(t, f.PostProcessor)
+}
+
+// flatten returns c's leaves in order, expanding Sequence components.
+func (c *hfComponent) flatten() []*hfComponent {
+	if c == nil {
 		return nil
 	}
-	if len(matchers) > 0 {
-		return hfError("pre_tokenizer", fmt.Errorf("Split or Digits without ByteLevel: %w", ErrUnsupported))
+	if c.Type != "Sequence" {
+		return []*hfComponent{c}
 	}
-	t.model = SPM
+	var out []*hfComponent
+	for _, list := range [][]*hfComponent{c.Normalizers, c.PreTokenizers, c.Processors, c.Decoders} {
+		for _, sub := range list {
+			out = append(out, sub.flatten()...)
+		}
+	}
+	return out
+}
+
+// postProcessor reads the special tokens the post-processor puts around a
+// sequence.
+func (p *hfPipeline) postProcessor(t *Tokenizer, c *hfComponent) error {
+	lookup := func(s string) (int32, error) {
+		if id, ok := t.ids[s]; ok {
+			return id, nil
+		}
+		return 0, hfError("post_processor", fmt.Errorf("special token %q is not in the vocabulary", s))
+	}
+	for _, c := range c.flatten() {
+		switch c.Type {
+		case "ByteLevel":
+		case "TemplateProcessing":
+			p.prefix, p.suffix = nil, nil
+			seen := false
+			for _, item := range c.Single {
+				switch {
+				case item.Sequence != nil:
+					if item.Sequence.ID != "A" {
+						return hfUnsupported("post_processor", "template sequence %q", item.Sequence.ID)
+					}
+					seen = true
+				case item.SpecialToken != nil:
+					ids := c.SpecialTokens[item.SpecialToken.ID].IDs
+					if len(ids) == 0 {
+						id, err := lookup(item.SpecialToken.ID)
+						if err != nil {
+							return err
+						}
+						ids = []int32{id}
+					}
+					for _, id := range ids {
+						if id < 0 || int(id) >= len(t.tokens) {
+							return hfError("post_processor", fmt.Errorf("template token id %d out of range", id))
+						}
+					}
+					if seen {
+						p.suffix = append(p.suffix, ids...)
+					} else {
+						p.prefix = append(p.prefix, ids...)
+					}
+				}
+			}
+		case "RobertaProcessing", "BertProcessing":
+			var ends [2]int32
+			for i, pair := range [][]json.RawMessage{c.Cls, c.Sep} {
+				var s string
+				if len(pair) != 2 || json.Unmarshal(pair[0], &s) != nil {
+					return hfError("post_processor", fmt.Errorf("%s cls/sep is not [token, id]", c.Type))
+				}
+				id, err := lookup(s)
+				if err != nil {
+					return err
+				}
+				ends[i] = id
+			}
+			p.prefix, p.suffix = []int32{ends[0]}, []int32{ends[1]}
+		default:
+			return hfUnsupported("post_processor", "post-processor %q", c.Type)
+		}
+	}
 	return nil
 }
 
-// hfPreComponent applies one pre-tokenizer component, returning the
-// matcher it splits with, if any.
-func hfPreComponent(t *Tokenizer, c *hfComponent) (matcher, error) {
-	unsupported := func(format string, args ...any) (matcher, error) {
-		return nil, hfError("pre_tokenizer", fmt.Errorf(format+": %w", append(args, ErrUnsupported)...))
-	}
-	switch c.Type {
-	case "ByteLevel":
-		t.byteLevel = true
-		if c.AddPrefixSpace != nil && *c.AddPrefixSpace {
-			return unsupported("ByteLevel add_prefix_space")
-		}
-		if c.UseRegex == nil || *c.UseRegex {
-			return matchGPT2, nil
-		}
-		return nil, nil
-	case "Split":
-		if c.Pattern == nil || c.Invert || (c.Behavior != "Isolated" && c.Behavior != "") {
-			return unsupported("Split with behavior %q invert %v", c.Behavior, c.Invert)
-		}
-		switch {
-		case c.Pattern.Regex != nil:
-			m, ok := regexMatcher(*c.Pattern.Regex)
-			if !ok {
-				return unsupported("Split regex %q", *c.Pattern.Regex)
-			}
-			return m, nil
-		case c.Pattern.String != nil && *c.Pattern.String != "":
-			lit := []rune(*c.Pattern.String)
-			return func(seg []rune, pos int) int {
-				if pos+len(lit) <= len(seg) && string(seg[pos:pos+len(lit)]) == string(lit) {
-					return len(lit)
-				}
-				return 0
-			}, nil
-		}
-		return unsupported("Split without a pattern")
-	case "Digits":
-		if c.Individual {
-			return matchDigit, nil
-		}
-		return matchDigits, nil
-	case "Metaspace":
-		if c.Replacement != "" && c.Replacement != spaceMark {
-			return unsupported("Metaspace replacement %q", c.Replacement)
-		}
-		t.escapeSpaces = true
-		switch c.PrependScheme {
-		case "never":
-		case "", "first", "always":
-			if c.AddPrefixSpace == nil || *c.AddPrefixSpace {
-				t.addSpacePrefix = true
-				t.prefixFirstOnly = c.PrependScheme == "first"
-			}
-		}
-		t.splitOnSpace = c.Split == nil || *c.Split
-		return nil, nil
-	}
-	return unsupported("pre-tokenizer %s", c.Type)
-}
-
-// hfSpecialTokens finds BOS and EOS and whether they are added: the
-// tokenizer_config.json, else the post-processor template, else the usual
-// texts.
-func hfSpecialTokens(t *Tokenizer, f *hfFile, cfg HFConfig, sp *specialIDs) {
-	index := make(map[string]int32, len(t.tokens))
-	for i := len(t.tokens) - 1; i >= 0; i-- {
-		index[t.tokens[i]] = int32(i) // the lowest id of a text wins
-	}
+// specialTokens finds BOS, EOS (tokenizer_config.json's, else the
+// post-processor's, else the usual texts), the unknown token and the
+// end-of-generation set, and whether BOS and EOS are added.
+func (p *hfPipeline) specialTokens(t *Tokenizer, f *hfFile, cfg HFConfig) error {
+	t.bos, t.eos, t.eot, t.eom, t.unk, t.pad = -1, -1, -1, -1, -1, -1
 	lookup := func(s string) int32 {
-		if id, ok := index[s]; ok {
+		if id, ok := t.ids[s]; ok && s != "" {
 			return id
 		}
 		return -1
 	}
-	if cfg.BOSToken != "" {
-		sp.bos = lookup(cfg.BOSToken)
+	t.bos, t.eos = lookup(cfg.BOSToken), lookup(cfg.EOSToken)
+	if t.bos < 0 && len(p.prefix) > 0 {
+		t.bos = p.prefix[0]
 	}
-	if cfg.EOSToken != "" {
-		sp.eos = lookup(cfg.EOSToken)
+	if t.eos < 0 && len(p.suffix) > 0 {
+		t.eos = p.suffix[len(p.suffix)-1]
 	}
-	for _, c := range f.PostProcessor.flatten() {
-		if c.Type != "TemplateProcessing" {
-			continue
-		}
-		seenSequence := false
-		for _, item := range c.Single {
-			switch {
-			case item.Sequence != nil:
-				seenSequence = true
-			case item.SpecialToken != nil && !seenSequence:
-				if sp.bos < 0 {
-					sp.bos = lookup(item.SpecialToken.ID)
-				}
-				if sp.bos >= 0 && t.tokens[sp.bos] == item.SpecialToken.ID {
-					t.addBOS = true
-				}
-			case item.SpecialToken != nil && seenSequence:
-				if sp.eos < 0 {
-					sp.eos = lookup(item.SpecialToken.ID)
-				}
-				if sp.eos >= 0 && t.tokens[sp.eos] == item.SpecialToken.ID {
-					t.addEOS = true
-				}
-			}
+	for _, s := range []string{"<s>", "<|begin_of_text|>", "<bos>", "<|startoftext|>"} {
+		if t.bos < 0 {
+			t.bos = lookup(s)
 		}
 	}
-	if sp.bos < 0 {
-		for _, s := range []string{"<s>", "<|begin_of_text|>", "<bos>", "<|startoftext|>"} {
-			if sp.bos = lookup(s); sp.bos >= 0 {
-				break
-			}
+	for _, s := range []string{"</s>", "<|end_of_text|>", "<|endoftext|>", "<eos>", "<|im_end|>"} {
+		if t.eos < 0 {
+			t.eos = lookup(s)
 		}
 	}
-	if sp.eos < 0 {
-		for _, s := range []string{"</s>", "<|end_of_text|>", "<|endoftext|>", "<eos>", "<|im_end|>"} {
-			if sp.eos = lookup(s); sp.eos >= 0 {
-				break
-			}
+	if f.Model.UnkToken != nil {
+		t.unk = lookup(*f.Model.UnkToken)
+		if t.unk >= 0 {
+			t.attrs[t.unk] = attrUnknown
 		}
 	}
+	t.addBOS, t.addEOS = len(p.prefix) > 0, len(p.suffix) > 0
 	if cfg.AddBOSToken != nil {
 		t.addBOS = *cfg.AddBOSToken
+		if t.addBOS && len(p.prefix) == 0 && t.bos >= 0 {
+			p.prefix = []int32{t.bos}
+		}
 	}
 	if cfg.AddEOSToken != nil {
 		t.addEOS = *cfg.AddEOSToken
+		if t.addEOS && len(p.suffix) == 0 && t.eos >= 0 {
+			p.suffix = []int32{t.eos}
+		}
 	}
+	// Generation ends at EOS, the config.json's EOS ids, and the special
+	// tokens spelled like an end of turn.
+	t.eog = map[int32]bool{}
+	if t.eos >= 0 {
+		t.eog[t.eos] = true
+	}
+	for _, id := range cfg.EOSTokenIDs {
+		if id >= 0 && int(id) < len(t.tokens) {
+			t.eog[id] = true
+		}
+	}
+	isSpecial := func(id int32) bool { return id >= 0 && p.special[id] }
+	for _, s := range endOfTurnTexts {
+		if id := lookup(s); isSpecial(id) && t.eot < 0 {
+			t.eot = id
+		}
+	}
+	if id := lookup("<|eom_id|>"); isSpecial(id) {
+		t.eom = id
+	}
+	for _, s := range endOfGenerationTexts {
+		if id := lookup(s); isSpecial(id) {
+			t.eog[id] = true
+		}
+	}
+	for _, id := range []int32{t.eot, t.eom} {
+		if id >= 0 {
+			t.eog[id] = true
+		}
+	}
+	for i := range t.byteTokens {
+		t.byteTokens[i] = -1
+		if id, ok := t.ids[byteTokenText(byte(i))]; ok {
+			t.byteTokens[i] = id
+		}
+	}
+	t.pieces = make([]string, len(t.tokens))
+	for i := range t.tokens {
+		if !p.special[i] {
+			t.pieces[i] = p.decodeRaw(t, []int32{int32(i)})
+		}
+	}
+	return nil
 }
 
-// as [left, right] pairs; the rank is the index.
-func parseHFMerges(raw json.RawMessage) (map[pair]int32, error) {
+// parseHFMerges reads model.merges, either as "left right" strings or as
+// [left, right] pairs, in rank order.
+func parseHFMerges(raw json.RawMessage) ([]pair, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return map[pair]int32{}, nil
+		return nil, nil
 	}
 	var strs []string
 	if err := json.Unmarshal(raw, &strs); err == nil {
-		ranks := make(map[pair]int32, len(strs))
+		out := make([]pair, len(strs))
 		for i, m := range strs {
 			left, right, ok := strings.Cut(m, " ")
 			if !ok {
 				return nil, fmt.Errorf("merge %d %q has no space", i, m)
 			}
-			p := pair{left, right}
-			if _, dup := ranks[p]; !dup {
-				ranks[p] = int32(i)
-			}
+			out[i] = pair{left, right}
 		}
-		return ranks, nil
+		return out, nil
 	}
 	var pairs [][]string
 	if err := json.Unmarshal(raw, &pairs); err != nil {
 		return nil, errors.New("merges are neither strings nor pairs of strings")
 	}
-	ranks := make(map[pair]int32, len(pairs))
+	out := make([]pair, len(pairs))
 	for i, m := range pairs {
 		if len(m) != 2 {
 			return nil, fmt.Errorf("merge %d has %d parts", i, len(m))
 		}
-		p := pair{m[0], m[1]}
-		if _, dup := ranks[p]; !dup {
-			ranks[p] = int32(i)
+		out[i] = pair{m[0], m[1]}
+	}
+	return out, nil
+}
+
+// hfAdded is an added token as the text matcher needs it; content is
+// normalized for tokens matched after normalization.
+type hfAdded struct {
+	id                                  int32
+	content                             string
+	special, lstrip, rstrip, singleWord bool
+}
+
+// addedSet finds added tokens in text: at the leftmost position where one
+// matches, the longest one.
+type addedSet struct {
+	byText  map[string]hfAdded
+	lengths []int // distinct content lengths, longest first
+	first   [256]bool
+}
+
+func (a *addedSet) add(tok hfAdded) {
+	if a.byText == nil {
+		a.byText = map[string]hfAdded{}
+	}
+	if _, dup := a.byText[tok.content]; dup {
+		return // the first of two tokens with one text wins
+	}
+	a.byText[tok.content] = tok
+	a.first[tok.content[0]] = true
+	if !slices.Contains(a.lengths, len(tok.content)) {
+		a.lengths = append(a.lengths, len(tok.content))
+		slices.Sort(a.lengths)
+		slices.Reverse(a.lengths)
+	}
+}
+
+// find returns the next match in text at or after from, skipping special
+// tokens unless parseSpecial.
+func (a *addedSet) find(text string, from int, parseSpecial bool) (hfAdded, int, bool) {
+	if len(a.byText) == 0 {
+		return hfAdded{}, 0, false
+	}
+	for i := from; i < len(text); i++ {
+		if !a.first[text[i]] {
+			continue
+		}
+		for _, n := range a.lengths {
+			if i+n > len(text) {
+				continue
+			}
+			if tok, ok := a.byText[text[i:i+n]]; ok && (parseSpecial || !tok.special) {
+				return tok, i, true
+			}
 		}
 	}
-	return ranks, nil
+	return hfAdded{}, 0, false
 }

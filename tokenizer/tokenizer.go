@@ -102,8 +102,7 @@ type Tokenizer struct {
 	attrs  []attr
 	ids    map[string]int32
 
-	// ranks holds the BPE merges; for SPM it is nil when pieces merge by
-	// score (GGUF, llama2.c) and set when they merge by rank (tokenizer.json).
+	// ranks holds the BPE merges; nil for SPM, whose pieces merge by score.
 	ranks map[pair]int32
 	pre   preTokenizer // BPE word splitting
 
@@ -111,10 +110,6 @@ type Tokenizer struct {
 	escapeSpaces   bool // SPM: spaces are written "▁"
 	addSpacePrefix bool // SPM: a space is prepended to each text fragment
 	byteFallback   bool // unknown pieces are spelled with <0xNN> tokens
-	splitOnSpace   bool // SPM (Metaspace split): merge within ▁-words only
-	// prefixFirstOnly limits the space prefix to text at the very start
-	// (Metaspace prepend_scheme "first").
-	prefixFirstOnly bool
 
 	byteTokens [256]int32 // <0xNN> token per byte, or -1
 
@@ -125,6 +120,10 @@ type Tokenizer struct {
 	addBOS, addEOS               bool
 
 	pieces []string // Decode output per token (empty for control tokens)
+
+	// hf, when set, is the tokenizer.json pipeline that Encode and Decode
+	// run instead of llama.cpp's algorithms.
+	hf *hfPipeline
 }
 
 // VocabSize returns the number of tokens.
