@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/pootlabs/poot/internal/mmap"
 	"slices"
 	"strings"
 )
@@ -160,10 +162,13 @@ func parseModelConfigEOS(data []byte) ([]int32, error) {
 // tokenizer.json (or tokenizer.json.gz), with tokenizer_config.json and
 // config.json when present. No weights are needed.
 func FromHFDir(dir string) (*Tokenizer, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	// Reads are bounded and refuse what is not a regular file (a FIFO, a
+	// link to /dev/zero), as the checkpoint loader's are.
+	read := func(name string, limit int64) ([]byte, error) { return mmap.ReadFile(filepath.Join(dir, name), limit) }
+	data, err := read("tokenizer.json", maxHFFile)
 	if errors.Is(err, os.ErrNotExist) {
 		var gz []byte
-		if gz, err = os.ReadFile(filepath.Join(dir, "tokenizer.json.gz")); err == nil {
+		if gz, err = read("tokenizer.json.gz", maxHFFile); err == nil {
 			data, err = gunzip(gz)
 		}
 	}
@@ -171,14 +176,14 @@ func FromHFDir(dir string) (*Tokenizer, error) {
 		return nil, &LoadError{Source: "tokenizer.json", Err: err}
 	}
 	var cfg HFConfig
-	if raw, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json")); err == nil {
+	if raw, err := read("tokenizer_config.json", maxHFConfig); err == nil {
 		if cfg, err = ParseHFConfig(raw); err != nil {
 			return nil, err
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, &LoadError{Source: "tokenizer_config.json", Err: err}
 	}
-	if raw, err := os.ReadFile(filepath.Join(dir, "config.json")); err == nil {
+	if raw, err := read("config.json", maxHFConfig); err == nil {
 		if cfg.EOSTokenIDs, err = parseModelConfigEOS(raw); err != nil {
 			return nil, err
 		}
@@ -187,6 +192,13 @@ func FromHFDir(dir string) (*Tokenizer, error) {
 	}
 	return FromHFJSON(data, cfg)
 }
+
+// The largest files FromHFDir reads: tokenizer.json (tens of megabytes in
+// published models) and the small JSON files beside it.
+const (
+	maxHFFile   = 256 << 20
+	maxHFConfig = 16 << 20
+)
 
 func gunzip(data []byte) ([]byte, error) {
 	r, err := gzip.NewReader(bytes.NewReader(data))
