@@ -80,7 +80,7 @@ func TestLLM(t *testing.T) {
 	if err != nil || a != b {
 		t.Errorf("greedy generation differs between calls: %q, %q (%v)", a, b, err)
 	}
-	if _, err := m.Sample("hello", 3, 0.8, 7); err != nil {
+	if _, err := m.Sample("hello", 3, 0.8, 7, nil); err != nil {
 		t.Error(err)
 	}
 	if g, err := m.Graph(); err != nil || !strings.Contains(g, "outputs:") {
