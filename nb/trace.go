@@ -51,7 +51,7 @@ func Trace(m Model, dims ...int) (*Graph, Value, error) {
 		}
 	}
 	g.dims = append([]int(nil), dims...)
-	if m == nil || m == Model(funcModel(nil)) {
+	if m == nil {
 		g.reset()
 		g.fail(ErrModel, "trace", "the model is nil")
 		return g, Value{}, g.Err()
@@ -64,6 +64,9 @@ func Trace(m Model, dims ...int) (*Graph, Value, error) {
 // recorded over an F32 input "x" with the given dims. An interpreter passes
 // a function to compiled code as it is, so nothing is lost on the way.
 func TraceFunc(forward func(g *Graph, x Value) (Value, error), dims ...int) (*Graph, Value, error) {
+	if forward == nil {
+		return Trace(nil, dims...)
+	}
 	return Trace(funcModel(forward), dims...)
 }
 
