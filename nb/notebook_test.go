@@ -194,7 +194,9 @@ func TestGraphPicture(t *testing.T) {
 	g.Scope("block", func() {
 		h := g.RMSNorm(x, g.Weight("norm", 8), 1e-5)
 		q := g.RoPE(h, nb.Value{}, 2, nb.RoPEConfig{})
-		g.Scope("ffn", func() { g.Add(x, g.GatedFFN(q, g.Weight("gate", 16, 8), g.Weight("up", 16, 8), g.Weight("down", 8, 16), "swiglu")) })
+		g.Scope("ffn", func() {
+			g.Add(x, g.GatedFFN(q, g.Weight("gate", 16, 8), g.Weight("up", 16, 8), g.Weight("down", 8, 16), "swiglu"))
+		})
 	})
 	full, folded := g.Picture(0), g.Picture(1)
 	if !wellFormed(full.Source) || !wellFormed(folded.Source) || g.SVG() != full.Source {
