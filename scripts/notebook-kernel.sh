@@ -64,8 +64,13 @@ require github.com/pootlabs/poot v0.0.0
 
 replace github.com/pootlabs/poot => $poot
 EOF
+# gomacro's `go get github.com/pootlabs/poot/nb` would ask the proxy for
+# that path; with poot's requirements resolved here first it runs offline.
+echo 'package stub; import _ "github.com/pootlabs/poot/nb"' >"$imports/stub.go"
+(cd "$imports" && go mod tidy)
+rm "$imports/stub.go"
 modcache=$(go env GOMODCACHE)
-(cd "$work" && GOPATH="$gopath" GOMODCACHE="$modcache" GOFLAGS=-mod=mod \
+(cd "$work" && GOPATH="$gopath" GOMODCACHE="$modcache" GOFLAGS=-mod=mod GOPROXY=off \
 	"$work/bin/gomacro" -e 'import _b "github.com/pootlabs/poot/nb"') 2>&1 | grep -v 'skipping import of' >&2 || true
 bindings="$imports/github_com_pootlabs_poot_nb.go"
 [ -s "$bindings" ] || { echo "notebook-kernel: gomacro wrote no bindings for nb" >&2; exit 1; }
