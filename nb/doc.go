@@ -27,17 +27,28 @@
 //
 // # Models and shapes
 //
-// A model is any type with a Forward method (see Model); Trace records it
-// with its input named "x". Graphs have static shapes, so a shape left out
-// must come from somewhere: Trace takes the input's dims as arguments, or
-// from the model's InputDims method. Where they are left out, and for an
-// Input or Weight declared without dims inside Forward, the shape comes from
-// the data: the graph is traced again at each Run, with each such value a
-// vector as long as its data (like jax.jit, which traces once per shape).
-// Until then Dump says which values wait for data. Values recorded outside
-// Forward do not survive a retrace; the Value that Trace returns does.
-// Outside Trace a shape must be given: Input("s", 1) is a one-element
-// input, since Input("s") would mean "from the data".
+// A model is any type with a Forward method (see Model), or a function
+// (TraceFunc); Trace records it with its input named "x". Graphs have
+// static shapes, so give Trace the input's dims:
+//
+//	g, y, err := nb.Trace(model, 2, 4) // x is f32[2,4]
+//
+// This is the way that works from a notebook: gomacro hands compiled code
+// its own wrapper of an interpreted model, which has Forward alone, so an
+// interpreted InputDims method (InputShaper) is never seen. Where the dims
+// are left out, and for an Input or Weight declared without dims inside
+// Forward, the shape comes from the data: the graph is traced again at
+// each Run, with each such value a vector as long as its data (like
+// jax.jit, which traces once per shape); a shape error then says which
+// shapes came from the data. Until then Dump says which values wait for
+// data. Values recorded outside Forward do not survive a retrace; the
+// Value that Trace returns does. Outside Trace a shape must be given:
+// Input("s", 1) is a one-element input, since Input("s") would mean "from
+// the data". An Input too large for the graph's limits is an error where
+// it is declared.
+//
+// An error recorded from interpreted code is placed at NotebookPos ("the
+// notebook cell"): Go sees only the interpreter's frames there.
 //
 // # Running
 //
@@ -46,12 +57,23 @@
 // row-major order, one per input or weight name; integer inputs (tokens,
 // positions) must hold integers, and weights declared with WeightAs are
 // quantized to their dtype first. Only what the requested outputs read must
-// be bound; a name the graph does not declare is an error.
+// be bound; a name the graph does not declare is an error. A result is a
+// Tensor: the elements with their shape, printed as a table.
+//
+// # Pictures
+//
+// A notebook shows a value by the methods it has (gophernotes looks for
+// SVG, HTML and others): a Graph and an LLM draw themselves as SVG (see
+// Graph.Picture), a Tensor as an HTML table, and a Chart (NextTokens,
+// BarChart) as an SVG bar chart. Everything is drawn here in Go: no
+// Graphviz or other program is needed.
 //
 // # Checkpoints
 //
 // Open loads a checkpoint through package driver and gives a plain LLM:
-// Generate, Tokenize, Detokenize and Logits, with ints and strings only.
+// Generate (GenerateFunc hands over each piece as it is decoded),
+// Tokenize, Detokenize, Logits and LogitsAll, with ints, strings and
+// Tensors only.
 //
 // Graphs and LLMs are not safe for concurrent use. A graph's limits (a
 // million equations, 1 GiB for any one intermediate, 4 GiB in all) turn a

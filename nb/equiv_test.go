@@ -410,10 +410,11 @@ func TestMethodsMatchDirectGraphs(t *testing.T) {
 					v[i] = declareNB(g, d)
 				}
 				y := c.method(g, v)
-				got, err := g.Run(y, data)
+				res, err := g.Run(y, data)
 				if err != nil {
 					t.Fatal(err)
 				}
+				got := res.Data
 				rg, want := evalRef(t, c, data)
 				fg, err := g.Finish(y)
 				if err != nil {
@@ -430,7 +431,7 @@ func TestMethodsMatchDirectGraphs(t *testing.T) {
 						t.Fatalf("element %d: %v, want %v", i, got[i], want[i])
 					}
 				}
-				if sh := y.Shape(); len(sh) != len(rg.Type(rg.Outputs()[0]).Shape) {
+				if sh := y.Shape(); len(sh) != len(rg.Type(rg.Outputs()[0]).Shape) || fmt.Sprint(sh) != fmt.Sprint(res.Shape) {
 					t.Fatalf("shape %v, want %v", sh, rg.Type(rg.Outputs()[0]).Shape)
 				}
 			}

@@ -121,7 +121,7 @@ func TestRunDataErrors(t *testing.T) {
 	e := g.Embed(g.Weight("table", 4, 2), tok)
 	y := g.Add(e, g.Broadcast(x, 2, 2))
 	ok := map[string][]float64{"x": {1, 2}, "token": {0, 3}, "table": {0, 1, 2, 3, 4, 5, 6, 7}}
-	if out, err := g.Run(y, ok); err != nil || fmt.Sprint(out) != "[1 3 7 9]" {
+	if out, err := g.Run(y, ok); err != nil || fmt.Sprint(out.Data) != "[1 3 7 9]" {
 		t.Fatalf("Run = %v, %v", out, err)
 	}
 	with := func(name string, v []float64) map[string][]float64 {
@@ -158,13 +158,13 @@ func TestRunDataErrors(t *testing.T) {
 		}
 	}
 	// Only what the output reads must be bound.
-	if out, err := g.Run(x, map[string][]float64{"x": {5, 6}}); err != nil || fmt.Sprint(out) != "[5 6]" {
+	if out, err := g.Run(x, map[string][]float64{"x": {5, 6}}); err != nil || fmt.Sprint(out.Data) != "[5 6]" {
 		t.Errorf("Run(x) = %v, %v", out, err)
 	}
 	if _, err := g.RunAll(nil, ok); !errors.Is(err, nb.ErrValue) {
 		t.Errorf("RunAll without outputs: %v", err)
 	}
-	if outs, err := g.RunAll([]nb.Value{x, y}, ok); err != nil || len(outs) != 2 || len(outs[1]) != 4 {
+	if outs, err := g.RunAll([]nb.Value{x, y}, ok); err != nil || len(outs) != 2 || len(outs[1].Data) != 4 {
 		t.Errorf("RunAll = %v, %v", outs, err)
 	}
 	// Running a value that is not the graph's is an error of the call only.
@@ -237,7 +237,7 @@ func TestTraceFromData(t *testing.T) {
 			want += 2 * float64(i+1)
 		}
 		out, err := g.Run(y, map[string][]float64{"x": x, "w": w})
-		if err != nil || len(out) != 1 || out[0] != want {
+		if err != nil || len(out.Data) != 1 || out.Data[0] != want {
 			t.Fatalf("n=%d: %v, %v; want [%v]", n, out, err, want)
 		}
 		if fmt.Sprint(y.Shape()) != "[1]" || y.Size() != 1 || !strings.Contains(g.String(), fmt.Sprintf(`"w" f32[%d]`, n)) {
@@ -261,7 +261,7 @@ func TestTraceFromData(t *testing.T) {
 		t.Errorf("no data: %v", err)
 	}
 	// A failed Run leaves the graph ready for the next.
-	if out, err := g.Run(y, map[string][]float64{"x": {1, 2}, "w": {3, 4}}); err != nil || out[0] != 11 {
+	if out, err := g.Run(y, map[string][]float64{"x": {1, 2}, "w": {3, 4}}); err != nil || out.Data[0] != 11 {
 		t.Errorf("after a failed Run: %v, %v", out, err)
 	}
 }
@@ -280,7 +280,7 @@ func TestTraceWithDims(t *testing.T) {
 		t.Fatalf("Trace: %v, %v %v, names %v", err, y.Shape(), y.DType(), g.Names())
 	}
 	out, err := g.Run(y, map[string][]float64{"x": {1, 2, 3, 4, 5, 6}, "w": {1, 0, -1}})
-	if err != nil || fmt.Sprint(out) != "[1 0 -3 4 0 -6]" {
+	if err != nil || fmt.Sprint(out.Data) != "[1 0 -3 4 0 -6]" || fmt.Sprint(out.Shape) != "[2 3]" {
 		t.Errorf("Run = %v, %v", out, err)
 	}
 	pg, err := g.Finish(y)
@@ -288,7 +288,7 @@ func TestTraceWithDims(t *testing.T) {
 		t.Errorf("Finish: %v, %v", pg, err)
 	}
 	z := g.Exp(y)
-	if out, err := g.Run(z, map[string][]float64{"x": {0, 0, 0, 0, 0, 0}, "w": {1, 1, 1}}); err != nil || out[0] != 1 {
+	if out, err := g.Run(z, map[string][]float64{"x": {0, 0, 0, 0, 0, 0}, "w": {1, 1, 1}}); err != nil || out.Data[0] != 1 {
 		t.Errorf("a value recorded after Trace: %v, %v", out, err)
 	}
 	if !strings.Contains(g.DOT(), "digraph poot") {
@@ -313,8 +313,8 @@ func TestWeightAs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range outs[0] {
-		if d := outs[0][i] - outs[1][i]; d == 0 || d > 0.05 || d < -0.05 {
+	for i := range outs[0].Data {
+		if d := outs[0].Data[i] - outs[1].Data[i]; d == 0 || d > 0.05 || d < -0.05 {
 			t.Errorf("q8_0 %v vs f32 %v", outs[0], outs[1])
 		}
 	}

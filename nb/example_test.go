@@ -27,11 +27,15 @@ func ExampleTrace() {
 	}
 	g.Dump()
 	out, err := g.Run(y, map[string][]float64{"x": {3, 4}, "w": {1, 2}})
-	fmt.Printf("%.4f %v\n", out, err)
+	if err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println(out)
 	g.Dump()
 	// Output:
 	// graph: traced at each Run; the shapes of "x", "w" come from its data
-	// [0.8485 2.2627] <nil>
+	// f32[2]
+	//   0.84853 2.2627
 	// graph: 0 constants, 2 slots, 0 states, 10 equations (10 dispatches), 1 composite
 	//   %0 = slot "x" f32[2]
 	//   %1 = slot "w" f32[2]
@@ -59,10 +63,12 @@ func ExampleTrace_shaped() {
 		"b": {0, 0, 0},
 	}
 	out, err := g.Run(y, data)
-	fmt.Printf("%.3f %v\n", out, err)
+	fmt.Println(out, err)
 	// Output:
 	// f32[2,3] <nil>
-	// [0.509 0.245 0.245 0.245 0.509 0.245] <nil>
+	// f32[2,3]
+	//   0.50948 0.24526 0.24526
+	//   0.24526 0.50948 0.24526 <nil>
 }
 
 // A graph built cell by cell, without a model.
@@ -73,13 +79,17 @@ func ExampleNew() {
 	fmt.Println(y)
 	out, err := g.Run(y, map[string][]float64{"x": {1, 2, 3, 4}})
 	fmt.Println(out, err)
+	fmt.Println(out.At(1, 0))
 
 	// Errors are kept, never panicked: the first one is reported.
 	z := g.Add(x, g.Input("v", 3))
 	fmt.Println(z.Shape(), g.Err() != nil)
 	// Output:
 	// f32[2,2]
-	// [6 12 12 26] <nil>
+	// f32[2,2]
+	//    6 12
+	//   12 26 <nil>
+	// 12 <nil>
 	// [] true
 }
 
@@ -115,10 +125,10 @@ func ExampleGraph_Attention() {
 		data[name] = vals
 	}
 	y, err := g.Run(out, data)
-	fmt.Printf("%d values, first %.4f, %v\n", len(y), y[0], err)
+	fmt.Printf("%v values, first %.4f, %v\n", y.Shape, y.Data[0], err)
 	// Output:
 	// f32[4,8] <nil>
-	// 32 values, first 0.0580, <nil>
+	// [4 8] values, first 0.0580, <nil>
 }
 
 // Open a checkpoint and generate from it (a GGUF file or a safetensors

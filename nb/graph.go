@@ -70,6 +70,7 @@ type Graph struct {
 	dims     []int                // the traced input's dims; nil: from the data
 	data     map[string][]float64 // the data of the Run being traced, if any
 	pending  []string             // values whose shapes wait for data
+	fromData []string             // values whose shapes this trace took from data
 	deferred bool                 // shapes come from the data of each Run
 	out      int32                // id of the model's output
 	modelErr error                // Forward's error or panic, which outranks the builder's
@@ -100,7 +101,7 @@ func (g *Graph) reset() {
 	g.gen++
 	g.names = map[string]declared{}
 	g.order = nil
-	g.pending = nil
+	g.pending, g.fromData = nil, nil
 	g.out = 0
 	g.modelErr = nil
 }
@@ -140,7 +141,10 @@ func (g *Graph) placeError() {
 }
 
 // userPos is the file:line of the first caller outside the packages of
-// this module (a test file counts as outside).
+// this module (a test file counts as outside). When that caller is Go's
+// reflect package, the runtime or an interpreter (gomacro, and the proxy
+// types its bindings generate), the call came from interpreted code whose
+// lines Go cannot see: the position is then NotebookPos.
 func userPos() string {
 	var pcs [48]uintptr
 	n := runtime.Callers(3, pcs[:])
@@ -148,12 +152,28 @@ func userPos() string {
 	for {
 		f, more := frames.Next()
 		if !strings.HasPrefix(f.Function, modulePath) || strings.HasSuffix(f.File, "_test.go") {
+			if interpreted(f.Function) {
+				return NotebookPos
+			}
 			return f.File[strings.LastIndexByte(f.File, '/')+1:] + ":" + strconv.Itoa(f.Line)
 		}
 		if !more {
 			return ""
 		}
 	}
+}
+
+// NotebookPos is the position of an error made by interpreted code (a
+// notebook cell), whose lines are not Go's to report.
+const NotebookPos = "the notebook cell"
+
+// interpreted reports whether the function (as runtime.Frame names it)
+// belongs to the machinery that calls compiled code from interpreted
+// code: reflect, the runtime's call trampolines, gomacro, or a gomacro
+// proxy type (P_<package path>_<interface>).
+func interpreted(function string) bool {
+	return strings.HasPrefix(function, "reflect.") || strings.HasPrefix(function, "runtime.") ||
+		strings.HasPrefix(function, "github.com/cosmos72/gomacro/") || strings.Contains(function, ".(*P_")
 }
 
 const modulePath = "github.com/pootlabs/poot"
@@ -321,6 +341,11 @@ func (g *Graph) declare(op, name string, kind inputKind, dims []int, fn func(b *
 		dims = g.dimsFromData(op, name)
 	}
 	dims = append([]int(nil), dims...)
+	if n := poot.Shape(dims).Size(); kind != kindWeight && n > limits.MaxValueBytes/4 && g.b.Err() == nil {
+		// The builder charges constants at declaration but inputs only when
+		// an operation reads them; a typo should fail here, where it is.
+		g.fail(poot.ErrLimit, op, "%q %v would take %d bytes, more than the %d a notebook input may", name, fmtDims(dims), 4*n, limits.MaxValueBytes)
+	}
 	v := g.push(step{fn: func(b *builder, _ []handle) handle { return fn(b, dims) }}, nil)
 	if g.b.Err() == nil {
 		g.names[name] = declared{kind: kind, v: v, dims: dims}
@@ -350,6 +375,7 @@ func (g *Graph) dimsFromData(op, name string) []int {
 		} else if len(d) == 0 {
 			g.fail(ErrData, op, "the data for %q are empty", name)
 		} else {
+			g.fromData = append(g.fromData, name)
 			return []int{len(d)}
 		}
 	}
@@ -477,7 +503,7 @@ func (v Value) String() string {
 		if v.g == nil && v.id == 0 {
 			return "(absent)"
 		}
-		if v.id == modelOutput && v.g != nil && v.g.deferred && v.g.out == 0 {
+		if v.g != nil && v.g.deferred && (len(v.g.pending) > 0 || v.id == modelOutput && v.g.out == 0) {
 			return "(waits for data)"
 		}
 		return "(invalid)"

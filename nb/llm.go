@@ -2,9 +2,14 @@ package nb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/pootlabs/poot"
 
 	"github.com/pootlabs/poot/driver"
 	// The cpu backend, registered as the interpreter "cpu" (the default).
@@ -50,16 +55,35 @@ func (m *LLM) Close() error {
 	return s.Close()
 }
 
+// String describes the model: family, layers, width, vocabulary and
+// context.
+func (m *LLM) String() string {
+	s, err := m.session()
+	if err != nil {
+		return "nb.LLM (closed)"
+	}
+	sc := s.Model().Schema()
+	return fmt.Sprintf("nb.LLM: %s, %d layers of width %d, vocabulary of %d, context of %d tokens",
+		s.Model().Family(), sc.Layers, sc.Dim, sc.Vocab, s.Capacity())
+}
+
 // Generate continues prompt by n tokens at most, greedily, from an empty
 // context, and returns the text generated (which ends early at an
 // end-of-generation token or a full context).
 func (m *LLM) Generate(prompt string, n int) (string, error) {
-	return m.Sample(prompt, n, 0, 0)
+	return m.Sample(prompt, n, 0, 0, nil)
 }
 
-// Sample is Generate drawing each token at the given temperature (0 is
-// greedy) from a random stream set by seed.
-func (m *LLM) Sample(prompt string, n int, temperature float64, seed int) (string, error) {
+// GenerateFunc is Generate handing each piece of text to each as soon as
+// it is decoded (to print it while the rest is generated); generation stops
+// early when each returns false. It returns the text generated.
+func (m *LLM) GenerateFunc(prompt string, n int, each func(piece string) bool) (string, error) {
+	return m.Sample(prompt, n, 0, 0, each)
+}
+
+// Sample is GenerateFunc drawing each token at the given temperature (0 is
+// greedy) from a random stream set by seed; each may be nil.
+func (m *LLM) Sample(prompt string, n int, temperature float64, seed int, each func(piece string) bool) (string, error) {
 	s, err := m.session()
 	if err != nil {
 		return "", err
@@ -71,7 +95,20 @@ func (m *LLM) Sample(prompt string, n int, temperature float64, seed int) (strin
 	var sb strings.Builder
 	opts := driver.GenerateOptions{MaxTokens: n}
 	opts.Temperature, opts.Seed = temperature, uint64(seed)
-	_, err = s.Generate(context.Background(), prompt, opts, func(piece string) { sb.WriteString(piece) })
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	_, err = s.Generate(ctx, prompt, opts, func(piece string) {
+		if ctx.Err() != nil {
+			return // pieces flushed after each asked to stop
+		}
+		sb.WriteString(piece)
+		if each != nil && !each(piece) {
+			stop()
+		}
+	})
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		err = nil
+	}
 	return sb.String(), err
 }
 
@@ -117,26 +154,85 @@ func (m *LLM) Detokenize(ids []int) (string, error) {
 // Logits scores tokens from position 0 and returns the logits after the
 // last one, one per vocabulary entry.
 func (m *LLM) Logits(tokens []int) ([]float64, error) {
-	s, err := m.session()
+	all, err := m.logits(tokens, false)
 	if err != nil {
 		return nil, err
+	}
+	return all.Data, nil
+}
+
+// LogitsAll scores tokens from position 0 and returns the logits after
+// every one: a Tensor [len(tokens), vocabulary], row i scoring the token
+// after tokens[i].
+func (m *LLM) LogitsAll(tokens []int) (Tensor, error) { return m.logits(tokens, true) }
+
+func (m *LLM) logits(tokens []int, all bool) (Tensor, error) {
+	s, err := m.session()
+	if err != nil {
+		return Tensor{}, err
 	}
 	ids, err := toIDs(tokens)
 	if err != nil {
-		return nil, err
+		return Tensor{}, err
 	}
-	rows, err := s.Logits(ids, false)
+	rows, err := s.Logits(ids, all)
 	if err != nil {
-		return nil, err
+		return Tensor{}, err
 	}
 	if len(rows) == 0 {
-		return nil, driver.ErrEmptyPrompt
+		return Tensor{}, driver.ErrEmptyPrompt
 	}
-	out := make([]float64, len(rows[0]))
-	for i, x := range rows[0] {
-		out[i] = float64(x)
+	t := Tensor{Shape: []int{len(rows), len(rows[0])}, DType: "f32", Data: make([]float64, 0, len(rows)*len(rows[0]))}
+	for _, r := range rows {
+		for _, x := range r {
+			t.Data = append(t.Data, float64(x))
+		}
 	}
-	return out, nil
+	if !all {
+		t.Shape = t.Shape[1:]
+	}
+	return t, nil
+}
+
+// NextTokens charts the k likeliest tokens to follow prompt (tokenized as
+// Tokenize does) with their probabilities, likeliest first.
+func (m *LLM) NextTokens(prompt string, k int) (Chart, error) {
+	if k < 1 {
+		return Chart{}, &driver.OptionError{Option: "k", Detail: fmt.Sprintf("%d tokens: want at least 1", k)}
+	}
+	ids, err := m.Tokenize(prompt)
+	if err != nil {
+		return Chart{}, err
+	}
+	logits, err := m.Logits(ids)
+	if err != nil {
+		return Chart{}, err
+	}
+	top := math.Inf(-1)
+	for _, x := range logits {
+		top = math.Max(top, x)
+	}
+	sum := 0.0
+	probs := make([]float64, len(logits))
+	for i, x := range logits {
+		probs[i] = math.Exp(x - top)
+		sum += probs[i]
+	}
+	order := make([]int, len(probs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return probs[order[a]] > probs[order[b]] })
+	c := Chart{Title: fmt.Sprintf("next token after %q", prompt)}
+	for _, id := range order[:min(k, len(order))] {
+		piece, err := m.Detokenize([]int{id})
+		if err != nil {
+			return Chart{}, err
+		}
+		c.Labels = append(c.Labels, strconv.Quote(piece))
+		c.Values = append(c.Values, probs[id]/sum)
+	}
+	return c, nil
 }
 
 // VocabSize returns the number of token ids.
@@ -151,15 +247,41 @@ func (m *LLM) VocabSize() int {
 // Graph returns the text of the decode step's graph (one token), as
 // Graph.String prints a notebook graph.
 func (m *LLM) Graph() (string, error) {
-	s, err := m.session()
-	if err != nil {
-		return "", err
-	}
-	_, g, err := s.Step(1, families.LastToken)
+	g, err := m.decodeGraph()
 	if err != nil {
 		return "", err
 	}
 	return g.String(), nil
+}
+
+func (m *LLM) decodeGraph() (*poot.Graph, error) {
+	s, err := m.session()
+	if err != nil {
+		return nil, err
+	}
+	_, g, err := s.Step(1, families.LastToken)
+	return g, err
+}
+
+// Picture draws the decode step's graph as Graph.Picture does, with the
+// scopes nested deeper than depth folded (0 folds none).
+func (m *LLM) Picture(depth int) (Picture, error) {
+	g, err := m.decodeGraph()
+	if err != nil {
+		return Picture{}, err
+	}
+	return drawGraph(g, depth), nil
+}
+
+// SVG draws the decode step with each layer's attention and feed-forward
+// folded (Picture(2)), or the error; it makes a notebook show an LLM as a
+// picture.
+func (m *LLM) SVG() string {
+	p, err := m.Picture(2)
+	if err != nil {
+		return textPicture("error: " + err.Error()).Source
+	}
+	return p.Source
 }
 
 func toIDs(ids []int) ([]int32, error) {

@@ -2,6 +2,7 @@ package nb_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,7 +81,7 @@ func TestLLM(t *testing.T) {
 	if err != nil || a != b {
 		t.Errorf("greedy generation differs between calls: %q, %q (%v)", a, b, err)
 	}
-	if _, err := m.Sample("hello", 3, 0.8, 7); err != nil {
+	if _, err := m.Sample("hello", 3, 0.8, 7, nil); err != nil {
 		t.Error(err)
 	}
 	if g, err := m.Graph(); err != nil || !strings.Contains(g, "outputs:") {
@@ -125,5 +126,75 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if _, err := nb.OpenWith(tinyCheckpoint(t), "nope", 0); !errors.Is(err, driver.ErrUnknownInterpreter) {
 		t.Errorf("unknown interpreter: %v", err)
+	}
+}
+
+// Streaming, all-position logits, the next-token chart and the pictures
+// of an LLM.
+func TestLLMNotebook(t *testing.T) {
+	m, err := nb.OpenWith(tinyCheckpoint(t), "", 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	want, err := m.Generate("hello", 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pieces []string
+	got, err := m.GenerateFunc("hello", 6, func(p string) bool { pieces = append(pieces, p); return true })
+	if err != nil || got != want || strings.Join(pieces, "") != want || len(pieces) < 2 {
+		t.Fatalf("GenerateFunc = %q (pieces %q), %v; Generate gives %q", got, pieces, err, want)
+	}
+	calls := 0
+	first, err := m.GenerateFunc("hello", 6, func(string) bool { calls++; return false })
+	if err != nil || calls != 1 || first != pieces[0] {
+		t.Errorf("stopped at once: %q after %d calls, %v; want %q", first, calls, err, pieces[0])
+	}
+	ids, _ := m.Tokenize("hello world")
+	all, err := m.LogitsAll(ids)
+	if err != nil || fmt.Sprint(all.Shape) != fmt.Sprint([]int{len(ids), synth.TinyVocab}) || len(all.Data) != len(ids)*synth.TinyVocab {
+		t.Fatalf("LogitsAll: %v, %v", all.Shape, err)
+	}
+	for n := 1; n <= len(ids); n++ {
+		last, err := m.Logits(ids[:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, x := range last {
+			if d := x - all.Data[(n-1)*synth.TinyVocab+j]; d > 1e-4 || d < -1e-4 {
+				t.Fatalf("row %d, logit %d: %v from LogitsAll, %v from Logits of the prefix", n-1, j, all.Data[(n-1)*synth.TinyVocab+j], x)
+			}
+		}
+	}
+	c, err := m.NextTokens("hello", 5)
+	if err != nil || len(c.Values) != 5 || len(c.Labels) != 5 {
+		t.Fatalf("NextTokens: %v, %v", c, err)
+	}
+	sum := 0.0
+	for i, p := range c.Values {
+		sum += p
+		if p <= 0 || i > 0 && p > c.Values[i-1] {
+			t.Errorf("probabilities %v are not positive and falling", c.Values)
+		}
+	}
+	if sum > 1+1e-9 || !wellFormed(c.SVG()) {
+		t.Errorf("probabilities sum to %v", sum)
+	}
+	if _, err := m.NextTokens("hello", 0); err == nil {
+		t.Error("NextTokens(0) succeeds")
+	}
+	if !wellFormed(m.SVG()) || !strings.Contains(m.SVG(), ">layer.0</text>") || !strings.Contains(m.SVG(), ">attn/</text>") {
+		t.Errorf("SVG of the LLM:\n%s", m.SVG())
+	}
+	if p, err := m.Picture(0); err != nil || !strings.Contains(p.Source, ">attention[") {
+		t.Errorf("Picture(0): %v", err)
+	}
+	if s := m.String(); !strings.Contains(s, "llama") || !strings.Contains(s, "context of 64 tokens") {
+		t.Errorf("String = %q", s)
+	}
+	m.Close()
+	if _, err := m.LogitsAll(ids); !errors.Is(err, nb.ErrClosed) || m.String() != "nb.LLM (closed)" || !strings.Contains(m.SVG(), "closed") {
+		t.Errorf("after Close: %v", err)
 	}
 }

@@ -11,20 +11,21 @@ import (
 	"github.com/pootlabs/poot/tensor"
 )
 
-// Run evaluates out with the oracle and returns its elements in row-major
-// order. data holds the elements of each input and weight by name; only
-// those out depends on must be given (see the package documentation).
-func (g *Graph) Run(out Value, data map[string][]float64) ([]float64, error) {
+// Run evaluates out with the oracle and returns it as a Tensor: its
+// elements in row-major order with its shape. data holds the elements of
+// each input and weight by name; only those out depends on must be given
+// (see the package documentation).
+func (g *Graph) Run(out Value, data map[string][]float64) (Tensor, error) {
 	res, err := g.RunAll([]Value{out}, data)
 	if err != nil {
-		return nil, err
+		return Tensor{}, err
 	}
 	return res[0], nil
 }
 
-// RunAll evaluates several values in one step and returns their elements in
-// the order of outs.
-func (g *Graph) RunAll(outs []Value, data map[string][]float64) ([][]float64, error) {
+// RunAll evaluates several values in one step and returns them in the
+// order of outs.
+func (g *Graph) RunAll(outs []Value, data map[string][]float64) ([]Tensor, error) {
 	if g == nil || g.b == nil {
 		return nil, ErrNilGraph
 	}
@@ -70,9 +71,10 @@ func (g *Graph) RunAll(outs []Value, data map[string][]float64) ([][]float64, er
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]float64, len(res))
+	out := make([]Tensor, len(res))
 	for i, t := range res {
-		if out[i], err = float64s(t); err != nil {
+		out[i] = Tensor{Shape: append([]int{}, t.Type.Shape...), DType: t.Type.DType.String()}
+		if out[i].Data, err = float64s(t); err != nil {
 			return nil, err
 		}
 	}
