@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/pootlabs/poot/driver"
 	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/tokenizer"
 )
 
 type refJSON struct {
@@ -352,5 +356,43 @@ func TestLogitsTinyReferences(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestTokenizeTokenizerOnly: a directory holding only tokenizer.json and
+// tokenizer_config.json (no weights, no config.json) is enough for
+// tokenize and detokenize.
+func TestTokenizeTokenizerOnly(t *testing.T) {
+	gz, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "hf", "qwen3", "tokenizer.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want, err := tokenizer.FromHFDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := want.Encode("Hello world", tokenizer.EncodeOptions{AddBOS: want.AddBOS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errs, status := runPoot("tokenize", "-m", dir, "-p", "Hello world")
+	if status != 0 || strings.TrimSpace(out) != joinTokens(ids) {
+		t.Fatalf("tokenize: status %d, %q (stderr %q), want %s", status, out, errs, joinTokens(ids))
+	}
+	out, errs, status = runPoot("detokenize", "-m", dir, "--tokens", joinTokens(ids))
+	if status != 0 || !strings.Contains(out, "Hello world") {
+		t.Fatalf("detokenize: status %d, %q (stderr %q)", status, out, errs)
 	}
 }

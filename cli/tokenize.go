@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/pootlabs/poot/driver"
-	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/tokenizer"
 )
 
@@ -14,16 +13,7 @@ func openTokenizer(path string) (*tokenizer.Tokenizer, func(), error) {
 	if path == "" {
 		return nil, nil, usagef("no model: give -m MODEL (a GGUF file or a safetensors directory)")
 	}
-	c, err := load.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	t, err := driver.TokenizerOf(c)
-	if err != nil {
-		c.Close()
-		return nil, nil, err
-	}
-	return t, func() { c.Close() }, nil
+	return driver.OpenTokenizer(path)
 }
 
 // cmdTokenize prints a text's token ids comma-separated on one line, or with

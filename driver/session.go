@@ -3,6 +3,8 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -176,6 +178,29 @@ func ModelOf(c *load.Checkpoint) (families.Model, error) {
 	return registry.FromCheckpoint(c)
 }
 
+// OpenTokenizer loads only the vocabulary at path: a GGUF file's, a
+// safetensors directory's, or that of a directory holding tokenizer files
+// only (tokenizer.json or tokenizer.json.gz, with tokenizer_config.json
+// and config.json when present; no weights). done releases the checkpoint the vocabulary may
+// still read.
+func OpenTokenizer(path string) (t *tokenizer.Tokenizer, done func(), err error) {
+	c, err := load.Open(path)
+	if err != nil {
+		for _, name := range []string{"tokenizer.json", "tokenizer.json.gz"} {
+			if st, serr := os.Stat(filepath.Join(path, name)); serr == nil && st.Mode().IsRegular() {
+				t, err := tokenizer.FromHFDir(path)
+				return t, func() {}, err
+			}
+		}
+		return nil, nil, err
+	}
+	if t, err = TokenizerOf(c); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return t, func() { c.Close() }, nil
+}
+
 // TokenizerOf loads the vocabulary of an opened checkpoint: the GGUF
 // metadata, or a safetensors directory's tokenizer.json (with
 // tokenizer_config.json when present). A checkpoint without one is an error
@@ -191,19 +216,11 @@ func TokenizerOf(c *load.Checkpoint) (*tokenizer.Tokenizer, error) {
 	if dir == nil {
 		return nil, ErrNoTokenizer
 	}
-	js := dir.TokenizerJSON()
-	if js == nil {
+	if dir.TokenizerJSON() == nil {
 		return nil, fmt.Errorf("%w (no tokenizer.json in %s)", ErrNoTokenizer, dir.Path())
 	}
-	var cfgs []tokenizer.HFConfig
-	if data := dir.TokenizerConfigJSON(); data != nil {
-		cfg, err := tokenizer.ParseHFConfig(data)
-		if err != nil {
-			return nil, err
-		}
-		cfgs = append(cfgs, cfg)
-	}
-	return tokenizer.FromHFJSON(js, cfgs...)
+	// tokenizer.json, tokenizer_config.json and config.json's end ids.
+	return tokenizer.FromHFDir(dir.Path())
 }
 
 // Close waits for a running step to finish, releases the compiled steps,

@@ -127,6 +127,62 @@ func (m *LLM) Tokenize(text string) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	return tokenize(t, text)
+}
+
+// Detokenize returns the text of token ids.
+func (m *LLM) Detokenize(ids []int) (string, error) {
+	t, err := m.tokenizer()
+	if err != nil {
+		return "", err
+	}
+	return detokenize(t, ids)
+}
+
+// Vocab is a vocabulary opened on its own, without a model: a GGUF file's,
+// or a directory's tokenizer.json (with tokenizer_config.json and
+// config.json when present; no weights needed).
+type Vocab struct {
+	t    *tokenizer.Tokenizer
+	done func()
+}
+
+// OpenVocab opens the vocabulary at path.
+func OpenVocab(path string) (*Vocab, error) {
+	t, done, err := driver.OpenTokenizer(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Vocab{t: t, done: done}, nil
+}
+
+// Close releases the file the vocabulary was read from.
+func (v *Vocab) Close() error {
+	if v == nil || v.t == nil {
+		return ErrClosed
+	}
+	v.done()
+	v.t = nil
+	return nil
+}
+
+// Tokenize returns the token ids of text as a prompt starts.
+func (v *Vocab) Tokenize(text string) ([]int, error) {
+	if v == nil || v.t == nil {
+		return nil, ErrClosed
+	}
+	return tokenize(v.t, text)
+}
+
+// Detokenize returns the text of token ids.
+func (v *Vocab) Detokenize(ids []int) (string, error) {
+	if v == nil || v.t == nil {
+		return "", ErrClosed
+	}
+	return detokenize(v.t, ids)
+}
+
+func tokenize(t *tokenizer.Tokenizer, text string) ([]int, error) {
 	ids, err := t.Encode(text, tokenizer.EncodeOptions{AddBOS: t.AddBOS()})
 	if err != nil {
 		return nil, err
@@ -138,12 +194,7 @@ func (m *LLM) Tokenize(text string) ([]int, error) {
 	return out, nil
 }
 
-// Detokenize returns the text of token ids.
-func (m *LLM) Detokenize(ids []int) (string, error) {
-	t, err := m.tokenizer()
-	if err != nil {
-		return "", err
-	}
+func detokenize(t *tokenizer.Tokenizer, ids []int) (string, error) {
 	ids32, err := toIDs(ids)
 	if err != nil {
 		return "", err

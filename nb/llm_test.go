@@ -198,3 +198,29 @@ func TestLLMNotebook(t *testing.T) {
 		t.Errorf("after Close: %v", err)
 	}
 }
+
+// TestOpenVocab: a directory holding only tokenizer.json is a vocabulary
+// for notebooks, tokenizing as the tokenizer package does.
+func TestOpenVocab(t *testing.T) {
+	gz, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "hf", "llama3", "tokenizer.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json.gz"), gz, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := nb.OpenVocab(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	ids, err := v.Tokenize("Hello world")
+	if err != nil || len(ids) == 0 {
+		t.Fatalf("Tokenize: %v, %v", ids, err)
+	}
+	text, err := v.Detokenize(ids)
+	if err != nil || !strings.Contains(text, "Hello world") {
+		t.Fatalf("Detokenize: %q, %v", text, err)
+	}
+}
