@@ -24,6 +24,7 @@ func TestSafetensorsAgreeWithLlamaCpp(t *testing.T) {
 		"llama": "llama", "gemma3": "gemma3", "qwen3moe": "qwen3moe", "mixtral": "mixtral", "llama4": "llama4",
 		"deepseek2": "deepseek2", "olmo2": "olmo2", "phi3": "phi3", "granite": "granite",
 		"qwen3next": "qwen3next", "qwen35": "qwen3next", "qwen35moe": "qwen3next", "gpt-oss": "gptoss",
+		"phi2": "phi2", "stablelm": "stablelm", "gptneox": "gptneox", "falcon": "falcon",
 	} {
 		t.Run(family, func(t *testing.T) {
 			p, err := synth.FindPreset(family, "tiny")
@@ -54,8 +55,9 @@ func TestSafetensorsAgreeWithLlamaCpp(t *testing.T) {
 			}
 			ref := familytest.ReadRef(t, filepath.Join("..", "..", "families", pkg, "testdata", "tiny-hf-"+family+".ref.json"))
 			tol := 1e-3
-			if family == "gemma3" {
-				tol = 5e-3 // ggml's GELU reads an f16 table: 2.2e-3 with these weights
+			switch family {
+			case "gemma3", "phi2", "gptneox", "falcon":
+				tol = 5e-3 // ggml's GELU reads an f16 table: 1.9e-3 to 2.2e-3 with these weights
 			}
 			drivertest.CheckReference(t, dir, ref, tol)
 		})

@@ -68,8 +68,10 @@ func Presets() []Preset {
 	phi3["original_max_position_embeddings"], phi3["sliding_window"] = 256, 128
 	phi3mini := map[string]any{"architectures": []any{"Phi3ForCausalLM"}, "model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
 		"intermediate_size": 8192, "vocab_size": 32064, "max_position_embeddings": 4096, "original_max_position_embeddings": 4096, "sliding_window": 2047, "rms_norm_eps": 1e-5, "rope_theta": 10000.0}
+	// llama.cpp's converter writes Phi-2's feed-forward width as four
+	// times the model's, whatever config.json says, as Phi-2's is.
 	phi2 := map[string]any{"architectures": []any{"PhiForCausalLM"}, "model_type": "phi", "hidden_size": 64, "num_hidden_layers": 2,
-		"num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 128, "vocab_size": TinyVocab, "max_position_embeddings": 256,
+		"num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 256, "vocab_size": TinyVocab, "max_position_embeddings": 256,
 		"layer_norm_eps": 1e-5, "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
 	phi2big := map[string]any{"architectures": []any{"PhiForCausalLM"}, "model_type": "phi", "hidden_size": 2560, "num_hidden_layers": 32,
 		"num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 10240, "vocab_size": 51200, "max_position_embeddings": 2048,
@@ -149,7 +151,7 @@ func Presets() []Preset {
 		{"deepseek-v3", "deepseek2", "DeepSeek-V3 / R1 shape: dim 7168, 61 layers (3 dense), 128 heads, latent 512 + rope 64, q rank 1536, 256 experts (8 used) in 8 groups (4 used), 1 shared, sigmoid gating with a selection bias, YaRN ×40, vocab 129280", map[string]any{"architectures": []any{"DeepseekV3ForCausalLM"}, "model_type": "deepseek_v3", "vocab_size": 129280, "hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "intermediate_size": 18432, "first_k_dense_replace": 3, "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "n_shared_experts": 1, "n_group": 8, "topk_group": 4, "topk_method": "noaux_tc", "scoring_func": "sigmoid", "norm_topk_prob": true, "routed_scaling_factor": 2.5, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "max_position_embeddings": 163840, "tie_word_embeddings": false, "rope_scaling": map[string]any{"type": "yarn", "factor": 40.0, "original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}}},
 		{"tiny", "olmo2", "olmo2, dim 64, 2 layers, 4 heads / 2 kv heads, post-norms, whole-projection QK norms, ffn 128, vocab 512", olmo2},
 		{"tiny", "phi3", "phi3, dim 64, 2 layers, 4 heads / 2 kv heads, fused QKV and gate/up, half the head dims rotated, window 128, vocab 512", phi3},
-		{"tiny", "phi2", "phi2, dim 64, 2 layers, 4 heads, parallel attention and GELU feed-forward from one LayerNorm, biases everywhere, half the head dims rotated, vocab 512", phi2},
+		{"tiny", "phi2", "phi2, dim 64, 2 layers, 4 heads, parallel attention and GELU feed-forward 256 from one LayerNorm, biases everywhere, half the head dims rotated, vocab 512", phi2},
 		{"tiny", "stablelm", "stablelm, dim 64, 2 layers, 4 heads / 2 kv heads, LayerNorms with biases, QKV biases, a quarter of the head dims rotated, vocab 512", stable},
 		{"tiny-parallel", "stablelm", "the tiny stablelm with parallel residuals from one norm (use_parallel_residual)", stablePar},
 		{"tiny", "gptneox", "gptneox, dim 64, 2 layers, 4 heads, fused QKV stored head by head, parallel residuals from two LayerNorms, GELU feed-forward 256, a quarter of the head dims rotated, vocab 512", neox},
