@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/pootlabs/poot/driver"
+	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/familytest"
 	"github.com/pootlabs/poot/families/registry"
@@ -211,4 +213,27 @@ func toF64(rows [][]float32) [][]float64 {
 		}
 	}
 	return out
+}
+
+// Synth writes a preset of package synth (family, preset name) with the
+// options o to a temporary path of the test, a GGUF file or (Format
+// "safetensors") a Hugging Face directory, and returns the path.
+func Synth(t testing.TB, family, preset string, o synth.Options) string {
+	t.Helper()
+	p, err := synth.FindPreset(family, preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := synth.Model(family, p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "model.gguf")
+	if o.Format == "safetensors" {
+		path = filepath.Join(t.TempDir(), "hf")
+	}
+	if err := synth.Write(m, path, o); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

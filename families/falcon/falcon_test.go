@@ -40,18 +40,7 @@ func TestReference(t *testing.T) {
 // seed of the F32 fixture: the same weights, so llama.cpp's outputs on the
 // GGUF file hold for it.
 func TestSafetensors(t *testing.T) {
-	p, err := synth.FindPreset("falcon", "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := synth.Model("falcon", p.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "hf")
-	if err := synth.Write(m, dir, synth.Options{Format: "safetensors", Seed: 7}); err != nil {
-		t.Fatal(err)
-	}
+	dir := drivertest.Synth(t, "falcon", "tiny", synth.Options{Format: "safetensors", Seed: 7})
 	r := familytest.ReadRef(t, filepath.Join("testdata", "tiny-f32.ref.json"))
 	drivertest.CheckFamily(t, drivertest.Family{Checkpoint: dir, Ref: r, Tol: r.Relative(1e-3), Interps: []string{"oracle", "cpu"}})
 }

@@ -46,18 +46,7 @@ func TestSafetensors(t *testing.T) {
 		seed        uint64
 	}{{"tiny", "tiny-f32", 7}, {"tiny-sequential", "tiny-sequential-f32", 8}} {
 		t.Run(c.preset, func(t *testing.T) {
-			p, err := synth.FindPreset("gptneox", c.preset)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := synth.Model("gptneox", p.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := filepath.Join(t.TempDir(), "hf")
-			if err := synth.Write(m, dir, synth.Options{Format: "safetensors", Seed: c.seed}); err != nil {
-				t.Fatal(err)
-			}
+			dir := drivertest.Synth(t, "gptneox", c.preset, synth.Options{Format: "safetensors", Seed: c.seed})
 			r := familytest.ReadRef(t, filepath.Join("testdata", c.ref+".ref.json"))
 			drivertest.CheckFamily(t, drivertest.Family{Checkpoint: dir, Ref: r, Tol: r.Relative(1e-3), Interps: []string{"oracle", "cpu"}})
 		})

@@ -128,18 +128,7 @@ func TestBrokenFamiliesFail(t *testing.T) {
 // from the seed of the F32 fixture: the same weights, so llama.cpp's
 // outputs on the GGUF hold for it.
 func TestSafetensors(t *testing.T) {
-	p, err := synth.FindPreset("phi2", "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := synth.Model("phi2", p.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "hf")
-	if err := synth.Write(m, dir, synth.Options{Format: "safetensors", Seed: 7, Scale: 0.25}); err != nil {
-		t.Fatal(err)
-	}
+	dir := drivertest.Synth(t, "phi2", "tiny", synth.Options{Format: "safetensors", Seed: 7, Scale: 0.25})
 	r := ref(t, "tiny-f32")
 	drivertest.CheckFamily(t, drivertest.Family{Checkpoint: dir, Ref: r, Tol: r.Relative(1e-3), Interps: []string{"oracle", "cpu"}})
 }

@@ -47,18 +47,7 @@ func TestSafetensors(t *testing.T) {
 		seed        uint64
 	}{{"tiny", "tiny-f32", 7}, {"tiny-parallel", "tiny-parallel-f32", 8}} {
 		t.Run(c.preset, func(t *testing.T) {
-			p, err := synth.FindPreset("stablelm", c.preset)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := synth.Model("stablelm", p.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := filepath.Join(t.TempDir(), "hf")
-			if err := synth.Write(m, dir, synth.Options{Format: "safetensors", Seed: c.seed, Scale: 0.25}); err != nil {
-				t.Fatal(err)
-			}
+			dir := drivertest.Synth(t, "stablelm", c.preset, synth.Options{Format: "safetensors", Seed: c.seed, Scale: 0.25})
 			r := familytest.ReadRef(t, filepath.Join("testdata", c.ref+".ref.json"))
 			drivertest.CheckFamily(t, drivertest.Family{Checkpoint: dir, Ref: r, Tol: r.Relative(1e-5), Interps: []string{"oracle", "cpu"}})
 		})
