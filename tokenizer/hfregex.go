@@ -62,11 +62,30 @@ func translateOniguruma(p string) (string, error) {
 		return "", &RegexError{Pattern: p, Offset: at, Reason: fmt.Sprintf(format, args...)}
 	}
 	var folds []bool // per open group: whether the enclosing scope folds case
+	// Per open group, whether it repeats something without bound; a group
+	// that does, itself repeated without bound, backtracks exponentially
+	// on some inputs ((a+)+b) and is refused rather than run.
+	var unbounded []bool
+	closedUnbounded := false // the group that just closed repeats inside
 	fold := false
 	afterQuantifier := false
+	repeat := func(at int, open bool) error {
+		if !open {
+			return nil
+		}
+		if closedUnbounded {
+			_, err := fail(at, "a group repeated without bound that repeats without bound inside (exponential backtracking)")
+			return err
+		}
+		if len(unbounded) > 0 {
+			unbounded[len(unbounded)-1] = true
+		}
+		return nil
+	}
 	for i := 0; i < len(p); {
 		r, n := utf8.DecodeRuneInString(p[i:])
 		quantifier := false
+		closed := false
 		switch {
 		case r == '\\':
 			s, m, err := translateEscape(p, i, false)
@@ -99,6 +118,7 @@ func translateOniguruma(p string) (string, error) {
 				prefix, emit = "(", "("
 			}
 			folds = append(folds, fold)
+			unbounded = append(unbounded, false)
 			fold = fold || prefix == "(?i:"
 			out.WriteString(emit)
 			n = len(prefix)
@@ -108,15 +128,27 @@ func translateOniguruma(p string) (string, error) {
 			}
 			fold = folds[len(folds)-1]
 			folds = folds[:len(folds)-1]
+			inner := unbounded[len(unbounded)-1]
+			unbounded = unbounded[:len(unbounded)-1]
+			if inner && len(unbounded) > 0 {
+				unbounded[len(unbounded)-1] = true
+			}
+			closedUnbounded, closed = inner, true
 			out.WriteByte(')')
 		case r == '*' || r == '+' || r == '?':
 			if afterQuantifier && r == '+' {
 				break // possessive: read as greedy
 			}
+			if err := repeat(i, !afterQuantifier && r != '?'); err != nil {
+				return "", err
+			}
 			out.WriteRune(r)
 			quantifier = !afterQuantifier || r != '?'
 		case r == '{':
 			if q, m, ok := braceQuantifier(p[i:]); ok {
+				if err := repeat(i, strings.HasSuffix(q, ",}")); err != nil {
+					return "", err
+				}
 				out.WriteString(q)
 				n = m
 				quantifier = true
@@ -131,6 +163,9 @@ func translateOniguruma(p string) (string, error) {
 			out.WriteString(p[i : i+n])
 		}
 		afterQuantifier = quantifier
+		if !closed && !quantifier {
+			closedUnbounded = false
+		}
 		i += n
 	}
 	if len(folds) != 0 {
@@ -211,6 +246,11 @@ func translateEscape(p string, i int, inClass bool) (string, int, error) {
 			v, err := strconv.ParseUint(p[i+3:i+max(end, 3)], 16, 32)
 			if end < 0 || err != nil || v > utf8.MaxRune {
 				return fail("bad \\x{...}")
+			}
+			if v > 0xFFFF {
+				// \u takes four digits: a rune past the BMP is written as
+				// itself (never a metacharacter).
+				return string(rune(v)), end + 1, nil
 			}
 			return fmt.Sprintf(`\u%04X`, v), end + 1, nil
 		}

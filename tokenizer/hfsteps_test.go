@@ -24,7 +24,10 @@ func TestTranslateOniguruma(t *testing.T) {
 		{`a{,2}`, `a{0,2}`},
 		{`a{x}`, `a\{x\}`},
 		{`\w+|\h`, `[` + wordClassBody + `]+|[0-9A-Fa-f]`},
-		{`\x{1F600}`, `\u1F600`},
+		{`\x{1F600}`, "\U0001F600"},
+		{`\x{e9}`, `\u00E9`},
+		{`(?:a+b)?c*`, `(?:a+b)?c*`},
+		{`(a|b)+`, `(a|b)+`},
 		{`[\-.,]`, `[\-.,]`},
 		{`[]a]`, `[\]a]`},
 		{`\s+(?!\S)|\s+$`, `\s+(?!\S)|\s+$`},
@@ -34,7 +37,7 @@ func TestTranslateOniguruma(t *testing.T) {
 			t.Errorf("%s: got %s %v, want %s", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{`(a)\1`, `\G`, `\K`, `[[:alpha:]]`, `[a&&b]`, `(?i)a`, `(a`, `a)`, `[ab`, `\`, `(?<name>a)`} {
+	for _, bad := range []string{`(a+)+b`, `(?:\s*x)*`, `((a)+c)+`, `(a{2,})*`, `(a+)`+"{1,}", `(a)\1`, `\G`, `\K`, `[[:alpha:]]`, `[a&&b]`, `(?i)a`, `(a`, `a)`, `[ab`, `\`, `(?<name>a)`} {
 		_, err := translateOniguruma(bad)
 		var re *RegexError
 		if !errors.As(err, &re) || re.Pattern != bad || !errors.Is(err, ErrUnsupported) {
