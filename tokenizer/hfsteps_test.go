@@ -37,7 +37,7 @@ func TestTranslateOniguruma(t *testing.T) {
 			t.Errorf("%s: got %s %v, want %s", c.in, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{`(a+)+b`, `(?:\s*x)*`, `((a)+c)+`, `(a{2,})*`, `(a+)`+"{1,}", `(a)\1`, `\G`, `\K`, `[[:alpha:]]`, `[a&&b]`, `(?i)a`, `(a`, `a)`, `[ab`, `\`, `(?<name>a)`} {
+	for _, bad := range []string{`(a+)+b`, `(?:\s*x)*`, `((a)+c)+`, `(a{2,})*`, `(a+)` + "{1,}", `(a)\1`, `\G`, `\K`, `[[:alpha:]]`, `[a&&b]`, `(?i)a`, `(a`, `a)`, `[ab`, `\`, `(?<name>a)`} {
 		_, err := translateOniguruma(bad)
 		var re *RegexError
 		if !errors.As(err, &re) || re.Pattern != bad || !errors.Is(err, ErrUnsupported) {
