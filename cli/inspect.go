@@ -98,7 +98,8 @@ func hyperparameters(m families.Model) map[string]any {
 	if !ok {
 		return h
 	}
-	h["heads"], h["kv_heads"], h["head_dim"], h["ffn"], h["rms_eps"] = d.Heads, d.KVHeads, d.HeadDim, d.FFN, d.Eps
+	h["heads"], h["kv_heads"], h["head_dim"], h["ffn"], h["norm_eps"] = d.Heads, d.KVHeads, d.HeadDim, d.FFN, d.Eps
+	h["norm"] = map[families.NormKind]string{families.RMS: "rmsnorm", families.LayerNormKind: "layernorm"}[d.Norm]
 	h["tied_output"] = d.Tied
 	rope := map[string]any{"theta": d.Rope.Theta, "dims": d.Rope.Dims, "layout": ropeLayout(d.Rope.Layout), "freq_factors": d.Rope.FreqFactors}
 	if d.Rope.Scaling != ops.ScaleNone {
@@ -114,7 +115,9 @@ func hyperparameters(m families.Model) map[string]any {
 	if d.LayerKVHeads != nil {
 		h["layer_kv_heads"] = d.LayerKVHeads
 	}
-	for k, v := range map[string]bool{"qkv_bias": d.QKVBias, "out_bias": d.OutBias, "qk_norm": d.QKNorm, "post_norms": d.PostNorms} {
+	for k, v := range map[string]bool{"qkv_bias": d.QKVBias, "out_bias": d.OutBias, "qk_norm": d.QKNorm, "post_norms": d.PostNorms,
+		"norm_bias": d.NormBias, "fused_qkv": d.FusedQKV, "parallel": d.Parallel, "shared_norm": d.SharedNorm,
+		"ungated_ffn": d.Ungated, "ffn_bias": d.FFNBias, "head_bias": d.HeadBias} {
 		if v {
 			h[k] = true
 		}
