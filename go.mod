@@ -7,4 +7,13 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
-require github.com/google/go-cmp v0.7.0 // indirect
+require (
+	github.com/ardanlabs/jinja v1.8.0 // indirect
+	github.com/coder/websocket v1.8.15 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/openai/openai-go/v3 v3.98.0 // indirect
+	github.com/tidwall/gjson v1.20.0 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
+)

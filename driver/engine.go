@@ -327,6 +327,9 @@ func (e *Engine) step(rows, n int) (*step, error) {
 // Model returns the configured model.
 func (e *Engine) Model() families.Model { return e.model }
 
+// Checkpoint returns the opened checkpoint (closed once the engine is).
+func (e *Engine) Checkpoint() *load.Checkpoint { return e.ckpt }
+
 // Tokenizer returns the model's tokenizer, or the error of loading it.
 func (e *Engine) Tokenizer() (*tokenizer.Tokenizer, error) { return e.tok, e.tokErr }
 
