@@ -50,7 +50,9 @@ func TestTemplatesRenderKnownConversations(t *testing.T) {
 				t.Fatal(err)
 			}
 			ct.Vars = map[string]any{"date_string": "02 Dec 2025", "strftime_now": jinja.NewCallable("strftime_now",
-				func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) { return jinja.NewString("2025-12-02"), nil })}
+				func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+					return jinja.NewString("2025-12-02"), nil
+				})}
 			msgs := conversation
 			switch name {
 			case "mistral": // user and assistant turns only
