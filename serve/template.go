@@ -139,3 +139,19 @@ func specialText(t *tokenizer.Tokenizer, id int32) string {
 	}
 	return t.Piece(id)
 }
+
+// ModelTemplate compiles the chat template for a model: src when it is
+// not empty, else the checkpoint's own (TemplateSource), with the
+// vocabulary's BOS and EOS texts. A model without a template gives nil
+// and no error: chat requests are then refused with ErrNoTemplate.
+func ModelTemplate(c *load.Checkpoint, tok *tokenizer.Tokenizer, src string) (*ChatTemplate, error) {
+	if src == "" {
+		var err error
+		if src, err = TemplateSource(c); errors.Is(err, ErrNoTemplate) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return NewChatTemplate(src, specialText(tok, tok.BOS()), specialText(tok, tok.EOS()))
+}

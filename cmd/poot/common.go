@@ -5,11 +5,15 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/pootlabs/poot/driver"
 )
+
+// stdin is the commands' standard input (tests replace it).
+var stdin io.Reader = os.Stdin
 
 // parseTokens reads comma-separated token ids.
 func parseTokens(s string) ([]int32, error) {
@@ -122,4 +126,23 @@ func modelFlags(fs *flagSet, model, interpName *string, capacity *int) {
 	if capacity != nil {
 		fs.IntVar(capacity, "ctx", 0, "context size in tokens (0: the model's, at most 4096)")
 	}
+}
+
+// threadsFlag registers --threads.
+func threadsFlag(fs *flagSet) *int {
+	return fs.Int("threads", 0, fmt.Sprintf("threads of the model's arithmetic (0: all %d cores; at most %d per core)", runtime.NumCPU(), maxThreadsPerCPU))
+}
+
+// setThreads applies --threads n for the command's run: the cpu backend
+// runs its loops on GOMAXPROCS workers. It returns what restores the
+// previous setting (commands run in-process in tests).
+func setThreads(n int) (restore func(), err error) {
+	if limit := maxThreadsPerCPU * runtime.NumCPU(); n < 0 || n > limit {
+		return nil, usagef("--threads %d: want 0 (all cores) up to %d (%d per core on %d cores)", n, limit, maxThreadsPerCPU, runtime.NumCPU())
+	}
+	if n == 0 {
+		return func() {}, nil
+	}
+	old := runtime.GOMAXPROCS(n)
+	return func() { runtime.GOMAXPROCS(old) }, nil
 }

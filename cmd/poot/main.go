@@ -42,6 +42,8 @@ var commands = map[string]command{
 	"trace":      {cmdTrace, "print a step's graph (text or Graphviz DOT)"},
 	"synth":      {cmdSynth, "write a random-weight checkpoint of any family"},
 	"demo":       {cmdDemo, "synthesize a tiny model, trace it, run it and generate (no files needed)"},
+	"serve":      {cmdServe, "serve the OpenAI API (chat and completions, streamed) over HTTP, batching requests"},
+	"chat":       {cmdChat, "chat in the terminal over the model's chat template, streaming replies"},
 }
 
 // usageError is an error in the command line (exit status 2).
