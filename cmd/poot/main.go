@@ -44,6 +44,7 @@ var commands = map[string]command{
 	"demo":       {cmdDemo, "synthesize a tiny model, trace it, run it and generate (no files needed)"},
 	"serve":      {cmdServe, "serve the OpenAI API (chat and completions, streamed) over HTTP, batching requests"},
 	"chat":       {cmdChat, "chat in the terminal over the model's chat template, streaming replies"},
+	"--version":  {cmdVersion, "print the version of poot and the Go it was built with"},
 }
 
 // usageError is an error in the command line (exit status 2).
