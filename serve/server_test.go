@@ -54,6 +54,7 @@ func startServer(t *testing.T, o driver.EngineOptions, template bool) (*httptest
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { e.Close() })
 	cfg := serve.Config{Engine: e, Model: "tiny", MaxBody: 1 << 16}
 	if template {
 		src, err := os.ReadFile("testdata/templates/qwen2.5.jinja")
@@ -68,12 +69,14 @@ func startServer(t *testing.T, o driver.EngineOptions, template bool) (*httptest
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newServer(t, s), e
+}
+
+// newServer serves s on a loopback port until the test ends.
+func newServer(t *testing.T, s http.Handler) *httptest.Server {
 	ts := httptest.NewServer(s)
-	t.Cleanup(func() {
-		ts.Close()
-		e.Close()
-	})
-	return ts, e
+	t.Cleanup(ts.Close)
+	return ts
 }
 
 func client(ts *httptest.Server) openai.Client {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -195,14 +196,18 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 		in.Tensors = append(in.Tensors, tensorRow{name, typ})
 	}
 	// A GGUF file without an architecture (a vocabulary, a bag of
-	// tensors) or without tensors is described as a file: there is no
-	// model to trace.
-	if f := c.GGUF(); f != nil && (!f.Has("general.architecture") || f.NumTensors() == 0) {
+	// tensors), or of a known architecture without tensors (a vocabulary
+	// file), is described as a file: there is no model to trace.
+	f := c.GGUF()
+	switch {
+	case f != nil && !f.Has("general.architecture"):
 		in.NoModel = "no general.architecture"
-		if f.Has("general.architecture") {
-			in.NoModel = "no tensors"
+	case f != nil && f.NumTensors() == 0:
+		if _, err := driver.ModelOf(c); errors.Is(err, families.ErrUnknownArchitecture) || errors.Is(err, families.ErrUnsupported) {
+			return err
 		}
-	} else {
+		in.NoModel = "no tensors"
+	default:
 		s, err := openSession(model, interpName, capacity, stderr)
 		if err != nil {
 			return err

@@ -29,6 +29,11 @@ func TestInspectFileWithoutModel(t *testing.T) {
 	if err := gguf.WriteFile(vocabPath, vocab, nil, 32); err != nil {
 		t.Fatal(err)
 	}
+	// llama.cpp's vocabulary files name an architecture and hold no tensors.
+	archVocab := filepath.Join(dir, "llama-vocab.gguf")
+	if err := gguf.WriteFile(archVocab, append([]gguf.KV{{Key: "general.architecture", Value: gguf.ValueOf("llama")}}, vocab...), nil, 32); err != nil {
+		t.Fatal(err)
+	}
 	if err := gguf.WriteFile(tensorPath, nil, []gguf.WriterTensor{{Name: "w", DType: poot.F32, Shape: poot.Shape{2, 3}, Data: make([]byte, 24)}}, 32); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +42,7 @@ func TestInspectFileWithoutModel(t *testing.T) {
 		params      int64
 		vocabulary  int
 		wantMetaKey string
-	}{{vocabPath, 0, 512, "tokenizer.ggml.tokens"}, {tensorPath, 6, 0, ""}} {
+	}{{vocabPath, 0, 512, "tokenizer.ggml.tokens"}, {archVocab, 0, 512, "general.architecture"}, {tensorPath, 6, 0, ""}} {
 		out, errOut, status := runPoot("inspect", "-m", c.path, "--json")
 		var in inspection
 		if status != 0 || json.Unmarshal([]byte(out), &in) != nil {
