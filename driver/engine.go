@@ -29,7 +29,8 @@ type EngineOptions struct {
 	// Capacity is each sequence's context: prompt plus generated tokens.
 	// Zero means as in Options.
 	Capacity int
-	// PrefillChunk bounds one prefill step; zero means DefaultPrefillChunk.
+	// PrefillChunk bounds one prefill step (rounded down to a power of
+	// two); zero means DefaultPrefillChunk.
 	PrefillChunk int
 	// PageSize is the number of cache positions in a page; zero means
 	// DefaultPageSize.
@@ -57,9 +58,10 @@ var (
 	ErrQueueFull = errors.New("the request queue is full")
 	// ErrCacheFull: the KV page pool has no page left for a sequence.
 	ErrCacheFull = errors.New("KV cache exhausted")
-	// ErrRowState: the model carries per-row recurrent state, which the
-	// engine's paged steps cannot share between steps of different widths.
-	ErrRowState = errors.New("the model carries per-row recurrent state; the batched engine runs attention-only models")
+	// ErrRowState: the model carries a state whose shape depends on the
+	// step's rows, which steps of different widths cannot share (paged
+	// caches and families.Step.SequenceState states can be shared).
+	ErrRowState = errors.New("the model carries a state shaped by the step's rows, which the batched engine cannot share between steps")
 )
 
 // CacheError reports a sequence that needed Need more pages of the KV
@@ -233,27 +235,12 @@ func OpenEngine(path string, o EngineOptions) (*Engine, error) {
 		e.free = append(e.free, int32(p))
 	}
 	progress("trace", 2)
-	if e.parallel > 1 {
-		// A state whose shape depends on the rows cannot be shared by the
-		// prefill (one row) and decode (many rows) steps.
-		one, err := e.model.Trace(families.StepSpec{Program: families.Decode, Shape: e.shape(1, 1)}, e.limits)
-		if err != nil {
-			return nil, &StepError{Program: families.Decode, Stage: "trace", New: 1, Err: err}
+	// The decode step and the one-token prefill share the state: a state
+	// whose shape depends on the rows is an ErrRowState here, at open.
+	for _, rows := range []int{e.parallel, 1} {
+		if _, err := e.step(rows, 1); err != nil {
+			return nil, err
 		}
-		two, err := e.model.Trace(families.StepSpec{Program: families.Decode, Shape: e.shape(2, 1)}, e.limits)
-		if err != nil {
-			return nil, &StepError{Program: families.Decode, Stage: "trace", New: 1, Err: err}
-		}
-		for _, id := range one.Inputs(poot.State) {
-			v := one.Value(id)
-			if id2, ok := two.Lookup(v.Name); !ok || !two.Value(id2).Type.Equal(v.Type) {
-				return nil, fmt.Errorf("%w (state %s)", ErrRowState, v.Name)
-			}
-		}
-	}
-	progress("bind", 3)
-	if _, err := e.step(1, 1); err != nil {
-		return nil, err
 	}
 	progress("ready", 5)
 	ok = true
