@@ -51,6 +51,9 @@ var commands = map[string]command{
 	"trace":      {cmdTrace, "print a step's graph (text or Graphviz DOT)"},
 	"synth":      {cmdSynth, "write a random-weight checkpoint of any family"},
 	"demo":       {cmdDemo, "synthesize a tiny model, trace it, run it and generate (no files needed)"},
+	"serve":      {cmdServe, "serve the OpenAI API (chat and completions, streamed) over HTTP, batching requests"},
+	"chat":       {cmdChat, "chat in the terminal over the model's chat template, streaming replies"},
+	"version":    {cmdVersion, "print the version of poot and the Go it was built with (also --version)"},
 }
 
 // usageError is an error in the command line (exit status 2).
@@ -108,6 +111,9 @@ func run(args []string, stdout, stderr io.Writer) (status int) {
 			return 1
 		}
 		return 0
+	}
+	if name == "--version" || name == "-version" {
+		name, args = "version", append([]string{"version"}, args[1:]...)
 	}
 	c, ok := commands[name]
 	if !ok {

@@ -5,11 +5,16 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
 	"github.com/pootlabs/poot/driver"
 )
+
+// stdin is the commands' standard input (tests replace it).
+var stdin io.Reader = os.Stdin
 
 // parseTokens reads comma-separated token ids.
 func parseTokens(s string) ([]int32, error) {
@@ -122,4 +127,95 @@ func modelFlags(fs *flagSet, model, interpName *string, capacity *int) {
 	if capacity != nil {
 		fs.IntVar(capacity, "ctx", 0, "context size in tokens (0: the model's, at most 4096)")
 	}
+}
+
+// threadsFlag registers --threads.
+func threadsFlag(fs *flagSet) *int {
+	return fs.Int("threads", 0, fmt.Sprintf("threads of the model's arithmetic (0: all %d cores; at most %d per core)", runtime.NumCPU(), maxThreadsPerCPU))
+}
+
+// setThreads applies --threads n for the command's run: the cpu backend
+// runs its loops on GOMAXPROCS workers. It returns what restores the
+// previous setting (commands run in-process in tests).
+func setThreads(n int) (restore func(), err error) {
+	if limit := maxThreadsPerCPU * runtime.NumCPU(); n < 0 || n > limit {
+		return nil, usagef("--threads %d: want 0 (all cores) up to %d (%d per core on %d cores)", n, limit, maxThreadsPerCPU, runtime.NumCPU())
+	}
+	if n == 0 {
+		return func() {}, nil
+	}
+	old := runtime.GOMAXPROCS(n)
+	return func() { runtime.GOMAXPROCS(old) }, nil
+}
+
+// maxPromptBytes bounds a prompt read from a file or stdin.
+const maxPromptBytes = 256 << 20
+
+// promptSource is a command's prompt flags: -p TEXT (-p - reads stdin)
+// or -f FILE. A prompt read from a file or stdin is used byte for byte
+// (NUL and control characters included, a final newline kept).
+type promptSource struct{ text, file string }
+
+// promptFlags registers -p/--prompt and -f/--file.
+func promptFlags(fs *flagSet, what string) *promptSource {
+	p := &promptSource{}
+	fs.StringVar(&p.text, "p", "", what+" (-p - reads it from stdin)")
+	fs.StringVar(&p.text, "prompt", "", "same as -p")
+	fs.StringVar(&p.file, "f", "", "read "+what+" from this file (- for stdin)")
+	fs.StringVar(&p.file, "file", "", "same as -f")
+	return p
+}
+
+// read returns the prompt and whether one was given.
+func (p *promptSource) read(fs *flagSet) (string, bool, error) {
+	text := fs.given("p") || fs.given("prompt")
+	if text && p.file != "" {
+		return "", false, usagef("give -p or -f, not both")
+	}
+	name := p.file
+	if text && p.text == "-" {
+		name = "-"
+	}
+	if name == "" {
+		return p.text, text, nil
+	}
+	r := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return "", false, err
+		}
+		defer f.Close()
+		r = f
+	} else {
+		name = "stdin"
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxPromptBytes+1))
+	if err != nil {
+		return "", false, fmt.Errorf("reading the prompt from %s: %w", name, err)
+	}
+	if len(data) > maxPromptBytes {
+		return "", false, usagef("the prompt in %s is larger than %d MiB", name, maxPromptBytes>>20)
+	}
+	return string(data), true, nil
+}
+
+// cmdVersion prints the version of poot and of Go it was built with.
+func cmdVersion(args []string, stdout, stderr io.Writer) error {
+	if err := flags("version", "version", stdout).parse(args); err != nil {
+		return err
+	}
+	version, rev := "(devel)", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				rev = " " + s.Value
+			}
+		}
+	}
+	_, err := fmt.Fprintf(stdout, "poot %s%s (%s %s/%s)\n", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return err
 }

@@ -46,12 +46,12 @@ func checkSampling(temp float64, topK int, topP, minP, penalty float64, lastN in
 // cmdGenerate prints the prompt followed by the generated text and a
 // newline, streaming the text as it is produced; the summary goes to stderr.
 func cmdGenerate(args []string, stdout, stderr io.Writer) error {
-	fs := flags("generate", "generate -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--stop S] [--interp NAME]", stdout)
-	var model, interpName, prompt string
+	fs := flags("generate", "generate -m MODEL (-p PROMPT | -f FILE) [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--stop S] [--interp NAME]", stdout)
+	var model, interpName string
 	var capacity int
 	modelFlags(fs, &model, &interpName, &capacity)
-	fs.StringVar(&prompt, "p", "", "the prompt")
-	fs.StringVar(&prompt, "prompt", "", "same as -p")
+	ps := promptFlags(fs, "the prompt")
+	threads := threadsFlag(fs)
 	n := fs.Int("n", 128, "the most tokens to generate (0: until the end of the context)")
 	temp := fs.Float64("temp", 0, "temperature; 0 is greedy (the most likely token, the lowest id on ties)")
 	topK := fs.Int("top-k", 0, "keep the K most likely tokens (0: all)")
@@ -69,8 +69,12 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if err := fs.parse(args); err != nil {
 		return err
 	}
+	prompt, _, err := ps.read(fs)
+	if err != nil {
+		return err
+	}
 	if prompt == "" {
-		return usagef("no prompt: give -p PROMPT")
+		return usagef("no prompt: give -p PROMPT or -f FILE")
 	}
 	if *n < 0 {
 		return usagef("-n %d: want 0 or more", *n)
@@ -78,6 +82,11 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	if err := checkSampling(*temp, *topK, *topP, *minP, *penalty, *lastN); err != nil {
 		return err
 	}
+	restore, err := setThreads(*threads)
+	if err != nil {
+		return err
+	}
+	defer restore()
 	s, err := openSession(model, interpName, capacity, stderr)
 	if err != nil {
 		return err

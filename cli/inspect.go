@@ -2,10 +2,17 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/pootlabs/poot/driver"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/ops"
@@ -13,15 +20,20 @@ import (
 
 // inspection is what inspect prints.
 type inspection struct {
-	Path            string         `json:"path"`
-	Format          string         `json:"format"`
-	Architecture    string         `json:"architecture"`
-	Family          string         `json:"family"`
-	Hyperparameters map[string]any `json:"hyperparameters"`
-	Layers          []layerRun     `json:"layers,omitempty"`
-	Tensors         []tensorRow    `json:"tensors"`
-	Decode          stepRow        `json:"decode_step"`
-	Check           *checkRow      `json:"check,omitempty"`
+	Path            string            `json:"path"`
+	Format          string            `json:"format"`
+	Architecture    string            `json:"architecture"`
+	Family          string            `json:"family"`
+	NoModel         string            `json:"no_model,omitempty"`
+	FileSize        int64             `json:"file_size"`
+	Parameters      int64             `json:"parameters"`
+	Vocabulary      int               `json:"vocabulary,omitempty"`
+	Hyperparameters map[string]any    `json:"hyperparameters"`
+	Layers          []layerRun        `json:"layers,omitempty"`
+	Tensors         []tensorRow       `json:"tensors"`
+	Decode          *stepRow          `json:"decode_step,omitempty"`
+	Check           *checkRow         `json:"check,omitempty"`
+	Metadata        map[string]string `json:"metadata"`
 }
 
 // layerRun is a run of consecutive layers of one kind.
@@ -147,25 +159,68 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	var capacity int
 	modelFlags(fs, &model, &interpName, &capacity)
 	asJSON := fs.Bool("json", false, "print JSON")
+	threads := threadsFlag(fs)
 	check := fs.Bool("check", false, "scan every tensor's data for NaN and infinite values (and packed blocks' scales), list each bad tensor, and fail if there is one")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	s, err := openSession(model, interpName, capacity, stderr)
+	restore, err := setThreads(*threads)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	c := s.Checkpoint()
-	in := inspection{Path: c.Path(), Format: string(c.Format()), Architecture: architecture(c),
-		Family: s.Model().Family(), Hyperparameters: hyperparameters(s.Model()), Layers: layerRuns(s.Model())}
+	defer restore()
+	if model == "" {
+		return usagef("no model: give -m MODEL (a GGUF file or a safetensors directory)")
+	}
+	c, err := load.Open(model)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	in := inspection{Path: c.Path(), Format: string(c.Format()), Architecture: architecture(c), Metadata: metadata(c)}
+	if in.FileSize, err = fileSize(model); err != nil {
+		return err
+	}
+	if tok, err := driver.TokenizerOf(c); err == nil {
+		in.Vocabulary = tok.VocabSize()
+	}
 	for _, name := range c.TensorNames() {
 		tt, err := c.TensorType(name)
 		typ := fmt.Sprint(tt)
 		if err != nil {
 			typ = "unreadable: " + err.Error()
+		} else {
+			n := int64(1)
+			for _, d := range tt.Shape {
+				n *= int64(d)
+			}
+			in.Parameters += n
 		}
 		in.Tensors = append(in.Tensors, tensorRow{name, typ})
+	}
+	// A GGUF file without an architecture (a vocabulary, a bag of
+	// tensors), or of a known architecture without tensors (a vocabulary
+	// file), is described as a file: there is no model to trace.
+	f := c.GGUF()
+	switch {
+	case f != nil && !f.Has("general.architecture"):
+		in.NoModel = "no general.architecture"
+	case f != nil && f.NumTensors() == 0:
+		if _, err := driver.ModelOf(c); errors.Is(err, families.ErrUnknownArchitecture) || errors.Is(err, families.ErrUnsupported) {
+			return err
+		}
+		in.NoModel = "no tensors"
+	default:
+		s, err := openSession(model, interpName, capacity, stderr)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		in.Family, in.Hyperparameters, in.Layers = s.Model().Family(), hyperparameters(s.Model()), layerRuns(s.Model())
+		d := s.DecodeInfo()
+		ms := func(x interface{ Seconds() float64 }) float64 { return x.Seconds() * 1e3 }
+		in.Decode = &stepRow{Interpreter: s.Interpreter().Name(), Capacity: s.Capacity(), Equations: d.Equations,
+			Dispatches: d.Dispatches, TraceMS: ms(d.TraceTime), BindMS: ms(d.BindTime), CompileMS: ms(d.CompileTime)}
 	}
 	if *check {
 		cr, err := checkTensors(c)
@@ -174,10 +229,6 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 		}
 		in.Check = cr
 	}
-	d := s.DecodeInfo()
-	ms := func(x interface{ Seconds() float64 }) float64 { return x.Seconds() * 1e3 }
-	in.Decode = stepRow{Interpreter: s.Interpreter().Name(), Capacity: s.Capacity(), Equations: d.Equations,
-		Dispatches: d.Dispatches, TraceMS: ms(d.TraceTime), BindMS: ms(d.BindTime), CompileMS: ms(d.CompileTime)}
 	if *asJSON {
 		e := json.NewEncoder(stdout)
 		e.SetIndent("", "  ")
@@ -187,9 +238,17 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 		return in.Check.err()
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "path\t%s\nformat\t%s\narchitecture\t%s\nfamily\t%s\n", in.Path, in.Format, in.Architecture, in.Family)
-	hp, _ := json.Marshal(in.Hyperparameters)
-	fmt.Fprintf(w, "hyperparameters\t%s\n", hp)
+	fmt.Fprintf(w, "path\t%s\nformat\t%s\narchitecture\t%s\n", in.Path, in.Format, in.Architecture)
+	fmt.Fprintf(w, "file size\t%d bytes (%.1f MiB)\nparameters\t%d (%s)\n", in.FileSize, float64(in.FileSize)/(1<<20), in.Parameters, humanCount(in.Parameters))
+	if in.Vocabulary > 0 {
+		fmt.Fprintf(w, "vocabulary\t%d tokens\n", in.Vocabulary)
+	}
+	if in.NoModel != "" {
+		fmt.Fprintf(w, "model\tnone (%s): the file's metadata and tensors only\n", in.NoModel)
+	} else {
+		hp, _ := json.Marshal(in.Hyperparameters)
+		fmt.Fprintf(w, "family\t%s\nhyperparameters\t%s\n", in.Family, hp)
+	}
 	for _, r := range in.Layers {
 		span := fmt.Sprintf("layer %d", r.First)
 		if r.Last > r.First {
@@ -197,8 +256,14 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(w, "  %s\t%s\n", span, r.Kind)
 	}
-	fmt.Fprintf(w, "decode step\t%d equations, %d dispatches; traced in %.2f ms, bound in %.2f ms, compiled (%s, capacity %d) in %.2f ms\n",
-		d.Equations, d.Dispatches, in.Decode.TraceMS, in.Decode.BindMS, in.Decode.Interpreter, in.Decode.Capacity, in.Decode.CompileMS)
+	if d := in.Decode; d != nil {
+		fmt.Fprintf(w, "decode step\t%d equations, %d dispatches; traced in %.2f ms, bound in %.2f ms, compiled (%s, capacity %d) in %.2f ms\n",
+			d.Equations, d.Dispatches, d.TraceMS, d.BindMS, d.Interpreter, d.Capacity, d.CompileMS)
+	}
+	fmt.Fprintf(w, "metadata\t%d keys\n", len(in.Metadata))
+	for _, k := range slices.Sorted(maps.Keys(in.Metadata)) {
+		fmt.Fprintf(w, "  %s\t%s\n", k, in.Metadata[k])
+	}
 	fmt.Fprintf(w, "tensors\t%d\n", len(in.Tensors))
 	for _, t := range in.Tensors {
 		fmt.Fprintf(w, "  %s\t%s\n", t.Name, t.Type)
@@ -243,4 +308,58 @@ func (cr *checkRow) err() error {
 		return nil
 	}
 	return fmt.Errorf("%d of %d tensors hold NaN or infinite values, the first %s (%s)", len(cr.Bad), cr.Tensors, cr.Bad[0].Name, cr.Bad[0].What)
+}
+
+// metadata lists a checkpoint's metadata for people: a GGUF file's keys
+// (long arrays elided), or a safetensors directory's config.json.
+func metadata(c *load.Checkpoint) map[string]string {
+	md := map[string]string{}
+	if f := c.GGUF(); f != nil {
+		for _, kv := range f.KVs() {
+			v := kv.Value.String()
+			if len(v) > 256 { // a chat template, say
+				v = fmt.Sprintf("%s… (%d bytes)", strings.ToValidUTF8(v[:200], ""), len(v))
+			}
+			md[kv.Key] = v
+		}
+		return md
+	}
+	for k, v := range c.HFConfig() {
+		js, _ := json.Marshal(v)
+		md[k] = string(js)
+	}
+	return md
+}
+
+// fileSize is the size of a checkpoint: the file, or every file of a
+// directory.
+func fileSize(path string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			total += fi.Size()
+		}
+		return nil
+	})
+	return total, err
+}
+
+// humanCount writes a count as 1.2K, 3.4M, 5.6B.
+func humanCount(n int64) string {
+	for _, u := range []struct {
+		div  float64
+		name string
+	}{{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}} {
+		if float64(n) >= u.div {
+			return fmt.Sprintf("%.1f%s", float64(n)/u.div, u.name)
+		}
+	}
+	return fmt.Sprint(n)
 }

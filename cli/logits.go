@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"strconv"
+
+	"github.com/pootlabs/poot/driver"
 )
 
 // cmdLogits prints {"tokens":[...],"logits":[[...],...]}: one row per
@@ -13,24 +15,45 @@ import (
 // as the same float32; non-finite values are null. This output is a
 // contract for outside tests: keep it stable.
 func cmdLogits(args []string, stdout, stderr io.Writer) error {
-	fs := flags("logits", "logits -m MODEL --tokens 1,2,3 [--all] [--interp NAME]", stdout)
+	fs := flags("logits", "logits -m MODEL (--tokens 1,2,3 | -p TEXT | -f FILE) [--all] [--interp NAME] [--threads N]", stdout)
 	var model, interpName, tokens string
 	var capacity int
 	modelFlags(fs, &model, &interpName, &capacity)
 	fs.StringVar(&tokens, "tokens", "", "comma-separated token ids, used as given")
+	ps := promptFlags(fs, "a text to score instead of --tokens, tokenized as generate does (BOS included)")
 	all := fs.Bool("all", false, "print the logits of every position, not only the last")
+	threads := threadsFlag(fs)
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	ids, err := parseTokens(tokens)
+	prompt, given, err := ps.read(fs)
 	if err != nil {
 		return err
 	}
+	var ids []int32
+	switch {
+	case given && tokens != "":
+		return usagef("give --tokens or a text (-p, -f), not both")
+	case !given:
+		if ids, err = parseTokens(tokens); err != nil {
+			return err
+		}
+	}
+	restore, err := setThreads(*threads)
+	if err != nil {
+		return err
+	}
+	defer restore()
 	s, err := openSession(model, interpName, capacity, stderr)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	if given {
+		if ids, err = s.Encode(prompt, driver.GenerateOptions{}); err != nil {
+			return err
+		}
+	}
 	if err := s.CheckTokens(ids); err != nil {
 		return err
 	}

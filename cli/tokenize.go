@@ -19,15 +19,18 @@ func openTokenizer(path string) (*tokenizer.Tokenizer, func(), error) {
 // cmdTokenize prints a text's token ids comma-separated on one line, or with
 // --pieces one "id piece" pair a line.
 func cmdTokenize(args []string, stdout, stderr io.Writer) error {
-	fs := flags("tokenize", "tokenize -m MODEL -p TEXT [--no-bos] [--special] [--pieces]", stdout)
-	var model, text string
+	fs := flags("tokenize", "tokenize -m MODEL (-p TEXT | -f FILE) [--no-bos] [--special] [--pieces]", stdout)
+	var model string
 	modelFlags(fs, &model, nil, nil)
-	fs.StringVar(&text, "p", "", "the text")
-	fs.StringVar(&text, "prompt", "", "same as -p")
+	ps := promptFlags(fs, "the text")
 	noBOS := fs.Bool("no-bos", false, "do not add the BOS token the model's metadata asks for")
 	special := fs.Bool("special", false, "parse special-token text (\"<s>\") in the text")
 	pieces := fs.Bool("pieces", false, "print one \"id piece\" pair a line")
 	if err := fs.parse(args); err != nil {
+		return err
+	}
+	text, _, err := ps.read(fs)
+	if err != nil {
 		return err
 	}
 	t, done, err := openTokenizer(model)

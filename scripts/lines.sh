@@ -5,15 +5,16 @@
 # is over its budget. Raise a budget only on purpose, in the commit that
 # needs it, and say why. (26,500 -> 34,000 at stop 23: the streamed
 # lowering's language, simulator and lowering, about 5,600 lines, and the
-# second batch of families with MXFP4, about 3,000. 34,000 -> 36,000 at
+# second batch of families with MXFP4, about 3,000. 34,000 -> 38,000 at
 # stop 24: Hugging Face's tokenizer pipeline component by component, about
 # 1,350; the notebook pictures, tensors and streaming, about 600; the
-# decoder's hooks, four families and the command as a library, about 450.)
+# decoder's hooks, four families and the command as a library, about 450;
+# the OpenAI-compatible server, continuous batching and chat, about 1,850.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 core_budget=3000
-tree_budget=36000
+tree_budget=38000
 
 count() { awk '!/^[[:space:]]*$/ && !/^[[:space:]]*\/\//' "$@" | wc -l | tr -d ' '; }
 
