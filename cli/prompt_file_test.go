@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -90,5 +93,45 @@ func TestVersion(t *testing.T) {
 	out, _, status := runPoot("--version")
 	if status != 0 || !strings.HasPrefix(out, "poot ") || !strings.Contains(out, "go1.") {
 		t.Errorf("--version: %d %q", status, out)
+	}
+}
+
+// TestTokenizeBytesAgainstLlamaCpp: prompts read with -f keep every byte
+// (NUL, control characters, invalid UTF-8) and tokenize to llama.cpp's ids
+// on every reference vocabulary. testdata/tokenize-bytes.json holds
+// llama.cpp's ids, from a small program against libllama kept outside the
+// repository (llama_tokenize with add_special, without parse_special).
+func TestTokenizeBytesAgainstLlamaCpp(t *testing.T) {
+	dir := filepath.Join(refDir(t), "vocab")
+	raw, err := os.ReadFile(filepath.Join("testdata", "tokenize-bytes.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Texts []string           `json:"texts_hex"`
+		IDs   map[string][][]int `json:"ids"`
+	}
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	for vocab, rows := range ref.IDs {
+		for i, h := range ref.Texts {
+			text, err := hex.DecodeString(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "prompt.txt")
+			if err := os.WriteFile(path, text, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, errs, status := runPoot("tokenize", "-m", filepath.Join(dir, vocab), "-f", path)
+			want := make([]string, len(rows[i]))
+			for j, id := range rows[i] {
+				want[j] = strconv.Itoa(id)
+			}
+			if status != 0 || strings.TrimSpace(out) != strings.Join(want, ",") {
+				t.Errorf("%s, text %d %q: status %d, %q (stderr %q), llama.cpp %s", vocab, i, text, status, strings.TrimSpace(out), errs, strings.Join(want, ","))
+			}
+		}
 	}
 }
