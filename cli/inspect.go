@@ -223,7 +223,7 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 			Dispatches: d.Dispatches, TraceMS: ms(d.TraceTime), BindMS: ms(d.BindTime), CompileMS: ms(d.CompileTime)}
 	}
 	if *check {
-		cr, err := checkTensors(c)
+		cr, err := checkTensors(c, newBar(stderr))
 		if err != nil {
 			return err
 		}
@@ -283,9 +283,12 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 // checkTensors scans every stored tensor, as llama.cpp's --check-tensors
 // does. A tensor whose dtype poot cannot read is skipped (inspect lists it
 // as unreadable already).
-func checkTensors(c *load.Checkpoint) (*checkRow, error) {
+func checkTensors(c *load.Checkpoint, b *bar) (*checkRow, error) {
 	cr := &checkRow{Bad: []badTensor{}}
-	for _, name := range c.TensorNames() {
+	names := c.TensorNames()
+	defer b.clear()
+	for i, name := range names {
+		b.draw("check", float64(i)/float64(len(names)))
 		if _, err := c.TensorType(name); err != nil {
 			continue
 		}
