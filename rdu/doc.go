@@ -28,11 +28,13 @@
 // from them). The batched and tensor-parallel deployments are not part of
 // this version.
 //
-// Lifting reads the graph's composite records: an rmsnorm, a rope, an
-// attention core, a swiglu or a mixture of experts becomes its statement,
+// Lifting reads the graph's composite records: an rmsnorm or layernorm, a
+// rope, an attention core, a swiglu, a gelu or a mixture of experts becomes
+// its statement,
 // with its attributes as clauses, and the primitives between them
-// (residual additions, embedding scales, cache writes) become the
-// language's primitive forms. Whatever the language cannot write is a
+// (residual additions, parallel residuals, embedding scales, biases, the
+// columns of a fused QKV projection, cache writes) become the language's
+// primitive forms. Whatever the language cannot write is a
 // *Reject naming the program, the statement, its binder and the reason;
 // nothing is approximated.
 //

@@ -516,7 +516,7 @@ func (l *lifter) baseOf(name string) string {
 // reads (package ops records them so): a record with another count is not
 // one of them.
 var compositeOperands = map[string]int{
-	"rmsnorm": 2, "l2norm": 1, "linear": 3, "rope": 3, "attention": 5, "swiglu": 2, "geglu": 2,
+	"rmsnorm": 2, "layernorm": 3, "l2norm": 1, "linear": 3, "rope": 3, "attention": 5, "swiglu": 2, "geglu": 2,
 	"gelu": 1, "silu": 1, "sigmoid": 1, "soft_cap": 1, "moe": 14, "causal_mask": 1,
 }
 
@@ -554,6 +554,32 @@ func (l *lifter) composite(c poot.Composite) {
 	res := c.Results[0]
 	a := c.Attrs
 	switch c.Name {
+	case "layernorm":
+		eps, _ := a.Float("epsilon")
+		onePlus, _ := a.Bool("one_plus")
+		x := l.ref(op(0))
+		l.cols(op(0))
+		base := l.baseOf(x) + "n"
+		if k, ok := l.constOf(op(1)); op(1) >= 0 && ok {
+			wb := weightBase(g.Value(k).Name, l.layer)
+			if b, ok := normBases[wb]; ok {
+				base = b
+			} else {
+				base = lower1(wb) + "x"
+			}
+		}
+		l.preview(res, base)
+		if !(eps > 0) || math.IsInf(eps, 0) {
+			l.reject(ErrEpsilon, "epsilon %v", eps)
+		}
+		e := lang.LayerNorm{X: x, Epsilon: eps}
+		if op(1) >= 0 {
+			e.Weight, e.OnePlus = l.weight(op(1), formRow), onePlus
+		}
+		if op(2) >= 0 {
+			e.Bias = l.weight(op(2), formRow)
+		}
+		l.emit(lang.Let{Name: l.bind(res, base), Expr: e})
 	case "rmsnorm", "l2norm":
 		eps, _ := a.Float("epsilon")
 		heads, _ := a.Int("heads")
@@ -827,18 +853,23 @@ func (l *lifter) primitive(e poot.Eqn) {
 		x := l.ref(in(0))
 		c := l.cols(in(0))
 		st, lim := e.Params.Start, e.Params.Limit
-		l.preview(e.Out, l.baseOf(x)+"c")
-		if len(st) == 2 && st[0] == 0 && lim[0] == g.Type(in(0)).Shape[0] {
-			switch {
-			case st[1] == 0:
-				l.emit(lang.Let{Name: l.bind(e.Out, l.baseOf(x)+"c"), Expr: lang.Columns{N: lim[1], Every: c, X: x}})
-				return
-			case lim[1] == c:
-				l.emit(lang.Let{Name: l.bind(e.Out, l.baseOf(x)+"c"), Expr: lang.Columns{Last: true, N: c - st[1], Every: c, X: x}})
-				return
+		base := l.baseOf(x) + "c"
+		if l.baseOf(x) == "qkv" && len(st) == 2 { // a fused projection's query, key and value
+			base = map[bool]string{true: "qr", false: "kr"}[st[1] == 0]
+			if lim[1] == c {
+				base = "vr"
 			}
 		}
-		l.reject(ErrUnliftable, "a slice [%v, %v) of %v that is not the first or last columns", st, lim, g.Type(in(0)))
+		l.preview(e.Out, base)
+		if len(st) == 2 && st[0] == 0 && lim[0] == g.Type(in(0)).Shape[0] && st[1] < lim[1] {
+			cs := lang.Columns{N: lim[1] - st[1], After: st[1], Every: c, X: x}
+			if lim[1] == c && st[1] > 0 {
+				cs.Last, cs.After = true, 0
+			}
+			l.emit(lang.Let{Name: l.bind(e.Out, base), Expr: cs})
+			return
+		}
+		l.reject(ErrUnliftable, "a slice [%v, %v) of %v that is not a run of columns", st, lim, g.Type(in(0)))
 	case poot.Concat:
 		if e.Params.Axis == 1 && len(e.Inputs) == 2 {
 			l.preview(e.Out, "jn")

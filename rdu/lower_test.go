@@ -21,7 +21,7 @@ import (
 	"github.com/pootlabs/poot/tensor"
 )
 
-var tinyFamilies = []string{"llama", "gemma3", "llama4", "gpt-oss", "mixtral", "qwen3moe"}
+var tinyFamilies = []string{"llama", "gemma3", "llama4", "gpt-oss", "mixtral", "qwen3moe", "phi2", "stablelm", "gptneox", "falcon"}
 
 // synthRef writes family's tiny preset as a random-weight GGUF of matrices
 // stored dt and opens it.

@@ -57,6 +57,11 @@ func output(stacked bool, l int) string {
 // names graphs declare their weights with: blk.<l>.<role>.weight or .bias.
 var weightRoles = map[string]string{
 	"attn_norm.weight":           "an",
+	"attn_norm.bias":             "anb",
+	"ffn_norm.bias":              "fnb",
+	"ffn_gate.bias":              "Bg",
+	"ffn_up.bias":                "Bu",
+	"ffn_down.bias":              "Bd",
 	"attn_q.weight":              "Wq",
 	"attn_k.weight":              "Wk",
 	"attn_v.weight":              "Wv",
@@ -97,6 +102,8 @@ var globalRoles = map[string]string{
 	"token_embd.weight":  "Emb",
 	"output.weight":      "Wout",
 	"output_norm.weight": "on",
+	"output_norm.bias":   "onb",
+	"output.bias":        "Bout",
 }
 
 // sanitize turns a tensor name into a name's base: letters and digits,
