@@ -375,7 +375,7 @@ func TestPrefillDeployment(t *testing.T) {
 			}
 			m.Reset()
 			toks := []int{1, 15, 27, 100, 200}
-			if _, err := m.Run(toks, 0); err != nil {
+			if _, err := m.Run(toks, []int{0, 1, 2, 3, 4}); err != nil {
 				t.Fatal(err)
 			}
 			for _, name := range m.States() {

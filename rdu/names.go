@@ -186,6 +186,30 @@ func (n *namer) fresh(base string) string {
 	return name
 }
 
+// freshSeq returns a new per-layer name from base for sequence b of a
+// batch: the layer's suffix, then "_s" and b (Kc3_s1).
+func (n *namer) freshSeq(base string, b int) string {
+	seq := "_s" + strconv.Itoa(b)
+	name := base + n.suffix + seq
+	for k := 0; n.used[name] || !lang.IsName(name); k++ {
+		name = base + string(rune('b'+k%24)) + strings.Repeat("z", k/24) + n.suffix + seq
+	}
+	n.used[name] = true
+	if n.suffix != "" {
+		n.local = append(n.local, name)
+	}
+	return name
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // fixed claims a name that does not follow the suffix rule (a shared
 // table, a runtime input, the hidden state); it reports whether the name
 // was free.

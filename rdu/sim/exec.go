@@ -63,7 +63,13 @@ func (m *Machine) exec(in *instance, env map[string]value, s lang.Stmt, runtime 
 		case bundle.SourceWeight:
 			env[s.Name] = in.weights[s.Name]
 		case bundle.SourceState:
-			env[s.Name] = m.state(bd.State)
+			st := m.state(bd.State)
+			if bd.Row < 0 || bd.Row+s.Rows > st.rows || st.cols != s.Cols {
+				return fmt.Errorf("rows %d…%d of state %q (%d by %d)", bd.Row+1, bd.Row+s.Rows, bd.State, st.rows, st.cols)
+			}
+			env[s.Name] = &matrix{rows: s.Rows, cols: s.Cols, data: st.data[bd.Row*s.Cols : (bd.Row+s.Rows)*s.Cols]}
+		case bundle.SourceScratch:
+			env[s.Name] = newMatrix(s.Rows, s.Cols)
 		case bundle.SourceTable:
 			env[s.Name] = m.tables[bd.Table]
 		case bundle.SourceRuntime:
