@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/interp"
@@ -138,11 +139,7 @@ type kindBrand struct{}
 // pseudo-random hidden states. A difference beyond tol (relative to the
 // largest value, at least 1) is an error wrapping ErrCertify.
 func CertifyKinds(m *sim.Machine, g *poot.Graph, consts interp.Consts, steps int, tol float64) ([]KindCertificate, error) {
-	v, err := analyse(g)
-	if err != nil {
-		return nil, err
-	}
-	flow, err := v.flow()
+	v, flow, err := analysis(g)
 	if err != nil {
 		return nil, err
 	}
@@ -246,6 +243,40 @@ func CertifyKinds(m *sim.Machine, g *poot.Graph, consts interp.Consts, steps int
 	}
 	m.Reset()
 	return out, nil
+}
+
+// lastLowered keeps the analysis of the graph Lower last finished, which
+// certifying its bundle reads again: reading a graph is what grows with the
+// model's depth, and it is read once. Only Lower writes a view; it is read
+// only after.
+var lastLowered struct {
+	sync.Mutex
+	g    *poot.Graph
+	v    *stepView
+	flow *flowInfo
+}
+
+func remember(g *poot.Graph, v *stepView, flow *flowInfo) {
+	lastLowered.Lock()
+	defer lastLowered.Unlock()
+	lastLowered.g, lastLowered.v, lastLowered.flow = g, v, flow
+}
+
+// analysis returns g's analysis and flow, the last lowering's when it was
+// of g.
+func analysis(g *poot.Graph) (*stepView, *flowInfo, error) {
+	lastLowered.Lock()
+	if lastLowered.g == g && g != nil {
+		defer lastLowered.Unlock()
+		return lastLowered.v, lastLowered.flow, nil
+	}
+	lastLowered.Unlock()
+	v, err := analyse(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	flow, err := v.flow()
+	return v, flow, err
 }
 
 // layerGraph is layer l's equations as a graph of their own: the hidden

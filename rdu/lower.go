@@ -194,7 +194,11 @@ func Lower(g *poot.Graph, opts Options) (*bundle.Bundle, error) {
 	if err := low.evalTables(opts.Consts); err != nil {
 		return nil, err
 	}
-	return low.assemble(opts, kinds, embed, kindProgs, head)
+	b, err := low.assemble(opts, kinds, embed, kindProgs, head)
+	if err == nil {
+		remember(g, v, flow)
+	}
+	return b, err
 }
 
 // flowInfo is how values pass between the programs: out[0] is the
