@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver"
+	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/registry"
 	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/load"
@@ -25,13 +27,13 @@ import (
 // manifest binding every layer's tensors; certifies it against the oracle;
 // writes it; and prints a summary.
 func cmdLower(args []string, stdout, stderr io.Writer) error {
-	fs := flags("lower", "lower --target rdu (--decode | --prefill C) [--ctx N] -m MODEL --out DIR [--certify STEPS]", stdout)
+	fs := flags("lower", "lower --target rdu (--decode | --batched B | --prefill C) [--ctx N] -m MODEL --out DIR [--certify STEPS]", stdout)
 	var model string
 	fs.StringVar(&model, "m", "", "the model: a GGUF file or a safetensors directory")
 	fs.StringVar(&model, "model", "", "same as -m")
 	target := fs.String("target", "rdu", "the target: rdu (a reconfigurable dataflow unit, streamed one layer kind at a time)")
 	decode := fs.Bool("decode", false, "the decode deployment: one token of one sequence a run, tok and pos runtime inputs, a KV cache of --ctx positions")
-	batched := fs.Int("batched", 0, "the batched decode deployment of B sequences (not in this version)")
+	batched := fs.Int("batched", 0, "the batched decode deployment: one token of each of B sequences a run, stacked as rows, every weight read once, a KV cache of --ctx positions a sequence")
 	prefill := fs.Int("prefill", 0, "the prefill deployment: a chunk of C tokens of one sequence a run, over the decode deployment's caches")
 	tp := fs.Int("tp", 0, "tensor parallelism over N chips (not in this version)")
 	capacity := fs.Int("ctx", 0, "positions each KV cache holds (0: the model's context, at most 4096)")
@@ -43,12 +45,14 @@ func cmdLower(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case *target != "rdu":
 		return usagef("--target %q: the only target is rdu", *target)
-	case *batched != 0 || *tp != 0:
-		return fmt.Errorf("lower: the batched and tensor-parallel deployments are not implemented in this version; --decode and --prefill C write the decode and prefill bundles")
-	case *decode && *prefill != 0, !*decode && *prefill == 0:
-		return usagef("give one deployment: --decode or --prefill C")
+	case *tp != 0:
+		return fmt.Errorf("lower: the tensor-parallel deployments are not implemented in this version; --decode, --batched B and --prefill C write one chip's bundles")
+	case b2i(*decode)+b2i(*prefill != 0)+b2i(*batched != 0) != 1:
+		return usagef("give one deployment: --decode, --batched B or --prefill C")
 	case *prefill < 0:
 		return usagef("--prefill %d: want a chunk of 1 or more tokens", *prefill)
+	case *batched < 0:
+		return usagef("--batched %d: want 1 or more sequences", *batched)
 	case model == "":
 		return usagef("no model: give -m MODEL (a GGUF file or a safetensors directory)")
 	case *out == "":
@@ -69,7 +73,12 @@ func cmdLower(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	t0 := time.Now()
-	g, err := traceStep(m, *prefill, false, *capacity)
+	var g *poot.Graph
+	if *batched > 0 {
+		g, err = traceBatch(m, *batched, *capacity)
+	} else {
+		g, err = traceStep(m, *prefill, false, *capacity)
+	}
 	if err != nil {
 		return err
 	}
@@ -79,8 +88,11 @@ func cmdLower(args []string, stdout, stderr io.Writer) error {
 	}
 	t1 := time.Now()
 	deployment := rdu.Decode
-	if *prefill > 0 {
+	switch {
+	case *prefill > 0:
 		deployment = rdu.Prefill
+	case *batched > 0:
+		deployment = rdu.Batched
 	}
 	b, err := rdu.Lower(bg, rdu.Options{Locate: rdu.CheckpointLocator(c, m.Weights().Resolver()), Checkpoint: c.Path(), Consts: interp.ConstMap(consts), Deployment: deployment})
 	if err != nil {
@@ -107,6 +119,24 @@ func cmdLower(args []string, stdout, stderr io.Writer) error {
 	return writeSummary(stdout, b, *out, kinds, cert, []time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t4.Sub(t3)})
 }
 
+// traceBatch traces the decode step of rows sequences, one new token each.
+func traceBatch(m families.Model, rows, capacity int) (*poot.Graph, error) {
+	if capacity == 0 {
+		capacity = driver.DefaultCapacity
+		if mc := m.Schema().MaxContext; mc > 0 && mc < capacity {
+			capacity = mc
+		}
+	}
+	return m.Trace(families.StepSpec{Program: families.Decode, Shape: families.StepShape{Rows: rows, New: 1, Capacity: capacity}}, poot.Limits{})
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // writeSummary prints what the issue asks a lowering to say: the kinds and
 // their layers and statements, the bytes of weights and caches a chip
 // holds, and the certificate.
@@ -114,6 +144,9 @@ func writeSummary(w io.Writer, b *bundle.Bundle, dir string, kinds []rdu.KindCer
 	m := &b.Manifest
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "bundle: %s (%s deployment, %d layers, ctx %d)\n", dir, m.Deployment.Kind, len(m.Layers), m.Deployment.Ctx)
+	if m.Deployment.Kind == rdu.Batched {
+		fmt.Fprintf(&sb, "sequences: %d a run, each with its own caches\n", m.Deployment.Batch)
+	}
 	fmt.Fprintf(&sb, "kinds: %d\n", len(m.Kinds))
 	for _, k := range m.Kinds {
 		fmt.Fprintf(&sb, "  %-7s %2d layers %-24s %d statements (%d declarations)\n", k.Name, len(k.Layers), layerList(k.Layers), k.Statements, k.Declarations)
@@ -149,8 +182,8 @@ func writeSummary(w io.Writer, b *bundle.Bundle, dir string, kinds []rdu.KindCer
 			types[l.Kind] = t
 		}
 		for name, bd := range l.Bindings {
-			if bd.Source == bundle.SourceState && !states[bd.State] {
-				states[bd.State] = true
+			if key := fmt.Sprint(bd.State, "@", bd.Row); bd.Source == bundle.SourceState && !states[key] {
+				states[key] = true
 				t := types[l.Kind].Types[name]
 				kv += 4 * int64(t.Rows) * int64(t.Cols)
 			}
@@ -239,6 +272,9 @@ func cmdRunBundle(args []string, stdout, stderr io.Writer) error {
 	b, err := bundle.Read(dir)
 	if err != nil {
 		return err
+	}
+	if k := b.Manifest.Deployment.Kind; k != rdu.Decode {
+		return fmt.Errorf("run-bundle: %s holds a %s bundle; run-bundle runs a decode bundle (poot lower --decode)", dir, k)
 	}
 	c, err := load.Open(model)
 	if err != nil {

@@ -50,7 +50,8 @@ func TestLowerRefusals(t *testing.T) {
 		{[]string{"lower", "--target", "rdu", "--decode", "--prefill", "4", "-m", model, "--out", out}, "one deployment"},
 		{[]string{"lower", "--target", "tpu", "--decode", "-m", model, "--out", out}, "rdu"},
 		{[]string{"lower", "--target", "rdu", "--decode", "--tp", "2", "-m", model, "--out", out}, "not implemented"},
-		{[]string{"lower", "--target", "rdu", "--batched", "4", "-m", model, "--out", out}, "not implemented"},
+		{[]string{"lower", "--target", "rdu", "--batched", "4", "--decode", "-m", model, "--out", out}, "one deployment"},
+		{[]string{"lower", "--target", "rdu", "--batched", "-2", "-m", model, "--out", out}, "1 or more sequences"},
 		{[]string{"lower", "--target", "rdu", "--decode", "-m", model}, "--out"},
 	} {
 		_, errOut, status := runPoot(c.args...)
@@ -97,6 +98,33 @@ func TestRunBundle(t *testing.T) {
 	if got != want {
 		t.Errorf("run-bundle printed %q, generate %q", got, want)
 	}
+}
+
+// TestLowerBatched: poot lower --batched writes a certified batched
+// bundle, a cache a sequence; run-bundle refuses it, naming the decode
+// bundle it runs.
+func TestLowerBatched(t *testing.T) {
+	dir := refDir(t)
+	model := filepath.Join(dir, "tiny-llama-f32.gguf")
+	out := filepath.Join(t.TempDir(), "bundle")
+	stdout, errOut, status := runPoot("lower", "--target", "rdu", "--batched", "3", "--ctx", "32", "-m", model, "--out", out)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	for _, want := range []string{"batched deployment", "sequences: 3", "KV cache per chip at ctx 32: 48.0 KiB", "certified: yes"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	b, err := bundle.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := b.Manifest.Deployment; d.Kind != "batched" || d.Batch != 3 {
+		t.Errorf("deployment %+v", d)
+	}
+	_, errOut, status = runPoot("run-bundle", "-b", out, "-m", model, "-p", "Once")
+	oneLineError(t, errOut, status, "--decode")
 }
 
 // TestLowerPrefill: poot lower --prefill writes a certified prefill bundle.

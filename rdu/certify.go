@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/interp"
@@ -68,15 +69,19 @@ func CertifyMachine(m *sim.Machine, g *poot.Graph, consts interp.Consts, steps i
 			vocab = int(v.Max) + 1
 		}
 	}
-	steps = min(steps, man.Deployment.Ctx/t)
+	seqs := max(man.Deployment.Batch, 1)
+	per := t / seqs // tokens a sequence
+	steps = min(steps, (man.Deployment.Ctx-seqs+1)/per)
 	if vocab < 1 || steps < 1 {
 		return c, fmt.Errorf("rdu: certifying: a vocabulary of %d and %d steps of %d tokens in a context of %d", vocab, steps, t, man.Deployment.Ctx)
 	}
 	for s := range steps {
 		toks, pos := make([]int32, t), make([]int32, t)
 		for i := range t {
-			p := s*t + i
-			toks[i] = int32((p*7919 + 1) % vocab)
+			// Sequence i/per starts i/per positions later than the one
+			// before it, with tokens of its own.
+			p := s*per + i%per + i/per
+			toks[i] = int32((p*7919 + 1 + 31*(i/per)) % vocab)
 			pos[i] = int32(p)
 		}
 		c.Tokens = append(c.Tokens, toks...)
@@ -93,27 +98,9 @@ func CertifyMachine(m *sim.Machine, g *poot.Graph, consts interp.Consts, steps i
 			return c, fmt.Errorf("rdu: certifying: the oracle: %w", err)
 		}
 		want := out[0].F32()
-		var got []float32
-		if man.Deployment.Kind == Prefill {
-			ids := make([]int, t)
-			for i := range ids {
-				ids[i] = int(toks[i])
-			}
-			r, err := m.Run(ids, int(pos[0]))
-			if err != nil {
-				return c, err
-			}
-			got = r.Logits
-		} else {
-			for i := range t {
-				r, err := m.Step(int(toks[i]), int(pos[i]))
-				if err != nil {
-					return c, err
-				}
-				if !man.LastOnly || i == t-1 {
-					got = append(got, r.Logits...)
-				}
-			}
+		got, err := runStep(m, toks, pos)
+		if err != nil {
+			return c, err
 		}
 		if len(got) != len(want) {
 			return c, fmt.Errorf("%w: %d logits simulated, the oracle returns %d", ErrCertify, len(got), len(want))
@@ -152,11 +139,7 @@ type kindBrand struct{}
 // pseudo-random hidden states. A difference beyond tol (relative to the
 // largest value, at least 1) is an error wrapping ErrCertify.
 func CertifyKinds(m *sim.Machine, g *poot.Graph, consts interp.Consts, steps int, tol float64) ([]KindCertificate, error) {
-	v, err := analyse(g)
-	if err != nil {
-		return nil, err
-	}
-	flow, err := v.flow()
+	v, flow, err := analysis(g)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +177,8 @@ func CertifyKinds(m *sim.Machine, g *poot.Graph, consts interp.Consts, steps int
 		t, d := hid.Shape[0], hid.Shape[1]
 		c := KindCertificate{Kind: k.Name, Layer: l}
 		seed := uint32(2166136261)
-		for s := 0; s < steps && (s+1)*t <= man.Deployment.Ctx; s++ {
+		seqs := max(man.Deployment.Batch, 1)
+		for s := 0; s < steps && (s+1)*t/seqs+seqs-1 <= man.Deployment.Ctx; s++ {
 			x := make([]float32, t*d)
 			for i := range x {
 				seed = seed*1664525 + 1013904223
@@ -202,7 +186,8 @@ func CertifyKinds(m *sim.Machine, g *poot.Graph, consts interp.Consts, steps int
 			}
 			pos := make([]int32, t)
 			for i := range pos {
-				pos[i] = int32(s*t + i)
+				per := t / seqs
+				pos[i] = int32(s*per + i%per + i/per)
 			}
 			xt, err := tensor.FromF32(hid.Shape, x)
 			if err != nil {
@@ -217,18 +202,21 @@ func CertifyKinds(m *sim.Machine, g *poot.Graph, consts interp.Consts, steps int
 				return nil, fmt.Errorf("rdu: certifying %s: the oracle: %w", k.Name, err)
 			}
 			want := res[0].F32()
-			var got []float32
-			if man.Deployment.Kind == Prefill {
-				if got, err = m.RunLayer(l, x, int(pos[0])); err != nil {
+			got := make([]float32, len(x))
+			for _, grp := range runs(man, t) {
+				hid, ps := make([]float32, 0, len(grp)*d), make([]int, len(grp))
+				for j, i := range grp {
+					hid, ps[j] = append(hid, x[i*d:(i+1)*d]...), int(pos[i])
+				}
+				rows, err := m.RunLayer(l, hid, ps)
+				if err != nil {
 					return nil, err
 				}
-			} else {
-				for i := range t {
-					row, err := m.RunLayer(l, x[i*d:(i+1)*d], int(pos[i]))
-					if err != nil {
-						return nil, err
-					}
-					got = append(got, row...)
+				if len(rows) != len(hid) {
+					return nil, fmt.Errorf("%w: kind %s leaves %d values for %d", ErrCertify, k.Name, len(rows), len(hid))
+				}
+				for j, i := range grp {
+					copy(got[i*d:(i+1)*d], rows[j*d:(j+1)*d])
 				}
 			}
 			if len(got) != len(want) {
@@ -255,6 +243,40 @@ func CertifyKinds(m *sim.Machine, g *poot.Graph, consts interp.Consts, steps int
 	}
 	m.Reset()
 	return out, nil
+}
+
+// lastLowered keeps the analysis of the graph Lower last finished, which
+// certifying its bundle reads again: reading a graph is what grows with the
+// model's depth, and it is read once. Only Lower writes a view; it is read
+// only after.
+var lastLowered struct {
+	sync.Mutex
+	g    *poot.Graph
+	v    *stepView
+	flow *flowInfo
+}
+
+func remember(g *poot.Graph, v *stepView, flow *flowInfo) {
+	lastLowered.Lock()
+	defer lastLowered.Unlock()
+	lastLowered.g, lastLowered.v, lastLowered.flow = g, v, flow
+}
+
+// analysis returns g's analysis and flow, the last lowering's when it was
+// of g.
+func analysis(g *poot.Graph) (*stepView, *flowInfo, error) {
+	lastLowered.Lock()
+	if lastLowered.g == g && g != nil {
+		defer lastLowered.Unlock()
+		return lastLowered.v, lastLowered.flow, nil
+	}
+	lastLowered.Unlock()
+	v, err := analyse(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	flow, err := v.flow()
+	return v, flow, err
 }
 
 // layerGraph is layer l's equations as a graph of their own: the hidden
@@ -335,4 +357,69 @@ func (v *stepView) layerGraph(l int, result poot.ValueID, ctx int) (*poot.Graph,
 		outs = outs.WithState(h[c.In], o)
 	}
 	return b.Finish(outs)
+}
+
+// runs cuts a traced step's n tokens into the bundle's runs, each the
+// indices of the tokens it takes in the order of its rows: a decode bundle
+// a token a run, a prefill bundle the chunk in one run, a batched bundle
+// the t-th token of every sequence in run t (a step's tokens are its
+// sequences' in order, n/B each).
+func runs(man bundle.Manifest, n int) [][]int {
+	var out [][]int
+	switch man.Deployment.Kind {
+	case Prefill:
+		all := make([]int, n)
+		for i := range all {
+			all[i] = i
+		}
+		return [][]int{all}
+	case Batched:
+		b := man.Deployment.Batch
+		for t := range n / b {
+			grp := make([]int, b)
+			for s := range grp {
+				grp[s] = s*(n/b) + t
+			}
+			out = append(out, grp)
+		}
+		return out
+	}
+	for i := range n {
+		out = append(out, []int{i})
+	}
+	return out
+}
+
+// runStep runs a traced step's tokens at their positions through the
+// machine, run by run, and returns the logits in the step's order: a row a
+// token, or only each sequence's last when the step wants those.
+func runStep(m *sim.Machine, toks, pos []int32) ([]float32, error) {
+	man := m.Bundle().Manifest
+	rows := make([][]float32, len(toks))
+	var last []float32
+	for _, grp := range runs(man, len(toks)) {
+		tk, ps := make([]int, len(grp)), make([]int, len(grp))
+		for j, i := range grp {
+			tk[j], ps[j] = int(toks[i]), int(pos[i])
+		}
+		r, err := m.Run(tk, ps)
+		if err != nil {
+			return nil, err
+		}
+		if last = r.Logits; man.Deployment.Kind == Prefill {
+			return last, nil
+		}
+		v := len(r.Logits) / len(grp)
+		for j, i := range grp {
+			rows[i] = r.Logits[j*v : (j+1)*v]
+		}
+	}
+	if man.LastOnly {
+		return last, nil
+	}
+	var out []float32
+	for _, r := range rows {
+		out = append(out, r...)
+	}
+	return out, nil
 }

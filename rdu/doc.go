@@ -20,19 +20,27 @@
 // cost of lowering, and what a vendor ingests besides the manifest, do not
 // grow with the model's depth.
 //
-// Two deployments are written: decode (one token of one sequence a run, tok
-// and pos runtime inputs, every attention layer appending to and attending
-// over its cache of ctx positions; a step of several tokens runs as that
-// many decode runs) and prefill (a chunk of one sequence as the rows of one
-// run, over the decode deployment's caches, so a decode bundle continues
-// from them). The batched and tensor-parallel deployments are not part of
-// this version.
+// Three deployments are written: decode (one token of one sequence a run,
+// tok and pos runtime inputs, every attention layer appending to and
+// attending over its cache of ctx positions; a step of several tokens
+// runs as that many decode runs), prefill (a chunk of one sequence as the
+// rows of one run, over the decode deployment's caches, so a decode bundle
+// continues from them), and batched decode (one token of each of B
+// sequences a run, their hidden states stacked as the rows X, bxo0, …;
+// every weight is read once for all of them, and the statements that read
+// a position, rotations, cache writes and attention, are written once a
+// sequence over its own caches Kc3_s1 and position pos_s1, bound to
+// sequence b's block of the step's caches). A paged cache is refused: the
+// language has no form for cache rows a table of slots chooses. The
+// tensor-parallel deployments are not part of this version.
 //
-// Lifting reads the graph's composite records: an rmsnorm, a rope, an
-// attention core, a swiglu or a mixture of experts becomes its statement,
+// Lifting reads the graph's composite records: an rmsnorm or layernorm, a
+// rope, an attention core, a swiglu, a gelu or a mixture of experts becomes
+// its statement,
 // with its attributes as clauses, and the primitives between them
-// (residual additions, embedding scales, cache writes) become the
-// language's primitive forms. Whatever the language cannot write is a
+// (residual additions, parallel residuals, embedding scales, biases, the
+// columns of a fused QKV projection, cache writes) become the language's
+// primitive forms. Whatever the language cannot write is a
 // *Reject naming the program, the statement, its binder and the reason;
 // nothing is approximated.
 //

@@ -43,6 +43,9 @@ func (in Interpreter) lower(g *poot.Graph, consts interp.Consts) (*bundle.Bundle
 			tokens = int(v.Type.Shape.Size())
 		}
 	}
+	if StepRows(g) > 1 {
+		return Lower(g, Options{Consts: consts, Deployment: Batched})
+	}
 	if tokens > 1 {
 		b, err := Lower(g, Options{Consts: consts, Deployment: Prefill})
 		if !errors.Is(err, ErrUnliftable) {
@@ -124,30 +127,9 @@ func (e *Executable) Run(slots interp.Slots, state *interp.State) ([]tensor.Tens
 	if len(toks) != len(pos) || len(toks) == 0 {
 		return nil, fmt.Errorf("rdu: %d tokens at %d positions", len(toks), len(pos))
 	}
-	var logits []float32
-	if e.b.Manifest.Deployment.Kind == Prefill {
-		ids := make([]int, len(toks))
-		for i := range toks {
-			if pos[i] != pos[0]+int32(i) {
-				return nil, fmt.Errorf("rdu: a prefill bundle runs a chunk at consecutive positions, not %v", pos)
-			}
-			ids[i] = int(toks[i])
-		}
-		r, err := e.m.Run(ids, int(pos[0]))
-		if err != nil {
-			return nil, err
-		}
-		logits = r.Logits
-	} else {
-		for i := range toks {
-			r, err := e.m.Step(int(toks[i]), int(pos[i]))
-			if err != nil {
-				return nil, err
-			}
-			if !e.b.Manifest.LastOnly || i == len(toks)-1 {
-				logits = append(logits, r.Logits...)
-			}
-		}
+	logits, err := runStep(e.m, toks, pos)
+	if err != nil {
+		return nil, err
 	}
 	for _, w := range writeBack {
 		w()

@@ -55,6 +55,8 @@ func TestLayerKindsOfFamilies(t *testing.T) {
 		{"gpt-oss", [][]int{{0}, {1}}},
 		{"mixtral", [][]int{{0, 1}}},
 		{"qwen3moe", [][]int{{0, 1}}},
+		{"phi2", [][]int{{0, 1}}},
+		{"falcon", [][]int{{0, 1}}},
 	} {
 		for _, n := range []int{1, 3} {
 			t.Run(fmt.Sprintf("%s/new%d", c.family, n), func(t *testing.T) {

@@ -25,6 +25,7 @@ const (
 	bindTable                       // a host table, computed at lowering
 	bindInput                       // the hidden state another program leaves
 	bindRuntime                     // tok or pos, written by the host every step
+	bindScratch                     // rows the program fills, one a sequence
 )
 
 // declared is what a declared name of a program binds.
@@ -39,6 +40,9 @@ type declared struct {
 	table *table
 	// slot is the runtime input's slot kind (bindRuntime).
 	slot poot.SlotKind
+	// row is the first row of the state a sequence's cache is (bindState,
+	// batched).
+	row int
 	// contraction says a product reads the weight (as stored, so a Q8_0
 	// weight stays Q8_0).
 	contraction bool
@@ -58,8 +62,10 @@ type lifted struct {
 	outputValue   poot.ValueID
 	// lastOnly marks a head that the step runs for its last token only.
 	lastOnly bool
-	// next names the token the head picks ("" for a head of several rows).
-	next string
+	// next names the token the head picks ("" for a head of several rows),
+	// nexts those a batched head picks, one a sequence.
+	next  string
+	nexts []string
 }
 
 // lifter writes one program.
@@ -80,9 +86,13 @@ type lifter struct {
 	view     map[poot.ValueID]poot.ValueID
 	stateCur map[poot.ValueID]poot.ValueID // state input -> its current value
 	stmts    []lang.Stmt
-	lastRow  map[poot.ValueID]bool // the head's selection of the last row (prefill)
-	res      *lifted
-	binder   string // the binder of the statement being written, for rejections
+	// split holds the per-sequence names of a value of a batched program:
+	// one row of it a sequence, as the statements that read a position
+	// (rotations, cache writes, attention) write them.
+	split   map[poot.ValueID][]string
+	lastRow map[poot.ValueID]bool // the head's selection of the last row (prefill)
+	res     *lifted
+	binder  string // the binder of the statement being written, for rejections
 }
 
 type rejection struct{ r *Reject }
@@ -95,7 +105,7 @@ func (l *lifter) reject(cause error, format string, args ...any) {
 func (low *lowering) lift(name string, eqns []int, layer int, out poot.ValueID) (res *lifted, err error) {
 	l := &lifter{low: low, v: low.v, name: name, layer: layer, n: newNamer(layer), eqns: eqns, inProg: map[int]bool{},
 		out: out, alias: map[poot.ValueID]poot.ValueID{}, names: map[poot.ValueID]string{}, forms: map[string]string{},
-		view: map[poot.ValueID]poot.ValueID{}, stateCur: map[poot.ValueID]poot.ValueID{}, lastRow: map[poot.ValueID]bool{},
+		view: map[poot.ValueID]poot.ValueID{}, split: map[poot.ValueID][]string{}, stateCur: map[poot.ValueID]poot.ValueID{}, lastRow: map[poot.ValueID]bool{},
 		res: &lifted{decls: map[string]declared{}, inputValue: -1, outputValue: out}}
 	defer func() {
 		if r := recover(); r != nil {
@@ -185,18 +195,18 @@ func (l *lifter) findAliases() {
 			switch {
 			case t.Equal(o):
 				l.alias[e.Out] = l.root(in)
-			case l.layer < 0 && v.tokens > 1 && len(t) == 2 && t[0] == v.tokens && o.Equal(poot.Shape{1, t[0], t[1]}):
+			case l.layer < 0 && v.tokens > l.low.seqs() && len(t) == 2 && t[0] == v.tokens && o.Equal(poot.Shape{l.low.seqs(), t[0] / l.low.seqs(), t[1]}):
 				// Step.Last: [T, d] -> [1, T, d], the last token sliced,
 				// -> [1, d].
 				l.alias[e.Out] = l.root(in)
 				lastA[e.Out] = true
-			case lastB[in] && len(o) == 2 && o[0] == 1:
+			case lastB[in] && len(o) == 2 && o[0] == l.low.seqs():
 				l.alias[e.Out] = l.root(in)
 				l.res.lastOnly = true
 			}
 		case poot.Slice:
 			t := v.g.Type(in).Shape
-			if lastA[in] && len(t) == 3 && e.Params.Start[1] == v.tokens-1 && e.Params.Limit[1] == v.tokens &&
+			if lastA[in] && len(t) == 3 && e.Params.Start[1] == t[1]-1 && e.Params.Limit[1] == t[1] &&
 				e.Params.Start[2] == 0 && e.Params.Limit[2] == t[2] {
 				lastB[e.Out] = true
 				if l.low.stacked {
@@ -289,9 +299,9 @@ func (l *lifter) bind(id poot.ValueID, base string) string {
 func (l *lifter) outputName() string {
 	switch {
 	case l.layer >= 0:
-		return output(l.low.stacked, l.layer)
+		return output(l.low.rowsNamed(), l.layer)
 	case l.name == "embed":
-		return input(l.low.stacked, 0)
+		return input(l.low.rowsNamed(), 0)
 	}
 	return "logits"
 }
@@ -302,7 +312,7 @@ func (l *lifter) preview(id poot.ValueID, base string) {
 	switch {
 	case l.root(l.out) == id:
 		l.binder = l.outputName()
-	case l.low.stacked:
+	case l.low.rowsNamed():
 		l.binder = "b" + base + l.n.suffix
 	default:
 		l.binder = base + l.n.suffix
@@ -312,9 +322,9 @@ func (l *lifter) preview(id poot.ValueID, base string) {
 func (l *lifter) emit(s lang.Stmt) { l.stmts = append(l.stmts, s) }
 
 // fresh names an intermediate: the seed's "b" marks the stacked rows of a
-// prefill chunk.
+// prefill chunk or of a batch.
 func (l *lifter) fresh(base string) string {
-	if l.low.stacked {
+	if l.low.rowsNamed() {
 		base = "b" + base
 	}
 	return l.n.fresh(base)
@@ -326,19 +336,20 @@ func (l *lifter) declare(name string, rows, cols int, elem lang.Elem, d declared
 }
 
 // rows is the number of rows an activation has in the program: one in the
-// per-token decode form, the chunk's tokens in the stacked prefill form.
+// per-token decode form, the chunk's tokens in the stacked prefill form,
+// the sequences in the batched form.
 func (l *lifter) rows() int {
 	if l.low.stacked {
 		return l.v.tokens
 	}
-	return 1
+	return l.low.seqs()
 }
 
 // cols returns the width of an activation, which must be a matrix of the
 // step's tokens (or one row, after the head's selection of the last).
 func (l *lifter) cols(id poot.ValueID) int {
 	t := l.v.g.Type(id)
-	if len(t.Shape) != 2 || t.DType != poot.F32 || (t.Shape[0] != l.v.tokens && !(t.Shape[0] == 1 && l.res.lastOnly)) {
+	if len(t.Shape) != 2 || t.DType != poot.F32 || (t.Shape[0] != l.v.tokens && !(t.Shape[0] == l.low.seqs() && l.res.lastOnly)) {
 		l.reject(ErrUnliftable, "%v is not a row of Reals per token (the step has %d tokens)", t, l.v.tokens)
 	}
 	return t.Shape[1]
@@ -352,6 +363,9 @@ func (l *lifter) ref(id poot.ValueID) string {
 	id = l.root(id)
 	if n, ok := l.names[id]; ok {
 		return n
+	}
+	if _, ok := l.split[id]; ok && l.v.g.Value(id).Kind != poot.State {
+		return l.stack(id)
 	}
 	v := l.v
 	val := v.g.Value(id)
@@ -376,9 +390,9 @@ func (l *lifter) ref(id poot.ValueID) string {
 		l.reject(ErrStructure, "the embedding reads a value of another program")
 	}
 	c := l.cols(id)
-	name := input(l.low.stacked, max(l.layer, 0))
+	name := input(l.low.rowsNamed(), max(l.layer, 0))
 	if l.layer < 0 {
-		name = input(l.low.stacked, l.low.nLayers())
+		name = input(l.low.rowsNamed(), l.low.nLayers())
 	}
 	l.n.fixed(name)
 	l.declare(name, l.rows(), c, lang.Real, declared{kind: bindInput, value: id})
@@ -394,10 +408,76 @@ func (l *lifter) state(id poot.ValueID) string {
 	if len(t.Shape) != 2 || t.DType != poot.F32 {
 		l.reject(ErrUnliftable, "state %q is %v, not a matrix of Reals", val.Name, t)
 	}
+	if names, ok := l.split[id]; ok {
+		return names[0]
+	}
+	l.stateCur[id] = id
+	if r := l.low.batch; r > 0 {
+		// A cache of a sequence a block of rows, each its own tensor.
+		if t.Shape[0]%r != 0 {
+			l.reject(ErrUnliftable, "state %q of %d rows for %d sequences", val.Name, t.Shape[0], r)
+		}
+		names := make([]string, r)
+		for b := range names {
+			names[b] = l.n.freshSeq(stateBase(val.Name, l.layer), b)
+			l.declare(names[b], t.Shape[0]/r, t.Shape[1], lang.Real, declared{kind: bindState, value: id, row: b * t.Shape[0] / r})
+		}
+		l.split[id] = names
+		return names[0]
+	}
 	name := l.n.fresh(stateBase(val.Name, l.layer))
 	l.declare(name, t.Shape[0], t.Shape[1], lang.Real, declared{kind: bindState, value: id})
 	l.names[id] = name
-	l.stateCur[id] = id
+	return name
+}
+
+// seq returns the name of sequence b's row of a value of a batched
+// program, writing "row b+1 of" the stacked value at its first read.
+func (l *lifter) seq(id poot.ValueID, b int) string {
+	id = l.root(id)
+	if s, ok := l.split[id]; ok && s[b] != "" {
+		return s[b]
+	}
+	if l.v.g.Value(id).Kind == poot.State {
+		l.state(id)
+		return l.split[id][b]
+	}
+	x := l.ref(id)
+	if _, ok := l.split[id]; !ok {
+		l.split[id] = make([]string, l.low.batch)
+	}
+	name := l.n.freshSeq(l.baseOf(x), b)
+	l.emit(lang.Let{Name: name, Expr: lang.Row{Index: lang.Index{Num: b + 1}, X: x}})
+	l.split[id][b] = name
+	return name
+}
+
+// bindSeqs names sequence b's row of the result of a statement written
+// once a sequence.
+func (l *lifter) bindSeqs(id poot.ValueID, base string) []string {
+	if l.root(l.out) == id {
+		l.reject(ErrStructure, "the program's result is computed a sequence at a time")
+	}
+	names := make([]string, l.low.batch)
+	for b := range names {
+		names[b] = l.n.freshSeq(base, b)
+	}
+	l.split[id] = names
+	return names
+}
+
+// stack gathers the rows of a value written a sequence at a time into one
+// tensor, a row a sequence: a scratch tensor the program declares and
+// fills.
+func (l *lifter) stack(id poot.ValueID) string {
+	names := l.split[id]
+	c := l.cols(id)
+	name := l.fresh(l.baseOf(names[0][:strings.LastIndex(names[0], "_s")]))
+	l.declare(name, l.low.batch, c, lang.Real, declared{kind: bindScratch, value: id})
+	for b, n := range names {
+		l.emit(lang.SetRow{Target: name, Row: lang.Index{Num: b + 1}, Value: n})
+	}
+	l.names[id] = name
 	return name
 }
 
@@ -476,12 +556,14 @@ func (l *lifter) runtime(id poot.ValueID) string {
 	}
 	name, stmt := "tok", lang.Stmt(lang.Scalar{Name: "tok", Value: 1})
 	switch {
+	case val.Slot == poot.SlotPos && l.low.batch > 0:
+		l.reject(ErrUnliftable, "the positions of a batch read together")
 	case val.Slot == poot.SlotPos && l.low.stacked:
 		name, stmt = "pos_s0", lang.Scalar{Name: "pos_s0", Value: 1}
 	case val.Slot == poot.SlotPos:
 		name, stmt = "pos", lang.Scalar{Name: "pos", Value: 1}
-	case l.low.stacked:
-		name, stmt = "toks", lang.Declare{Name: "toks", Rows: 1, Cols: l.v.tokens, Elem: lang.Int}
+	case l.low.rowsNamed():
+		name, stmt = "toks", lang.Declare{Name: "toks", Rows: 1, Cols: l.rows(), Elem: lang.Int}
 	}
 	if _, ok := l.res.decls[name]; !ok {
 		l.n.fixed(name)
@@ -502,12 +584,29 @@ func (l *lifter) pos() string {
 	return ""
 }
 
-// baseOf strips a per-layer name's suffix.
+// seqPos is sequence b's position scalar in a batched program.
+func (l *lifter) seqPos(b int) string {
+	name := fmt.Sprintf("pos_s%d", b)
+	if _, ok := l.res.decls[name]; !ok {
+		l.n.fixed(name)
+		l.emit(lang.Scalar{Name: name, Value: 1})
+		l.res.decls[name] = declared{kind: bindRuntime, slot: poot.SlotPos}
+	}
+	return name
+}
+
+// baseOf strips a per-layer (and per-sequence) name's suffix.
 func (l *lifter) baseOf(name string) string {
+	if i := strings.LastIndex(name, "_s"); i > 0 && isDigits(name[i+2:]) {
+		name = name[:i]
+	}
 	if l.n.suffix != "" {
 		if b, ok := strings.CutSuffix(name, l.n.suffix); ok && b != "" {
-			return b
+			name = b
 		}
+	}
+	if l.low.rowsNamed() && len(name) > 1 && name[0] == 'b' {
+		name = name[1:] // the mark of stacked rows
 	}
 	return name
 }
@@ -516,7 +615,7 @@ func (l *lifter) baseOf(name string) string {
 // reads (package ops records them so): a record with another count is not
 // one of them.
 var compositeOperands = map[string]int{
-	"rmsnorm": 2, "l2norm": 1, "linear": 3, "rope": 3, "attention": 5, "swiglu": 2, "geglu": 2,
+	"rmsnorm": 2, "layernorm": 3, "l2norm": 1, "linear": 3, "rope": 3, "attention": 5, "swiglu": 2, "geglu": 2,
 	"gelu": 1, "silu": 1, "sigmoid": 1, "soft_cap": 1, "moe": 14, "causal_mask": 1,
 }
 
@@ -554,6 +653,32 @@ func (l *lifter) composite(c poot.Composite) {
 	res := c.Results[0]
 	a := c.Attrs
 	switch c.Name {
+	case "layernorm":
+		eps, _ := a.Float("epsilon")
+		onePlus, _ := a.Bool("one_plus")
+		x := l.ref(op(0))
+		l.cols(op(0))
+		base := l.baseOf(x) + "n"
+		if k, ok := l.constOf(op(1)); op(1) >= 0 && ok {
+			wb := weightBase(g.Value(k).Name, l.layer)
+			if b, ok := normBases[wb]; ok {
+				base = b
+			} else {
+				base = lower1(wb) + "x"
+			}
+		}
+		l.preview(res, base)
+		if !(eps > 0) || math.IsInf(eps, 0) {
+			l.reject(ErrEpsilon, "epsilon %v", eps)
+		}
+		e := lang.LayerNorm{X: x, Epsilon: eps}
+		if op(1) >= 0 {
+			e.Weight, e.OnePlus = l.weight(op(1), formRow), onePlus
+		}
+		if op(2) >= 0 {
+			e.Bias = l.weight(op(2), formRow)
+		}
+		l.emit(lang.Let{Name: l.bind(res, base), Expr: e})
 	case "rmsnorm", "l2norm":
 		eps, _ := a.Float("epsilon")
 		heads, _ := a.Int("heads")
@@ -639,6 +764,13 @@ func (l *lifter) composite(c poot.Composite) {
 		if 2*cos.cols != dims {
 			l.reject(ErrUnliftable, "rotary tables of %d angles for %d dims", cos.cols, dims)
 		}
+		if l.low.batch > 0 {
+			for b, name := range l.bindSeqs(res, l.baseOf(base)) {
+				xb := l.seq(op(0), b)
+				l.emit(lang.Let{Name: name, Expr: lang.Rope{X: xb, Cos: cos.name, Sin: sin.name, From: &lang.Index{Name: l.seqPos(b)}, Heads: heads, Interleaved: layout == "interleaved"}})
+			}
+			return
+		}
 		from := lang.Index{Name: l.pos()}
 		l.emit(lang.Let{Name: l.bind(res, base), Expr: lang.Rope{X: x, Cos: cos.name, Sin: sin.name, From: &from, Heads: heads, Interleaved: layout == "interleaved"}})
 	case "attention":
@@ -689,8 +821,8 @@ func (l *lifter) attention(c poot.Composite) {
 	rows, _ := a.Int("rows")
 	scale, _ := a.Float("scale")
 	softCap, _ := a.Float("soft_cap")
-	if rows != 1 {
-		l.reject(ErrUnliftable, "an attention over %d sequences (the decode deployment runs one)", rows)
+	if rows != l.low.seqs() {
+		l.reject(ErrUnliftable, "an attention over %d sequences in a deployment of %d", rows, l.low.seqs())
 	}
 	if softCap < 0 || math.IsNaN(softCap) || math.IsInf(softCap, 0) {
 		l.reject(ErrSoftCap, "an attention soft cap of %v", softCap)
@@ -710,17 +842,15 @@ func (l *lifter) attention(c poot.Composite) {
 	keys, _ := mrec.Attrs.Int("keys")
 	window, _ := mrec.Attrs.Int("window")
 	chunk, _ := mrec.Attrs.Int("chunk")
-	q := l.ref(c.Operands[0])
-	qc := l.cols(c.Operands[0])
-	k, vv := l.ref(c.Operands[1]), l.ref(c.Operands[2])
 	kt := g.Type(l.root(c.Operands[1]))
-	if kt.Shape.Rank() != 2 || kt.Shape[0] != keys {
-		l.reject(ErrUnliftable, "keys %v under a mask of %d positions", kt, keys)
+	if kt.Shape.Rank() != 2 || kt.Shape[0] != keys*rows {
+		l.reject(ErrUnliftable, "keys %v under a mask of %d positions for %d sequences", kt, keys, rows)
 	}
+	qc := l.cols(c.Operands[0])
 	if heads < 1 || qc != heads*headDim {
 		l.reject(ErrUnliftable, "%d heads of %d over queries of %d columns", heads, headDim, qc)
 	}
-	e := lang.Attention{Q: q, K: k, V: vv, Heads: heads, Groups: groups, Causal: l.low.stacked, At: &lang.Index{Name: l.pos()}, Window: window, Chunk: chunk, Cap: softCap}
+	e := lang.Attention{Heads: heads, Groups: groups, Causal: l.low.stacked, Window: window, Chunk: chunk, Cap: softCap}
 	if scale != 1/math.Sqrt(float64(headDim)) {
 		if scale == 0 || math.IsNaN(scale) || math.IsInf(scale, 0) {
 			l.reject(ErrUnliftable, "an attention scale of %v", scale)
@@ -730,6 +860,16 @@ func (l *lifter) attention(c poot.Composite) {
 	if s := c.Operands[4]; s >= 0 {
 		e.Sinks = l.weight(s, formRow)
 	}
+	if l.low.batch > 0 {
+		for b, name := range l.bindSeqs(res, "ct") {
+			e.Q, e.K, e.V, e.At = l.seq(c.Operands[0], b), l.seq(c.Operands[1], b), l.seq(c.Operands[2], b), &lang.Index{Name: l.seqPos(b)}
+			l.emit(lang.Let{Name: name, Expr: e})
+		}
+		return
+	}
+	e.Q = l.ref(c.Operands[0])
+	e.K, e.V = l.ref(c.Operands[1]), l.ref(c.Operands[2])
+	e.At = &lang.Index{Name: l.pos()}
 	l.emit(lang.Let{Name: l.bind(res, "ct"), Expr: e})
 }
 
@@ -751,7 +891,7 @@ func (l *lifter) primitive(e poot.Eqn) {
 		}
 		idx := l.runtime(in(1))
 		w := l.weight(in(0), formTable)
-		if l.low.stacked {
+		if l.low.rowsNamed() {
 			if idx != "toks" {
 				l.reject(ErrUnliftable, "the rows of a table at the chunk's positions")
 			}
@@ -772,6 +912,15 @@ func (l *lifter) primitive(e poot.Eqn) {
 		l.preview(e.Out, base)
 		if e.Op == poot.Mul {
 			l.outputGate(a, b)
+		}
+		if _, ok := l.uniform(b); v.table[b] && !ok && l.low.batch > 0 {
+			op := map[poot.Op]lang.BinaryOp{poot.Add: lang.Plus, poot.Mul: lang.Hadamard}[e.Op]
+			l.cols(a)
+			for s, name := range l.bindSeqs(e.Out, base) {
+				x, y := l.seq(a, s), l.positionRow(b, s)
+				l.emit(lang.Let{Name: name, Expr: lang.Binary{Op: op, A: x, B: y}})
+			}
+			return
 		}
 		x := l.ref(a)
 		l.cols(a)
@@ -796,6 +945,10 @@ func (l *lifter) primitive(e poot.Eqn) {
 		return
 	case poot.WriteRows:
 		dst, idx, src := in(0), in(1), in(2)
+		if l.low.batch > 0 {
+			l.seqWrite(e, dst, idx, src)
+			return
+		}
 		target := l.ref(dst)
 		st, ok := l.stateIn(l.root(dst))
 		if !ok {
@@ -827,18 +980,23 @@ func (l *lifter) primitive(e poot.Eqn) {
 		x := l.ref(in(0))
 		c := l.cols(in(0))
 		st, lim := e.Params.Start, e.Params.Limit
-		l.preview(e.Out, l.baseOf(x)+"c")
-		if len(st) == 2 && st[0] == 0 && lim[0] == g.Type(in(0)).Shape[0] {
-			switch {
-			case st[1] == 0:
-				l.emit(lang.Let{Name: l.bind(e.Out, l.baseOf(x)+"c"), Expr: lang.Columns{N: lim[1], Every: c, X: x}})
-				return
-			case lim[1] == c:
-				l.emit(lang.Let{Name: l.bind(e.Out, l.baseOf(x)+"c"), Expr: lang.Columns{Last: true, N: c - st[1], Every: c, X: x}})
-				return
+		base := l.baseOf(x) + "c"
+		if l.baseOf(x) == "qkv" && len(st) == 2 { // a fused projection's query, key and value
+			base = map[bool]string{true: "qr", false: "kr"}[st[1] == 0]
+			if lim[1] == c {
+				base = "vr"
 			}
 		}
-		l.reject(ErrUnliftable, "a slice [%v, %v) of %v that is not the first or last columns", st, lim, g.Type(in(0)))
+		l.preview(e.Out, base)
+		if len(st) == 2 && st[0] == 0 && lim[0] == g.Type(in(0)).Shape[0] && st[1] < lim[1] {
+			cs := lang.Columns{N: lim[1] - st[1], After: st[1], Every: c, X: x}
+			if lim[1] == c && st[1] > 0 {
+				cs.Last, cs.After = true, 0
+			}
+			l.emit(lang.Let{Name: l.bind(e.Out, base), Expr: cs})
+			return
+		}
+		l.reject(ErrUnliftable, "a slice [%v, %v) of %v that is not a run of columns", st, lim, g.Type(in(0)))
 	case poot.Concat:
 		if e.Params.Axis == 1 && len(e.Inputs) == 2 {
 			l.preview(e.Out, "jn")
@@ -864,6 +1022,35 @@ func (l *lifter) primitive(e poot.Eqn) {
 		types = append(types, g.Type(x).String())
 	}
 	l.reject(ErrUnliftable, "the primitive %v over %s", e.Op, strings.Join(types, ", "))
+}
+
+// seqWrite writes a batch's rows into their sequences' caches: row b of
+// the value at position pos_s{b} of sequence b's block of the state. The
+// rows' index must be the cache rows of the batch: sequence b's block
+// start plus its position.
+func (l *lifter) seqWrite(e poot.Eqn, dst, idx, src poot.ValueID) {
+	st, ok := l.stateIn(l.root(dst))
+	if !ok {
+		if l.v.g.Value(l.root(dst)).Kind != poot.State {
+			l.reject(ErrUnliftable, "rows written into a tensor that is not a state")
+		}
+		st = l.root(dst)
+		l.state(st)
+	}
+	if l.stateCur[st] != l.root(dst) {
+		l.reject(ErrUnliftable, "rows written into an older version of %s", l.split[st][0])
+	}
+	rows := l.v.g.Type(st).Shape[0] / l.low.batch
+	if !l.low.cacheRows(idx, rows) {
+		l.reject(ErrUnliftable, "cache rows that are not each sequence's block of %d rows at its position", rows)
+	}
+	l.cols(src)
+	targets := l.split[st]
+	for b, t := range targets {
+		l.emit(lang.SetRow{Target: t, Row: lang.Index{Name: l.seqPos(b)}, Value: l.seq(src, b)})
+	}
+	l.split[e.Out] = targets
+	l.stateCur[st] = e.Out
 }
 
 // outputGate refuses the output gates the language cannot write: an

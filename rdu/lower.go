@@ -1,6 +1,7 @@
 package rdu
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -36,7 +37,7 @@ type Options struct {
 	// Consts are the graph's constants, for host tables computed from one
 	// (a GGUF's rotary frequency factors); nil when none is.
 	Consts interp.Consts
-	// Deployment is Decode (the default) or Prefill.
+	// Deployment is Decode (the default), Prefill or Batched.
 	Deployment string
 }
 
@@ -52,13 +53,22 @@ const (
 	// continues from them), and the head reads the last row when the step
 	// wants the last logits only.
 	Prefill = "prefill"
+	// Batched runs one token of each of the step's sequences (its rows) a
+	// run, stacked as the rows of the programs' hidden states: toks and
+	// each sequence's position pos_s0, pos_s1, … are runtime inputs, each
+	// sequence has its own caches (Kc3_s1), and every weight is read once
+	// for all of them. A step of several tokens a sequence runs as that
+	// many runs.
+	Batched = "batched"
 )
 
 // lowering is the state of one Lower call.
 type lowering struct {
 	v          *stepView
 	stacked    bool // the prefill deployment: the chunk's tokens as rows
+	batch      int  // the batched deployment's sequences; 0 otherwise
 	ctx        int
+	cacheIndex map[[32]byte]int
 	tables     []*table
 	rotations  map[[32]byte][2]*table
 	positional map[[32]byte]*table
@@ -66,6 +76,25 @@ type lowering struct {
 }
 
 func (low *lowering) nLayers() int { return len(low.v.layers) }
+
+// seqs is the number of sequences a run of the bundle holds.
+func (low *lowering) seqs() int { return max(low.batch, 1) }
+
+// rowsNamed says the programs' hidden states are named as stacked rows
+// (X, bxo0): the prefill and batched deployments.
+func (low *lowering) rowsNamed() bool { return low.stacked || low.batch > 0 }
+
+// StepRows returns the number of sequences (rows) of a traced step: the
+// rows its attention cores are recorded over, 1 when it has none.
+func StepRows(g *poot.Graph) int {
+	rows := 1
+	for _, c := range g.Composites() {
+		if r, ok := c.Attrs.Int("rows"); ok && c.Name == "attention" {
+			rows = max(rows, r)
+		}
+	}
+	return rows
+}
 
 // Lower writes the decode bundle of a traced step of one sequence: the
 // embedding program, one program per layer kind, the head program, and the
@@ -78,13 +107,21 @@ func Lower(g *poot.Graph, opts Options) (*bundle.Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	low := &lowering{v: v, rotations: map[[32]byte][2]*table{}, positional: map[[32]byte]*table{}, tokenDep: map[poot.ValueID]bool{}}
+	low := &lowering{v: v, rotations: map[[32]byte][2]*table{}, positional: map[[32]byte]*table{}, tokenDep: map[poot.ValueID]bool{}, cacheIndex: map[[32]byte]int{}}
+	rows := StepRows(g)
 	switch opts.Deployment {
-	case "", Decode:
-	case Prefill:
-		low.stacked = true
+	case "", Decode, Prefill:
+		if rows > 1 {
+			return nil, structureErr("a step of %d sequences: the %s deployment runs one (lower it as the batched deployment)", rows, cmp.Or(opts.Deployment, Decode))
+		}
+		low.stacked = opts.Deployment == Prefill
+	case Batched:
+		if v.tokens%rows != 0 {
+			return nil, structureErr("%d tokens for %d sequences", v.tokens, rows)
+		}
+		low.batch = rows
 	default:
-		return nil, fmt.Errorf("rdu: the %q deployment: this version writes %q and %q bundles", opts.Deployment, Decode, Prefill)
+		return nil, fmt.Errorf("rdu: the %q deployment: this version writes %q, %q and %q bundles", opts.Deployment, Decode, Prefill, Batched)
 	}
 	var havePos, haveTok bool
 	for _, id := range g.Inputs(poot.Slot) {
@@ -102,7 +139,7 @@ func Lower(g *poot.Graph, opts Options) (*bundle.Bundle, error) {
 		case poot.SlotToken:
 			haveTok = true
 		default:
-			return nil, structureErr("the slot %q: the decode deployment runs a contiguous cache of one sequence", val.Name)
+			return nil, structureErr("the slot %q of a paged cache: the language writes a cache a sequence, a position a row, and has no form for rows a table of slots chooses", val.Name)
 		}
 	}
 	if !havePos || !haveTok || v.tokens < 1 {
@@ -139,14 +176,29 @@ func Lower(g *poot.Graph, opts Options) (*bundle.Bundle, error) {
 	if _, ok := head.decls["next"]; ok {
 		return nil, structureErr("the head binds %q, the name of the token it picks", "next")
 	}
-	if !low.stacked || head.lastOnly || v.tokens == 1 {
+	switch {
+	case low.batch > 0:
+		for b := range low.batch {
+			lg, next := fmt.Sprintf("logits_s%d", b), fmt.Sprintf("next_s%d", b)
+			if _, ok := head.decls[lg]; ok {
+				return nil, structureErr("the head binds %q, the name of a sequence's logits", lg)
+			}
+			head.prog.Stmts = append(head.prog.Stmts, lang.Let{Name: lg, Expr: lang.Row{Index: lang.Index{Num: b + 1}, X: head.output}},
+				lang.Let{Name: next, Expr: lang.Unary{Op: lang.Argmax, X: lg}})
+			head.nexts = append(head.nexts, next)
+		}
+	case !low.stacked || head.lastOnly || v.tokens == 1:
 		head.prog.Stmts = append(head.prog.Stmts, lang.Let{Name: "next", Expr: lang.Unary{Op: lang.Argmax, X: head.output}})
 		head.next = "next"
 	}
 	if err := low.evalTables(opts.Consts); err != nil {
 		return nil, err
 	}
-	return low.assemble(opts, kinds, embed, kindProgs, head)
+	b, err := low.assemble(opts, kinds, embed, kindProgs, head)
+	if err == nil {
+		remember(g, v, flow)
+	}
+	return b, err
 }
 
 // flowInfo is how values pass between the programs: out[0] is the
@@ -250,7 +302,11 @@ func rebind(name string, from, to int, local map[string]bool) string {
 		return StackedInput(to)
 	}
 	if local[name] {
-		return strings.TrimSuffix(name, strconv.Itoa(from)) + strconv.Itoa(to)
+		seq := ""
+		if i := strings.LastIndex(name, "_s"); i > 0 && isDigits(name[i+2:]) {
+			name, seq = name[:i], name[i:]
+		}
+		return strings.TrimSuffix(name, strconv.Itoa(from)) + strconv.Itoa(to) + seq
 	}
 	return name
 }
@@ -268,13 +324,21 @@ func (low *lowering) assemble(opts Options, kinds []Kind, embed *lifted, progs [
 		},
 		Output:   head.output,
 		Next:     head.next,
+		Nexts:    head.nexts,
 		LastOnly: head.lastOnly,
 	}
-	if low.stacked {
+	switch {
+	case low.stacked:
 		m.Deployment.Kind = Prefill
 		m.Inputs = []bundle.Input{
 			{Name: "toks", Meaning: "the chunk's token ids plus one, in order"},
 			{Name: "pos_s0", Meaning: "the chunk's first position plus one; the chunk's tokens sit at the positions after it"},
+		}
+	case low.batch > 0:
+		m.Deployment.Kind, m.Deployment.Batch = Batched, low.batch
+		m.Inputs = []bundle.Input{{Name: "toks", Meaning: "each sequence's token id plus one, in the order of the sequences"}}
+		for b := range low.batch {
+			m.Inputs = append(m.Inputs, bundle.Input{Name: fmt.Sprintf("pos_s%d", b), Meaning: fmt.Sprintf("sequence %d's position plus one", b)})
 		}
 	}
 	for i, t := range low.tables {
@@ -300,7 +364,7 @@ func (low *lowering) assemble(opts Options, kinds []Kind, embed *lifted, progs [
 				if ren != nil {
 					s = ren[s]
 				}
-				bd.Source, bd.State = bundle.SourceState, s
+				bd.Source, bd.State, bd.Row = bundle.SourceState, s, d.row
 			case bindTable:
 				bd.Source, bd.Table = bundle.SourceTable, d.table.name
 			case bindInput:
@@ -313,6 +377,8 @@ func (low *lowering) assemble(opts Options, kinds []Kind, embed *lifted, progs [
 				}
 			case bindRuntime:
 				bd.Source = bundle.SourceRuntime
+			case bindScratch:
+				bd.Source = bundle.SourceScratch
 			}
 			out[name] = bd
 		}

@@ -21,7 +21,7 @@ import (
 	"github.com/pootlabs/poot/tensor"
 )
 
-var tinyFamilies = []string{"llama", "gemma3", "llama4", "gpt-oss", "mixtral", "qwen3moe"}
+var tinyFamilies = []string{"llama", "gemma3", "llama4", "gpt-oss", "mixtral", "qwen3moe", "phi2", "stablelm", "gptneox", "falcon"}
 
 // synthRef writes family's tiny preset as a random-weight GGUF of matrices
 // stored dt and opens it.
@@ -101,63 +101,84 @@ func TestTinyFamiliesCertify(t *testing.T) {
 // layer's names to the layer's own tensors.
 func TestRenamingReproducesLayers(t *testing.T) {
 	for _, f := range tinyFamilies {
-		t.Run(f, func(t *testing.T) {
-			g := traceTiny(t, f, 1, 16)
-			b, err := Lower(g, Options{})
+		for _, rows := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/rows%d", f, rows), func(t *testing.T) { checkRenaming(t, f, rows) })
+		}
+	}
+}
+
+// checkRenaming is TestRenamingReproducesLayers for a step of rows
+// sequences (the batched deployment when there are several).
+func checkRenaming(t *testing.T, f string, rows int) {
+	p, err := synth.FindPreset(f, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := synth.Model(p.Family, p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := mod.Trace(families.StepSpec{Program: families.Decode, Shape: families.StepShape{Rows: rows, New: 1, Capacity: 16}}, poot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, batch := Options{}, 0
+	if rows > 1 {
+		opts.Deployment, batch = Batched, rows
+	}
+	b, err := Lower(g, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := analyse(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow, err := v.flow()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One lowering numbers the shared tables as Lower does: the
+	// kinds' first layers first, in order.
+	low := &lowering{v: v, ctx: 16, batch: batch, rotations: map[[32]byte][2]*table{}, positional: map[[32]byte]*table{}, tokenDep: map[poot.ValueID]bool{}, cacheIndex: map[[32]byte]int{}}
+	for _, k := range b.Manifest.Kinds {
+		if _, err := low.lift(k.Name, v.layers[k.Layers[0]], k.Layers[0], flow.out[1+k.Layers[0]]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range b.Manifest.Kinds {
+		local := map[string]bool{}
+		for _, n := range k.Local {
+			local[n] = true
+		}
+		l0 := k.Layers[0]
+		for _, l := range k.Layers {
+			own, err := low.lift(k.Name, v.layers[l], l, flow.out[1+l])
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := analyse(g)
-			if err != nil {
-				t.Fatal(err)
+			rebound := lang.Rename(b.Programs[k.Name], func(n string) string { return rebind(n, l0, l, local) })
+			if got, want := lang.Format(rebound), lang.Format(own.prog); got != want {
+				t.Errorf("%s rebound to layer %d:\n%s\nlayer %d's own program:\n%s", k.Name, l, got, l, want)
 			}
-			flow, err := v.flow()
-			if err != nil {
-				t.Fatal(err)
-			}
-			// One lowering numbers the shared tables as Lower does: the
-			// kinds' first layers first, in order.
-			low := &lowering{v: v, ctx: 16, rotations: map[[32]byte][2]*table{}, positional: map[[32]byte]*table{}, tokenDep: map[poot.ValueID]bool{}}
-			for _, k := range b.Manifest.Kinds {
-				if _, err := low.lift(k.Name, v.layers[k.Layers[0]], k.Layers[0], flow.out[1+k.Layers[0]]); err != nil {
-					t.Fatal(err)
+			for name, bd := range b.Manifest.Layers[l].Bindings {
+				d, ok := own.decls[bd.Name]
+				if !ok {
+					t.Errorf("layer %d: %s binds %s, which its program does not declare", l, name, bd.Name)
+					continue
 				}
-			}
-			for _, k := range b.Manifest.Kinds {
-				local := map[string]bool{}
-				for _, n := range k.Local {
-					local[n] = true
-				}
-				l0 := k.Layers[0]
-				for _, l := range k.Layers {
-					own, err := low.lift(k.Name, v.layers[l], l, flow.out[1+l])
-					if err != nil {
-						t.Fatal(err)
+				switch bd.Source {
+				case bundle.SourceWeight:
+					if c := g.Value(d.value).Name; c != bd.Const {
+						t.Errorf("layer %d: %s (%s) binds %q, its program reads %q", l, name, bd.Name, bd.Const, c)
 					}
-					rebound := lang.Rename(b.Programs[k.Name], func(n string) string { return rebind(n, l0, l, local) })
-					if got, want := lang.Format(rebound), lang.Format(own.prog); got != want {
-						t.Errorf("%s rebound to layer %d:\n%s\nlayer %d's own program:\n%s", k.Name, l, got, l, want)
-					}
-					for name, bd := range b.Manifest.Layers[l].Bindings {
-						d, ok := own.decls[bd.Name]
-						if !ok {
-							t.Errorf("layer %d: %s binds %s, which its program does not declare", l, name, bd.Name)
-							continue
-						}
-						switch bd.Source {
-						case bundle.SourceWeight:
-							if c := g.Value(d.value).Name; c != bd.Const {
-								t.Errorf("layer %d: %s (%s) binds %q, its program reads %q", l, name, bd.Name, bd.Const, c)
-							}
-						case bundle.SourceState:
-							if s := g.Value(d.value).Name; s != bd.State {
-								t.Errorf("layer %d: %s binds state %q, its program reads %q", l, name, bd.State, s)
-							}
-						}
+				case bundle.SourceState:
+					if s := g.Value(d.value).Name; s != bd.State || d.row != bd.Row {
+						t.Errorf("layer %d: %s binds state %q from row %d, its program reads %q from row %d", l, name, bd.State, bd.Row, s, d.row)
 					}
 				}
 			}
-		})
+		}
 	}
 }
 
@@ -375,7 +396,7 @@ func TestPrefillDeployment(t *testing.T) {
 			}
 			m.Reset()
 			toks := []int{1, 15, 27, 100, 200}
-			if _, err := m.Run(toks, 0); err != nil {
+			if _, err := m.Run(toks, []int{0, 1, 2, 3, 4}); err != nil {
 				t.Fatal(err)
 			}
 			for _, name := range m.States() {

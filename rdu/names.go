@@ -57,6 +57,11 @@ func output(stacked bool, l int) string {
 // names graphs declare their weights with: blk.<l>.<role>.weight or .bias.
 var weightRoles = map[string]string{
 	"attn_norm.weight":           "an",
+	"attn_norm.bias":             "anb",
+	"ffn_norm.bias":              "fnb",
+	"ffn_gate.bias":              "Bg",
+	"ffn_up.bias":                "Bu",
+	"ffn_down.bias":              "Bd",
 	"attn_q.weight":              "Wq",
 	"attn_k.weight":              "Wk",
 	"attn_v.weight":              "Wv",
@@ -97,6 +102,8 @@ var globalRoles = map[string]string{
 	"token_embd.weight":  "Emb",
 	"output.weight":      "Wout",
 	"output_norm.weight": "on",
+	"output_norm.bias":   "onb",
+	"output.bias":        "Bout",
 }
 
 // sanitize turns a tensor name into a name's base: letters and digits,
@@ -177,6 +184,30 @@ func (n *namer) fresh(base string) string {
 		n.local = append(n.local, name)
 	}
 	return name
+}
+
+// freshSeq returns a new per-layer name from base for sequence b of a
+// batch: the layer's suffix, then "_s" and b (Kc3_s1).
+func (n *namer) freshSeq(base string, b int) string {
+	seq := "_s" + strconv.Itoa(b)
+	name := base + n.suffix + seq
+	for k := 0; n.used[name] || !lang.IsName(name); k++ {
+		name = base + string(rune('b'+k%24)) + strings.Repeat("z", k/24) + n.suffix + seq
+	}
+	n.used[name] = true
+	if n.suffix != "" {
+		n.local = append(n.local, name)
+	}
+	return name
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // fixed claims a name that does not follow the suffix rule (a shared

@@ -32,7 +32,10 @@ type stepView struct {
 	embed, head []int
 	layers      [][]int
 	cone        map[poot.ValueID][32]byte
-	tokens      int              // new tokens of the step (T)
+	tokens      int // new tokens of the step (T)
+	// digestVals and digestComps are programDigest's scratch numbering.
+	digestVals  []uint64
+	digestComps []uint64
 	comps       []poot.Composite // the graph's composite records; id i at i-1
 	byName      map[string]poot.ValueID
 }
@@ -263,9 +266,23 @@ func (v *stepView) programDigest(eqns []int) (d [32]byte, named []poot.ValueID) 
 		}
 	}
 	typ := func(t poot.TensorType) { u(uint64(t.DType)); ints(t.Shape) }
-	local := map[poot.ValueID]uint64{}
-	ext := map[poot.ValueID]uint64{}
-	comps := map[poot.CompositeID]uint64{}
+	// Numbers by value and composite id, in scratch slices shared by the
+	// calls (0: not numbered yet), cleared of what this call set.
+	if len(v.digestVals) == 0 {
+		v.digestVals, v.digestComps = make([]uint64, v.g.NumValues()), make([]uint64, len(v.comps)+1)
+	}
+	vals, comps := v.digestVals, v.digestComps
+	var touched []poot.ValueID
+	var touchedComps []poot.CompositeID
+	defer func() {
+		for _, id := range touched {
+			vals[id] = 0
+		}
+		for _, c := range touchedComps {
+			comps[c] = 0
+		}
+	}()
+	nLocal, nExt, nComps := uint64(0), uint64(0), uint64(0)
 	base := ""
 	if len(eqns) > 0 {
 		base, _, _ = strings.Cut(v.g.Scope(v.eqns[eqns[0]].Scope), "/")
@@ -273,10 +290,11 @@ func (v *stepView) programDigest(eqns []int) (d [32]byte, named []poot.ValueID) 
 	for _, i := range eqns {
 		e := v.eqns[i]
 		for c := e.Composite; c > 0; c = v.comp(c).Parent {
-			x, seen := comps[c]
-			if !seen {
-				x = uint64(len(comps))
-				comps[c] = x
+			x := comps[c]
+			if x == 0 {
+				nComps++
+				x, comps[c] = nComps, nComps
+				touchedComps = append(touchedComps, c)
 				u(1)
 				buf = poot.AppendComposite(buf, v.comp(c))
 			} else {
@@ -290,32 +308,37 @@ func (v *stepView) programDigest(eqns []int) (d [32]byte, named []poot.ValueID) 
 		s := v.g.Scope(e.Scope)
 		str(strings.TrimPrefix(s, base))
 		u(uint64(len(e.Inputs)))
+		// A value's number: 2n for the n-th local value, 2n+1 for the n-th
+		// value read from outside.
 		for _, in := range e.Inputs {
-			if l, ok := local[in]; ok {
+			if x := vals[in]; x != 0 && x%2 == 0 {
 				u(0)
-				u(l)
+				u(x / 2)
 				continue
 			}
-			val := v.g.Value(in)
 			if v.table[in] {
 				u(1)
 				dg := v.coneDigest(in)
 				buf = append(buf, dg[:]...)
 				continue
 			}
-			x, ok := ext[in]
-			if !ok {
-				x = uint64(len(ext))
-				ext[in] = x
+			val := v.g.Value(in)
+			x := vals[in]
+			if x == 0 {
+				nExt++
+				x, vals[in] = 2*nExt+1, 2*nExt+1
+				touched = append(touched, in)
 				if val.Kind == poot.Const || val.Kind == poot.State {
 					named = append(named, in)
 				}
 			}
 			u(2 + uint64(val.Kind))
-			u(x)
+			u(x / 2)
 			typ(val.Type)
 		}
-		local[e.Out] = uint64(len(local))
+		nLocal++
+		vals[e.Out] = 2 * nLocal
+		touched = append(touched, e.Out)
 		typ(v.g.Type(e.Out))
 		h.Write(buf)
 		buf = buf[:0]

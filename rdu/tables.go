@@ -52,10 +52,22 @@ func (l *lifter) rotation(cos, sin poot.ValueID) (*table, *table) {
 // position-dependent scale, say) through a host table: it declares the
 // table and binds its row at pos, whose name it returns.
 func (l *lifter) positionTable(id poot.ValueID) string {
-	low := l.low
-	if low.stacked {
+	if l.low.stacked {
 		l.reject(ErrUnliftable, "a table of the step's positions read row by row, in the prefill deployment (the language reads a table's rows at a chunk's positions only through rope)")
 	}
+	if n, ok := l.names[id]; ok {
+		return n
+	}
+	name := l.positionRow(id, -1)
+	l.names[id] = name
+	return name
+}
+
+// positionRow declares the host table of a step table of the positions and
+// binds its row at the position: sequence b's in a batch, else the step's
+// (b < 0).
+func (l *lifter) positionRow(id poot.ValueID, b int) string {
+	low := l.low
 	d := l.v.coneDigest(id)
 	t, ok := low.positional[d]
 	if !ok {
@@ -63,12 +75,13 @@ func (l *lifter) positionTable(id poot.ValueID) string {
 		low.positional[d] = t
 	}
 	l.declareTable(t)
-	if n, ok := l.names[id]; ok {
-		return n
+	name, pos := "", ""
+	if b >= 0 {
+		name, pos = l.n.freshSeq("tr", b), l.seqPos(b)
+	} else {
+		name, pos = l.n.fresh("tr"), l.pos()
 	}
-	name := l.n.fresh("tr")
-	l.emit(lang.Let{Name: name, Expr: lang.Row{Index: lang.Index{Name: l.pos()}, X: t.name}})
-	l.names[id] = name
+	l.emit(lang.Let{Name: name, Expr: lang.Row{Index: lang.Index{Name: pos}, X: t.name}})
 	return name
 }
 
@@ -124,74 +137,15 @@ func (low *lowering) evalTables(consts interp.Consts) error {
 	if len(low.tables) == 0 {
 		return nil
 	}
+	var ids []poot.ValueID
+	for _, t := range low.tables {
+		ids = append(ids, t.value)
+	}
+	prog, err := low.tableProgram(ids, consts)
+	if err != nil {
+		return err
+	}
 	v := low.v
-	need := make([]bool, v.g.NumValues())
-	var mark func(id poot.ValueID)
-	mark = func(id poot.ValueID) {
-		if need[id] {
-			return
-		}
-		need[id] = true
-		if p := v.prod[id]; p >= 0 {
-			for _, in := range v.eqns[p].Inputs {
-				mark(in)
-			}
-		}
-	}
-	for _, t := range low.tables {
-		mark(t.value)
-	}
-	b := poot.NewBuilder[tableBrand](poot.Limits{})
-	h := map[poot.ValueID]poot.Traced[tableBrand]{}
-	for id := range need {
-		if !need[id] || v.prod[id] >= 0 {
-			continue
-		}
-		val := v.g.Value(poot.ValueID(id))
-		switch {
-		case val.Kind == poot.Slot && val.Slot == poot.SlotPos:
-			h[poot.ValueID(id)] = b.Slot(poot.SlotPos, val.Type.Shape, 0, int64(low.ctx-1))
-		case val.Kind == poot.Const:
-			h[poot.ValueID(id)] = b.Constant(val.Name, val.Type)
-		default:
-			return fmt.Errorf("rdu: a host table reads %v %q", val.Kind, val.Name)
-		}
-	}
-	for _, e := range v.eqns {
-		if !need[e.Out] {
-			continue
-		}
-		in := make([]poot.Traced[tableBrand], len(e.Inputs))
-		for i, x := range e.Inputs {
-			in[i] = h[x]
-		}
-		h[e.Out] = b.Apply(e.Op, e.Params, in...)
-	}
-	var outs []poot.Traced[tableBrand]
-	for _, t := range low.tables {
-		outs = append(outs, h[t.value])
-	}
-	tg, err := b.Finish(poot.Out(outs...))
-	if err != nil {
-		return fmt.Errorf("rdu: the host tables' equations: %w", err)
-	}
-	// The oracle wants exactly the constants the tables' graph declares.
-	used := interp.ConstMap{}
-	for _, id := range tg.Inputs(poot.Const) {
-		name := tg.Value(id).Name
-		if consts == nil {
-			return fmt.Errorf("rdu: the host tables read the constant %q, and no constants were given", name)
-		}
-		t, ok := consts.Lookup(name)
-		if !ok {
-			return fmt.Errorf("rdu: the host tables read the constant %q, which is not given", name)
-		}
-		used[name] = t
-	}
-	prog, err := interp.Compile(tg, used)
-	if err != nil {
-		return fmt.Errorf("rdu: compiling the host tables: %w", err)
-	}
 	for _, t := range low.tables {
 		t.data = make([]float32, low.ctx*t.cols)
 	}
@@ -222,6 +176,121 @@ func (low *lowering) evalTables(consts interp.Consts) error {
 		}
 	}
 	return nil
+}
+
+// tableProgram compiles, for the oracle, the equations that compute the
+// step tables ids from the positions (and the constants they read).
+func (low *lowering) tableProgram(ids []poot.ValueID, consts interp.Consts) (*interp.Program, error) {
+	v := low.v
+	need := make([]bool, v.g.NumValues())
+	var mark func(id poot.ValueID)
+	mark = func(id poot.ValueID) {
+		if need[id] {
+			return
+		}
+		need[id] = true
+		if p := v.prod[id]; p >= 0 {
+			for _, in := range v.eqns[p].Inputs {
+				mark(in)
+			}
+		}
+	}
+	for _, id := range ids {
+		mark(id)
+	}
+	b := poot.NewBuilder[tableBrand](poot.Limits{})
+	h := map[poot.ValueID]poot.Traced[tableBrand]{}
+	for id := range need {
+		if !need[id] || v.prod[id] >= 0 {
+			continue
+		}
+		val := v.g.Value(poot.ValueID(id))
+		switch {
+		case val.Kind == poot.Slot && val.Slot == poot.SlotPos:
+			h[poot.ValueID(id)] = b.Slot(poot.SlotPos, val.Type.Shape, 0, int64(low.ctx-1))
+		case val.Kind == poot.Const:
+			h[poot.ValueID(id)] = b.Constant(val.Name, val.Type)
+		default:
+			return nil, fmt.Errorf("rdu: a host table reads %v %q", val.Kind, val.Name)
+		}
+	}
+	for _, e := range v.eqns {
+		if !need[e.Out] {
+			continue
+		}
+		in := make([]poot.Traced[tableBrand], len(e.Inputs))
+		for i, x := range e.Inputs {
+			in[i] = h[x]
+		}
+		h[e.Out] = b.Apply(e.Op, e.Params, in...)
+	}
+	var outs []poot.Traced[tableBrand]
+	for _, id := range ids {
+		outs = append(outs, h[id])
+	}
+	tg, err := b.Finish(poot.Out(outs...))
+	if err != nil {
+		return nil, fmt.Errorf("rdu: the host tables' equations: %w", err)
+	}
+	// The oracle wants exactly the constants the tables' graph declares.
+	used := interp.ConstMap{}
+	for _, id := range tg.Inputs(poot.Const) {
+		name := tg.Value(id).Name
+		if consts == nil {
+			return nil, fmt.Errorf("rdu: the host tables read the constant %q, and no constants were given", name)
+		}
+		t, ok := consts.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("rdu: the host tables read the constant %q, which is not given", name)
+		}
+		used[name] = t
+	}
+	prog, err := interp.Compile(tg, used)
+	if err != nil {
+		return nil, fmt.Errorf("rdu: compiling the host tables: %w", err)
+	}
+	return prog, nil
+}
+
+// cacheRows reports whether the step table idx holds, for each token of
+// a batch, its sequence's block of rows rows of a cache plus its
+// position: what a batched step writes its keys and values at. It
+// evaluates idx for two sets of positions.
+func (low *lowering) cacheRows(idx poot.ValueID, rows int) bool {
+	d := low.v.coneDigest(idx)
+	if r, ok := low.cacheIndex[d]; ok {
+		return r == rows
+	}
+	t := low.v.g.Type(idx)
+	ok := low.v.table[idx] && t.DType == poot.I32 && t.Shape.Equal(poot.Shape{low.v.tokens})
+	var prog *interp.Program
+	if ok {
+		var err error
+		prog, err = low.tableProgram([]poot.ValueID{idx}, nil)
+		ok = err == nil
+	}
+	per := low.v.tokens / low.batch
+	for trial := 0; ok && trial < 2; trial++ {
+		pos := make([]int32, low.v.tokens)
+		for i := range pos {
+			pos[i] = int32((i*7 + 3 + trial*(low.ctx-1)) % low.ctx)
+		}
+		pt, err := tensor.FromI32(poot.Shape{len(pos)}, pos)
+		if err != nil {
+			return false
+		}
+		res, err := prog.Run(interp.Slots{"pos": pt}, nil)
+		if err != nil {
+			return false
+		}
+		for i, x := range res[0].I32() {
+			ok = ok && int(x) == (i/per)*rows+int(pos[i])
+		}
+	}
+	if ok {
+		low.cacheIndex[d] = rows
+	}
+	return ok
 }
 
 // tableBytes lays the tables out one after the other, float32

@@ -53,6 +53,9 @@ type Manifest struct {
 	// Output names the logits the head leaves and Next the token it picks.
 	Output string `json:"output"`
 	Next   string `json:"next"`
+	// Nexts name the token each sequence's row of the logits picks, in a
+	// batched bundle.
+	Nexts []string `json:"nexts,omitempty"`
 	// LastOnly says the step the bundle was lowered from wants the logits of
 	// its last token only.
 	LastOnly bool `json:"last_only,omitempty"`
@@ -60,9 +63,12 @@ type Manifest struct {
 
 // Deployment describes the shape of the bundle's step.
 type Deployment struct {
-	// Kind is "decode" (one token of one sequence a run of the bundle) or
-	// "prefill" (a chunk of Tokens tokens of one sequence a run, as rows).
+	// Kind is "decode" (one token of one sequence a run of the bundle),
+	// "prefill" (a chunk of Tokens tokens of one sequence a run, as rows)
+	// or "batched" (one token of each of Batch sequences a run, as rows).
 	Kind string `json:"kind"`
+	// Batch is the number of sequences of a batched bundle.
+	Batch int `json:"batch,omitempty"`
 	// Ctx is the number of positions each KV cache holds.
 	Ctx int `json:"ctx"`
 	// Tokens is the number of new tokens of the traced step the bundle was
@@ -122,6 +128,7 @@ const (
 	SourceTable   = "table"   // a host table of tables.bin
 	SourceInput   = "input"   // the hidden state the previous program left
 	SourceRuntime = "runtime" // a runtime input
+	SourceScratch = "scratch" // a tensor the program fills, zero at each run
 )
 
 // The storages of a weight.
@@ -150,8 +157,11 @@ type Binding struct {
 	Bytes      int64  `json:"bytes,omitempty"`
 	Storage    string `json:"storage,omitempty"`
 	Transposed bool   `json:"transposed,omitempty"`
-	// State is the carried state's name (the graph's state input).
+	// State is the carried state's name (the graph's state input); Row is
+	// the first of the state's rows the declared tensor is (in a batched
+	// bundle, sequence b's cache is the b-th block of ctx rows).
 	State string `json:"state,omitempty"`
+	Row   int    `json:"row,omitempty"`
 	// Table is the host table's name.
 	Table string `json:"table,omitempty"`
 	// From is the program whose output an input is.
@@ -276,8 +286,11 @@ func (b *Bundle) Check() error {
 	if m.Format != Format {
 		return bad("format %q, want %q", m.Format, Format)
 	}
-	if m.Deployment.Kind != "decode" && m.Deployment.Kind != "prefill" {
-		return bad("deployment %q (this version runs decode and prefill bundles)", m.Deployment.Kind)
+	switch d := m.Deployment; {
+	case d.Kind != "decode" && d.Kind != "prefill" && d.Kind != "batched":
+		return bad("deployment %q (this version runs decode, prefill and batched bundles)", d.Kind)
+	case (d.Kind == "batched") != (d.Batch > 0) || d.Batch < 0:
+		return bad("a %s deployment of %d sequences", d.Kind, d.Batch)
 	}
 	if m.Deployment.Tokens < 1 || m.Deployment.Tokens > m.Deployment.Ctx {
 		return bad("%d tokens a step in a context of %d", m.Deployment.Tokens, m.Deployment.Ctx)
@@ -323,10 +336,14 @@ func (b *Bundle) Check() error {
 }
 
 // Rows is the number of rows of a program's hidden state: the chunk's
-// tokens in a prefill bundle, one in a decode bundle.
+// tokens in a prefill bundle, the sequences in a batched bundle, one in a
+// decode bundle.
 func (m *Manifest) Rows() int {
-	if m.Deployment.Kind == "prefill" {
+	switch m.Deployment.Kind {
+	case "prefill":
 		return m.Deployment.Tokens
+	case "batched":
+		return m.Deployment.Batch
 	}
 	return 1
 }

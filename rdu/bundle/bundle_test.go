@@ -44,7 +44,8 @@ func TestCheck(t *testing.T) {
 		want   string
 	}{
 		{"format", func(b *Bundle) { b.Manifest.Format = "other" }, "format"},
-		{"deployment", func(b *Bundle) { b.Manifest.Deployment.Kind = "batched" }, "deployment"},
+		{"deployment", func(b *Bundle) { b.Manifest.Deployment.Kind = "tensor" }, "deployment"},
+		{"batch", func(b *Bundle) { b.Manifest.Deployment.Kind = "batched" }, "0 sequences"},
 		{"tokens", func(b *Bundle) { b.Manifest.Deployment.Tokens = 9 }, "tokens"},
 		{"layer of another kind", func(b *Bundle) { b.Manifest.Layers[1].Kind = "kind9" }, "layer entry 1"},
 		{"kind listing an unbound layer", func(b *Bundle) { b.Manifest.Kinds[0].Layers = []int{0, 1, 2} }, "lists layer 2"},

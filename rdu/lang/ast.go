@@ -105,6 +105,16 @@ type RMSNorm struct {
 	Epsilon   float64
 }
 
+// LayerNorm is "layernorm of X [with weight [one plus] Weight] [and bias
+// Bias] [with epsilon Epsilon]" (without a weight, "with bias Bias"): each
+// row less its mean, divided by the root of its variance plus Epsilon, times
+// Weight (or 1 + Weight), plus Bias.
+type LayerNorm struct {
+	X, Weight, Bias string // "" for none
+	OnePlus         bool
+	Epsilon         float64
+}
+
 // L2Norm is "l2norm of X [across Heads heads] [with epsilon Epsilon]".
 type L2Norm struct {
 	X       string
@@ -260,15 +270,18 @@ type Row struct {
 // Rows is "rows Indices of X": the rows an Int tensor lists, in order.
 type Rows struct{ Indices, X string }
 
-// Columns is "the first N of every Every of X" (or "the last").
+// Columns is "the first N of every Every of X", "the last N of every
+// Every of X", or "the N after the first After of every Every of X": of
+// each run of Every columns, N of them, from column After + 1 of the run.
 type Columns struct {
-	Last     bool
-	N, Every int
-	X        string
+	Last            bool
+	N, After, Every int // After is 0 for "first" and "last"
+	X               string
 }
 
 func (RMSNorm) expr()    {}
 func (L2Norm) expr()     {}
+func (LayerNorm) expr()  {}
 func (Rope) expr()       {}
 func (Attention) expr()  {}
 func (SwiGLU) expr()     {}

@@ -257,6 +257,19 @@ func (c *checker) expr(e Expr) (Type, error) {
 			}
 		}
 		return matrix(x.Rows, x.Cols), c.positive("the epsilon", e.Epsilon)
+	case LayerNorm:
+		x, err := c.real(e.X)
+		if err != nil {
+			return x, err
+		}
+		for _, n := range []string{e.Weight, e.Bias} {
+			if n != "" {
+				if err := c.row(n, x.Cols); err != nil {
+					return x, err
+				}
+			}
+		}
+		return matrix(x.Rows, x.Cols), c.positive("the epsilon", e.Epsilon)
 	case L2Norm:
 		x, err := c.real(e.X)
 		if err != nil {
@@ -393,8 +406,8 @@ func (c *checker) expr(e Expr) (Type, error) {
 		if err != nil {
 			return x, err
 		}
-		if e.N < 1 || e.Every < e.N || x.Cols%e.Every != 0 {
-			return x, c.errf("the first or last %d of every %d of %d columns", e.N, e.Every, x.Cols)
+		if e.N < 1 || e.After < 0 || e.Every < e.After+e.N || x.Cols%e.Every != 0 {
+			return x, c.errf("%d columns after the first %d of every %d of %d columns", e.N, e.After, e.Every, x.Cols)
 		}
 		return matrix(x.Rows, x.Cols/e.Every*e.N), nil
 	}

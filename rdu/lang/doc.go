@@ -38,6 +38,8 @@
 //	index     = name | int .
 //	heads     = "across" int "heads" .
 //	expr      = "rmsnorm" "of" name [ "with" "weight" [ "one" "plus" ] name ] [ heads ] [ epsilon ]
+//	          | "layernorm" "of" name [ "with" "weight" [ "one" "plus" ] name [ "and" "bias" name ]
+//	                | "with" "bias" name ] [ epsilon ]
 //	          | "l2norm" "of" name [ heads ] [ epsilon ]
 //	          | "rope" "of" name "with" "cos" name "and" "sin" name
 //	                [ "from" "position" index ] heads [ "interleaved" ]
@@ -56,6 +58,7 @@
 //	          | "row" index "of" name
 //	          | "rows" name "of" name
 //	          | "the" ( "first" | "last" ) int "of" "every" int "of" name
+//	          | "the" int "after" "the" "first" int "of" "every" int "of" name
 //	          | name "matmul" name [ heads ]
 //	          | name "plus" name
 //	          | name "hadamard" name
@@ -85,6 +88,12 @@
 //     across N heads) divided by sqrt(mean of its squares + ε), ε 1e-6
 //     unless given, then times w (one row as wide as the slice), or 1 + w
 //     with "one plus"; no weight means a weight of ones. l2norm divides by sqrt(sum of squares + ε).
+//     layernorm of x with weight w and bias b: each row less its mean,
+//     divided by sqrt(mean of the squared differences + ε) (the biased
+//     variance), times w (or 1 + w), plus b; either may be left out.
+//     The seed's language has no layernorm: this statement, and the
+//     "after" form of column runs below, are poot's extensions, for
+//     Phi-2, StableLM, GPT-NeoX and Falcon.
 //   - rope of x with cos C and sin S from position p across N heads: each
 //     head of row r of x has its first 2h channels turned by the angles of
 //     row p + r − 1 of C and S (h columns: row p for a single row; without
@@ -114,7 +123,9 @@
 //     capped at c is c·tanh(x/c).
 //   - row p of X is X's p-th row; rows t of X the rows an Int tensor t
 //     lists; the first (last) N of every M of X keeps, of each run of M
-//     columns, the first (last) N.
+//     columns, the first (last) N; the N after the first S of every M
+//     keeps columns S+1 … S+N of each run (a fused projection's middle
+//     part, its keys between its queries and values).
 //   - Set row p of K to v writes the one-row v into row p of K; Set rows
 //     from p of K to v writes v's rows into rows p, p+1, ….
 //   - moe of x: the router's logits x·R (plus its bias) score E experts

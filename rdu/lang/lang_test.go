@@ -46,6 +46,8 @@ func TestEveryFormRoundTrips(t *testing.T) {
 		"mo0":  {Rows: 1, Cols: 8},
 		"fi0":  {Rows: 1, Cols: 8},
 		"jn0":  {Rows: 1, Cols: 16},
+		"mi0":  {Rows: 1, Cols: 4},
+		"lb0":  {Rows: 1, Cols: 8},
 		"X":    {Rows: 2, Cols: 8},
 		"mm0":  {Rows: 1, Cols: 8},
 		"next": {Scalar: true, Elem: Int},
@@ -100,6 +102,8 @@ func TestSyntaxErrors(t *testing.T) {
 		{"## p\nLet x be 12ab.", 2, 12, "runs into"},
 		{"## p\nSet col 1 of x to y.", 2, 5, `"item", "row" or "rows"`},
 		{"## p\nLet x be 99999999999999999999.", 2, 10, "integer"},
+		{"## p\nLet y be the 2 of every 4 of x.", 2, 16, `expected "after"`},
+		{"## p\nLet y be layernorm of x with weight w and z.", 2, 43, `expected "bias"`},
 	} {
 		_, err := Parse(c.src)
 		var se *SyntaxError
@@ -134,6 +138,9 @@ func TestTypeErrors(t *testing.T) {
 		{"Let y be x matmul W.\nLet at0 be attention of x over K and K with 3 heads 2 groups.", 6, "3 heads in 2 groups"},
 		{"Let y be x matmul W.\nLet at0 be attention of y over K and K with 1 heads 1 groups capped at -1.", 6, "not a positive"},
 		{"Let y be the first 3 of every 5 of x.", 5, "every 5 of 8"},
+		{"Let y be the 3 after the first 2 of every 4 of x.", 5, "after the first 2 of every 4"},
+		{"Let y be layernorm of x with weight w and bias W.", 5, "want a 1 by 8"},
+		{"Let y be layernorm of x with bias w with epsilon 0.", 5, "epsilon 0 is not a positive"},
 		{"Let n be argmax of K.", 5, "not one row"},
 		{"Let y be row pos of n.", 5, "not a tensor"},
 		{"Set item 1 of x to 2.", 5, "tensor of Int"},
@@ -178,4 +185,22 @@ func FuzzParse(f *testing.F) {
 		}
 		_, _ = Check(p) // must not panic
 	})
+}
+
+// TestRenameReachesEveryName: renaming the program that uses every form
+// renames every name it holds, in every form's every operand.
+func TestRenameReachesEveryName(t *testing.T) {
+	p, err := Parse(readFile(t, "testdata/every_form.prog"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, err := lex(Format(Rename(p, func(n string) string { return n + "_r" })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range toks[2:] { // the header and the program's name stay
+		if tk.kind == tWord && !keywords[tk.text] && !strings.HasSuffix(tk.text, "_r") {
+			t.Errorf("line %d: %q is not renamed", tk.line, tk.text)
+		}
+	}
 }

@@ -12,12 +12,12 @@ var keywords = map[string]bool{}
 func init() {
 	for _, w := range []string{
 		"Let", "Set", "be", "a", "by", "tensor", "of", "Real", "Int", "item", "row", "rows", "from", "to",
-		"rmsnorm", "l2norm", "one", "with", "weight", "across", "heads", "epsilon", "rope", "cos", "and", "sin",
+		"rmsnorm", "l2norm", "layernorm", "one", "with", "weight", "across", "heads", "epsilon", "rope", "cos", "and", "sin",
 		"position", "interleaved", "attention", "causal", "over", "groups", "up", "within", "window", "in",
 		"chunks", "scaled", "capped", "at", "sinks", "swiglu", "gelu", "silu", "sigmoid", "argmax", "conv",
 		"state", "taps", "decay", "bias", "rate", "gated", "delta", "gate", "beta", "norm", "moe", "router",
 		"plus", "down", "choosing", "biased", "the", "top", "without", "renormalizing", "weighting",
-		"inputs", "using", "clamped", "slope", "matmul", "hadamard", "joined", "first", "last", "every",
+		"inputs", "using", "clamped", "slope", "matmul", "hadamard", "joined", "first", "last", "every", "after",
 	} {
 		keywords[w] = true
 	}
@@ -74,6 +74,16 @@ func (p *parser) fail(t token, format string, args ...any) {
 func (p *parser) is(w string) bool {
 	t := p.peek()
 	return t.kind == tWord && t.text == w
+}
+
+// followedBy reports whether the next tokens are the words ws.
+func (p *parser) followedBy(ws ...string) bool {
+	for k, w := range ws {
+		if p.i+k >= len(p.toks) || p.toks[p.i+k].kind != tWord || p.toks[p.i+k].text != w {
+			return false
+		}
+	}
+	return true
 }
 
 // accept consumes the words ws if they come next, all of them, and reports
@@ -275,12 +285,27 @@ func (p *parser) expr() Expr {
 	case p.accept("rmsnorm", "of"):
 		e := RMSNorm{X: p.name()}
 		// "with" opens the weight or the epsilon.
-		if p.is("with") && p.toks[p.i+1].kind == tWord && p.toks[p.i+1].text == "weight" {
+		if p.followedBy("with", "weight") {
 			p.expect("with", "weight")
 			e.OnePlus = p.accept("one", "plus")
 			e.Weight = p.name()
 		}
 		e.Heads = p.heads()
+		e.Epsilon = p.epsilon()
+		return e
+	case p.accept("layernorm", "of"):
+		e := LayerNorm{X: p.name()}
+		if p.followedBy("with", "weight") {
+			p.expect("with", "weight")
+			e.OnePlus = p.accept("one", "plus")
+			e.Weight = p.name()
+			if p.accept("and", "bias") {
+				e.Bias = p.name()
+			}
+		} else if p.followedBy("with", "bias") {
+			p.expect("with", "bias")
+			e.Bias = p.name()
+		}
 		e.Epsilon = p.epsilon()
 		return e
 	case p.accept("l2norm", "of"):
@@ -374,13 +399,18 @@ func (p *parser) expr() Expr {
 		e := Columns{}
 		switch {
 		case p.accept("first"):
+			e.N = p.count("a column count")
 		case p.accept("last"):
 			e.Last = true
+			e.N = p.count("a column count")
+		case p.peek().kind == tNumber:
+			e.N = p.count("a column count")
+			p.expect("after", "the", "first")
+			e.After = p.count("a column count")
 		default:
 			t := p.next()
-			p.fail(t, `expected "first" or "last", found %v`, t)
+			p.fail(t, `expected "first", "last" or a column count, found %v`, t)
 		}
-		e.N = p.count("a column count")
 		p.expect("of", "every")
 		e.Every = p.count("a column count")
 		p.expect("of")

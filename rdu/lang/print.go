@@ -84,6 +84,21 @@ func FormatExpr(e Expr) string {
 			}
 		}
 		return "rmsnorm of " + e.X + w + heads(e.Heads) + epsilon(e.Epsilon)
+	case LayerNorm:
+		w := ""
+		switch {
+		case e.Weight != "" && e.OnePlus:
+			w = " with weight one plus " + e.Weight
+		case e.Weight != "":
+			w = " with weight " + e.Weight
+		}
+		switch {
+		case e.Bias != "" && e.Weight != "":
+			w += " and bias " + e.Bias
+		case e.Bias != "":
+			w = " with bias " + e.Bias
+		}
+		return "layernorm of " + e.X + w + epsilon(e.Epsilon)
 	case L2Norm:
 		return "l2norm of " + e.X + heads(e.Heads) + epsilon(e.Epsilon)
 	case Rope:
@@ -181,11 +196,13 @@ func FormatExpr(e Expr) string {
 	case Rows:
 		return "rows " + e.Indices + " of " + e.X
 	case Columns:
-		which := "first"
-		if e.Last {
-			which = "last"
+		switch {
+		case e.Last:
+			return fmt.Sprintf("the last %d of every %d of %s", e.N, e.Every, e.X)
+		case e.After > 0:
+			return fmt.Sprintf("the %d after the first %d of every %d of %s", e.N, e.After, e.Every, e.X)
 		}
-		return fmt.Sprintf("the %s %d of every %d of %s", which, e.N, e.Every, e.X)
+		return fmt.Sprintf("the first %d of every %d of %s", e.N, e.Every, e.X)
 	}
 	return fmt.Sprintf("<expression %T>", e)
 }

@@ -57,6 +57,9 @@ func renameExpr(e Expr, f, opt func(string) string, idx func(Index) Index, idxp 
 	case RMSNorm:
 		e.X, e.Weight = f(e.X), opt(e.Weight)
 		return e
+	case LayerNorm:
+		e.X, e.Weight, e.Bias = f(e.X), opt(e.Weight), opt(e.Bias)
+		return e
 	case L2Norm:
 		e.X = f(e.X)
 		return e

@@ -105,7 +105,7 @@ func Check(b *bundle.Bundle) error {
 			}
 		}
 		rows := m.Rows()
-		if inst == "head" && (m.LastOnly || m.Deployment.Kind == "decode") {
+		if inst == "head" && (m.LastOnly && m.Deployment.Kind == "prefill" || m.Deployment.Kind == "decode") {
 			rows = 1
 		}
 		out, ok := t.Types[output]
@@ -137,6 +137,14 @@ func Check(b *bundle.Bundle) error {
 	if m.Next == "" && m.Deployment.Kind == "decode" {
 		return &CompositionError{Program: "head", Detail: "a decode head that picks no token"}
 	}
+	if m.Deployment.Kind == "batched" && len(m.Nexts) != m.Deployment.Batch {
+		return &CompositionError{Program: "head", Detail: fmt.Sprintf("a batched head that picks %d tokens for %d sequences", len(m.Nexts), m.Deployment.Batch)}
+	}
+	for _, n := range m.Nexts {
+		if nt, ok := typed[m.Head.Name].Types[n]; !ok || !nt.Scalar {
+			return &CompositionError{Program: "head", Name: n, Detail: "the head picks no token (an Int scalar)"}
+		}
+	}
 	return nil
 }
 
@@ -144,7 +152,7 @@ func Check(b *bundle.Bundle) error {
 func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bool, prev lang.Type) error {
 	switch b.Source {
 	case bundle.SourceRuntime:
-		if !ty.Scalar && (ty.Elem != lang.Int || ty.Rows != 1 || ty.Cols != m.Deployment.Tokens) {
+		if !ty.Scalar && (ty.Elem != lang.Int || ty.Rows != 1 || ty.Cols != m.Rows()) {
 			return fmt.Errorf("a runtime input declared as %v", ty)
 		}
 		return nil
@@ -157,8 +165,13 @@ func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bo
 		}
 		return nil
 	case bundle.SourceState:
-		if ty.Scalar || ty.Elem != lang.Real || b.State == "" || ty.Rows != m.Deployment.Ctx {
-			return fmt.Errorf("state %q declared %v; a cache holds %d positions of Reals", b.State, ty, m.Deployment.Ctx)
+		if ty.Scalar || ty.Elem != lang.Real || b.State == "" || ty.Rows != m.Deployment.Ctx || b.Row < 0 || b.Row%ty.Rows != 0 {
+			return fmt.Errorf("state %q (from row %d) declared %v; a cache holds %d positions of Reals", b.State, b.Row, ty, m.Deployment.Ctx)
+		}
+		return nil
+	case bundle.SourceScratch:
+		if ty.Scalar || ty.Elem != lang.Real {
+			return fmt.Errorf("scratch declared %v", ty)
 		}
 		return nil
 	case bundle.SourceTable:

@@ -1,7 +1,8 @@
 // Package sim is poot's simulator of the streamed accelerator: it
 // certifies that a bundle's programs compose (Check), and runs a bundle on
 // the CPU (Machine): a decode bundle a token a run, a prefill bundle a
-// chunk a run, reading each weight from the checkpoint where the manifest
+// chunk a run, a batched bundle a token of each sequence a run, reading
+// each weight from the checkpoint where the manifest
 // says it lies, keeping the KV caches and reading the host tables.
 //
 // Its statements mean what package lang's documentation says they mean,

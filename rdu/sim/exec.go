@@ -63,7 +63,13 @@ func (m *Machine) exec(in *instance, env map[string]value, s lang.Stmt, runtime 
 		case bundle.SourceWeight:
 			env[s.Name] = in.weights[s.Name]
 		case bundle.SourceState:
-			env[s.Name] = m.state(bd.State)
+			st := m.state(bd.State)
+			if bd.Row < 0 || bd.Row+s.Rows > st.rows || st.cols != s.Cols {
+				return fmt.Errorf("rows %d…%d of state %q (%d by %d)", bd.Row+1, bd.Row+s.Rows, bd.State, st.rows, st.cols)
+			}
+			env[s.Name] = &matrix{rows: s.Rows, cols: s.Cols, data: st.data[bd.Row*s.Cols : (bd.Row+s.Rows)*s.Cols]}
+		case bundle.SourceScratch:
+			env[s.Name] = newMatrix(s.Rows, s.Cols)
 		case bundle.SourceTable:
 			env[s.Name] = m.tables[bd.Table]
 		case bundle.SourceRuntime:
@@ -176,6 +182,8 @@ func (m *Machine) eval(env map[string]value, e lang.Expr) (value, error) {
 	switch e := e.(type) {
 	case lang.RMSNorm:
 		return normalize(env, e.X, e.Weight, e.OnePlus, e.Heads, e.Epsilon, true)
+	case lang.LayerNorm:
+		return layerNorm(env, e)
 	case lang.L2Norm:
 		return normalize(env, e.X, "", false, e.Heads, e.Epsilon, false)
 	case lang.Rope:
@@ -283,12 +291,12 @@ func (m *Machine) eval(env map[string]value, e lang.Expr) (value, error) {
 			return nil, err
 		}
 		x = x.plain()
-		if e.Every < 1 || e.N > e.Every || x.cols%e.Every != 0 {
-			return nil, fmt.Errorf("%d of every %d of %d columns", e.N, e.Every, x.cols)
+		if e.Every < 1 || e.After < 0 || e.After+e.N > e.Every || x.cols%e.Every != 0 {
+			return nil, fmt.Errorf("%d after %d of every %d of %d columns", e.N, e.After, e.Every, x.cols)
 		}
 		runs := x.cols / e.Every
 		out := newMatrix(x.rows, runs*e.N)
-		off := 0
+		off := e.After
 		if e.Last {
 			off = e.Every - e.N
 		}
@@ -379,6 +387,67 @@ func normalize(env map[string]value, xn, wn string, onePlus bool, heads int, eps
 				}
 				dst[i] = float32(y)
 			}
+		}
+	}
+	return out, nil
+}
+
+// layerNorm centres each row, scales it to unit variance (the biased
+// variance), and applies the weight and the bias.
+func layerNorm(env map[string]value, e lang.LayerNorm) (value, error) {
+	x, err := realOf(env, e.X)
+	if err != nil {
+		return nil, err
+	}
+	x = x.plain()
+	vec := func(name string) ([]float32, error) {
+		if name == "" {
+			return nil, nil
+		}
+		m, err := realOf(env, name)
+		if err != nil {
+			return nil, err
+		}
+		if m = m.plain(); m.rows != 1 || m.cols != x.cols {
+			return nil, fmt.Errorf("%s is %d by %d for rows of %d", name, m.rows, m.cols, x.cols)
+		}
+		return m.data, nil
+	}
+	w, err := vec(e.Weight)
+	if err != nil {
+		return nil, err
+	}
+	b, err := vec(e.Bias)
+	if err != nil {
+		return nil, err
+	}
+	out := newMatrix(x.rows, x.cols)
+	n := float64(x.cols)
+	for r := range x.rows {
+		row := x.row(r)
+		var sum, ss float64
+		for _, v := range row {
+			sum += float64(v)
+		}
+		mean := sum / n
+		for _, v := range row {
+			d := float64(v) - mean
+			ss += d * d
+		}
+		scale := 1 / math.Sqrt(ss/n+e.Epsilon)
+		for i, v := range row {
+			y := (float64(v) - mean) * scale
+			if w != nil {
+				wv := float64(w[i])
+				if e.OnePlus {
+					wv++
+				}
+				y *= wv
+			}
+			if b != nil {
+				y += float64(b[i])
+			}
+			out.data[r*x.cols+i] = float32(y)
 		}
 	}
 	return out, nil

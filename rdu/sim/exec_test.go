@@ -93,6 +93,7 @@ func TestForms(t *testing.T) {
 		"xa": mat(1, 4, 1, 2, 3, 4), "xb": mat(1, 4, 10, 20, 30, 40),
 		"W": mat(4, 2, 1, 0, 0, 1, 1, 0, 0, 1), "Wt": &matrix{rows: 4, cols: 2, data: []float32{1, 0, 1, 0, 0, 1, 0, 1}, transposed: true},
 		"H": mat(4, 1, 1, 1, 1, 1), "T": mat(3, 4, 0, 0, 0, 0, 5, 6, 7, 8, 9, 9, 9, 9), "w": mat(1, 4, 1, 1, 1, 1), "w2": mat(1, 2, 1, 1), "p": 2,
+		"w2x": mat(1, 4, 2, 2, 2, 2), "bx": mat(1, 4, 1, 0, 1, 0),
 	}
 	for _, c := range []struct {
 		expr string
@@ -109,6 +110,10 @@ func TestForms(t *testing.T) {
 		{"row p of T", []float64{5, 6, 7, 8}},
 		{"the first 1 of every 2 of xa", []float64{1, 3}},
 		{"the last 1 of every 2 of xa", []float64{2, 4}},
+		{"the 2 after the first 1 of every 4 of xb", []float64{20, 30}},
+		// xa's mean 2.5 and biased variance 1.25.
+		{"layernorm of xa with weight w2x and bias bx with epsilon 0.25", []float64{-3/math.Sqrt(1.5) + 1, -1 / math.Sqrt(1.5), 1/math.Sqrt(1.5) + 1, 3 / math.Sqrt(1.5)}},
+		{"layernorm of xa with bias bx", []float64{-1.5/math.Sqrt(1.25+1e-6) + 1, -0.5 / math.Sqrt(1.25+1e-6), 0.5/math.Sqrt(1.25+1e-6) + 1, 1.5 / math.Sqrt(1.25+1e-6)}},
 		{"swiglu of xa and xb", []float64{10 / (1 + math.Exp(-1)), 40 / (1 + math.Exp(-2)), 90 / (1 + math.Exp(-3)), 160 / (1 + math.Exp(-4))}},
 		{"sigmoid of xa", []float64{1 / (1 + math.Exp(-1)), 1 / (1 + math.Exp(-2)), 1 / (1 + math.Exp(-3)), 1 / (1 + math.Exp(-4))}},
 		{"rmsnorm of xa with weight w", []float64{1 / math.Sqrt(7.5+1e-6), 2 / math.Sqrt(7.5+1e-6), 3 / math.Sqrt(7.5+1e-6), 4 / math.Sqrt(7.5+1e-6)}},

@@ -38,10 +38,12 @@ type instance struct {
 }
 
 // Result is what one step of the bundle leaves: the logits and the token
-// the head picks (an id from 0).
+// the head picks (an id from 0), or in a batched bundle the token each
+// sequence's row picks.
 type Result struct {
 	Logits []float32
 	Next   int
+	Nexts  []int
 }
 
 // New certifies the bundle's composition (Check), reads its tables and
@@ -79,12 +81,11 @@ func New(b *bundle.Bundle, w Weights) (*Machine, error) {
 				continue
 			}
 			ty := in.types.Types[decl]
-			if _, ok := m.shapes[bd.State]; !ok {
-				m.shapes[bd.State] = [2]int{ty.Rows, ty.Cols}
+			s, ok := m.shapes[bd.State]
+			if ok && s[1] != ty.Cols {
+				return in, fmt.Errorf("rdu/sim: %s: state %q declared %d and %d wide", name, bd.State, ty.Cols, s[1])
 			}
-			if s := m.shapes[bd.State]; s != [2]int{ty.Rows, ty.Cols} {
-				return in, fmt.Errorf("rdu/sim: %s: state %q declared %d by %d and %d by %d", name, bd.State, ty.Rows, ty.Cols, s[0], s[1])
-			}
+			m.shapes[bd.State] = [2]int{max(s[0], bd.Row+ty.Rows), ty.Cols}
 		}
 		return in, nil
 	}
@@ -224,31 +225,32 @@ func (e *StepError) Error() string {
 // Step runs a decode bundle for one token (id tok, from 0) at position
 // pos (from 0): the embedding, every layer through its kind's program, the
 // head. It writes the token's keys and values into the caches.
-func (m *Machine) Step(tok, pos int) (Result, error) { return m.Run([]int{tok}, pos) }
+func (m *Machine) Step(tok, pos int) (Result, error) { return m.Run([]int{tok}, []int{pos}) }
 
 // Run runs the bundle once: a decode bundle for the one token of toks at
-// position pos0, a prefill bundle for its chunk of tokens at positions
-// pos0, pos0+1, … (ids and positions from 0). It returns the head's logits
-// (a row per token, or the last token's alone) and the token the head
-// picks, or -1 when it picks none.
-func (m *Machine) Run(toks []int, pos0 int) (Result, error) {
+// its position, a prefill bundle for its chunk of tokens at consecutive
+// positions, a batched bundle for one token of each sequence at that
+// sequence's position (ids and positions from 0). It returns the head's
+// logits (a row per token or sequence, or the last token's alone) and the
+// tokens the head picks, or -1 when it picks none.
+func (m *Machine) Run(toks, pos []int) (Result, error) {
 	man := &m.b.Manifest
-	ctx, rows := man.Deployment.Ctx, man.Rows()
-	if len(toks) != rows {
-		return Result{}, &StepError{Program: "embed", Detail: fmt.Sprintf("%d tokens for a bundle of %d a run", len(toks), rows)}
+	rows := man.Rows()
+	if len(toks) != rows || len(pos) != rows {
+		return Result{}, &StepError{Program: "embed", Detail: fmt.Sprintf("%d tokens at %d positions for a bundle of %d a run", len(toks), len(pos), rows)}
 	}
-	if pos0 < 0 || pos0+rows > ctx {
-		return Result{}, &StepError{Program: "embed", Detail: fmt.Sprintf("positions %d…%d outside the context of %d", pos0, pos0+rows-1, ctx)}
+	runtime, err := m.runtime(pos)
+	if err != nil {
+		return Result{}, &StepError{Program: "embed", Detail: err.Error()}
 	}
-	runtime := m.runtime(pos0)
-	if man.Deployment.Kind == "prefill" {
+	if man.Deployment.Kind == "decode" {
+		runtime["tok"] = toks[0] + 1
+	} else {
 		ids := &ints{rows: 1, cols: rows, data: make([]int32, rows)}
 		for i, t := range toks {
 			ids.data[i] = int32(t + 1)
 		}
 		runtime["toks"] = ids
-	} else {
-		runtime["tok"] = toks[0] + 1
 	}
 	var hidden value
 	for _, in := range append(append([]*instance{&m.embed}, ptrs(m.layers)...), &m.head) {
@@ -263,12 +265,19 @@ func (m *Machine) Run(toks []int, pos0 int) (Result, error) {
 				return Result{}, &StepError{Program: "head", Detail: "no logits"}
 			}
 			res := Result{Logits: append([]float32(nil), lg.plain().data...), Next: -1}
-			if man.Next != "" {
-				next, ok := env[man.Next].(int)
-				if !ok {
-					return Result{}, &StepError{Program: "head", Detail: "no next token"}
+			for _, name := range append([]string{man.Next}, man.Nexts...) {
+				if name == "" {
+					continue
 				}
-				res.Next = next - 1
+				next, ok := env[name].(int)
+				if !ok {
+					return Result{}, &StepError{Program: "head", Detail: "no token " + name}
+				}
+				if name == man.Next {
+					res.Next = next - 1
+				} else {
+					res.Nexts = append(res.Nexts, next-1)
+				}
 			}
 			return res, nil
 		}
@@ -276,13 +285,27 @@ func (m *Machine) Run(toks []int, pos0 int) (Result, error) {
 	return Result{}, &StepError{Program: "head", Detail: "the bundle has no head"}
 }
 
-// runtime holds the position inputs of a run from pos0: pos for a decode
-// bundle, pos_s0 for a prefill bundle (counting from 1).
-func (m *Machine) runtime(pos0 int) map[string]value {
-	if m.b.Manifest.Deployment.Kind == "prefill" {
-		return map[string]value{"pos_s0": pos0 + 1}
+// runtime holds the position inputs of a run at positions pos (from 0):
+// pos for a decode bundle, pos_s0 for a prefill bundle (whose positions
+// follow one another), pos_s0, pos_s1, … for a batched bundle (counting
+// from 1).
+func (m *Machine) runtime(pos []int) (map[string]value, error) {
+	d := m.b.Manifest.Deployment
+	out := map[string]value{}
+	for i, p := range pos {
+		if p < 0 || p >= d.Ctx || d.Kind == "prefill" && p != pos[0]+i {
+			return nil, fmt.Errorf("positions %v in a context of %d", pos, d.Ctx)
+		}
+		switch d.Kind {
+		case "decode":
+			out["pos"] = p + 1
+		case "prefill":
+			out["pos_s0"] = pos[0] + 1
+		default:
+			out[fmt.Sprintf("pos_s%d", i)] = p + 1
+		}
 	}
-	return map[string]value{"pos": pos0 + 1}
+	return out, nil
 }
 
 func ptrs(s []instance) []*instance {
@@ -308,20 +331,24 @@ func (m *Machine) run(in *instance, runtime map[string]value, hidden value) (map
 }
 
 // RunLayer runs layer l's program alone on a run's hidden state (a row
-// for a decode bundle, the chunk's rows for a prefill bundle) at the
-// positions from pos0 (from 0), with the layer's caches, and returns the
-// rows it leaves: how a kind's program is certified by itself.
-func (m *Machine) RunLayer(l int, hidden []float32, pos0 int) ([]float32, error) {
+// for a decode bundle, the chunk's rows for a prefill bundle, a row a
+// sequence for a batched bundle) at the run's positions (from 0), with the
+// layer's caches, and returns the rows it leaves: how a kind's program is
+// certified by itself.
+func (m *Machine) RunLayer(l int, hidden []float32, pos []int) ([]float32, error) {
 	if l < 0 || l >= len(m.layers) {
 		return nil, fmt.Errorf("rdu/sim: no layer %d", l)
 	}
-	man := &m.b.Manifest
-	rows := man.Rows()
-	if pos0 < 0 || pos0+rows > man.Deployment.Ctx || len(hidden)%rows != 0 {
-		return nil, fmt.Errorf("rdu/sim: %d values at positions from %d in a context of %d", len(hidden), pos0, man.Deployment.Ctx)
+	rows := m.b.Manifest.Rows()
+	if len(pos) != rows || len(hidden)%rows != 0 {
+		return nil, fmt.Errorf("rdu/sim: %d values at %d positions for %d rows", len(hidden), len(pos), rows)
+	}
+	runtime, err := m.runtime(pos)
+	if err != nil {
+		return nil, fmt.Errorf("rdu/sim: %w", err)
 	}
 	in := &m.layers[l]
-	env, err := m.run(in, m.runtime(pos0), &matrix{rows: rows, cols: len(hidden) / rows, data: hidden})
+	env, err := m.run(in, runtime, &matrix{rows: rows, cols: len(hidden) / rows, data: hidden})
 	if err != nil {
 		return nil, err
 	}
