@@ -9,3 +9,5 @@ require (
 	golang.org/x/text v0.44.0
 	pgregory.net/rapid v1.3.0
 )
+
+require github.com/ebitengine/purego v0.11.3
