@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"syscall"
 	"unsafe"
 
 	"github.com/pootlabs/poot"
@@ -25,27 +26,29 @@ type device interface {
 	download(dst []byte, src uint64) error
 	// step runs one step's work, which it may capture once and replay.
 	step(work func() error) error
-	launch(fn uintptr, l *Launch, params unsafe.Pointer) error
+	launch(fn uintptr, l *Launch, params uintptr) error
 	copyD(dst, src uint64, n int64) error
 	close()
 }
 
 // Exec is a plan compiled for a device. It is not safe for concurrent use.
 type Exec struct {
-	plan    *lower.Plan
-	mod     *Module
-	dev     device
-	g       *poot.Graph
-	binds   *interp.Bindings
-	addr    []uint64 // per value: its device address (0: not stored)
-	fns     []uintptr
-	faults  uint64
-	arena   uint64
-	zeros   []byte
+	plan   *lower.Plan
+	mod    *Module
+	dev    device
+	g      *poot.Graph
+	binds  *interp.Bindings
+	addr   []uint64 // per value: its device address (0: not stored)
+	fns    []uintptr
+	faults uint64
+	arena  uint64
+	zeros  []byte
+	// params holds, outside the Go heap, every launch's argument values
+	// and the pointers to them that a launch hands the driver.
+	params  []byte
 	vals    []uint64
-	ptrs    []unsafe.Pointer
+	ptrs    []uint64
 	first   []int // per launch: its first argument in vals
-	pin     runtime.Pinner
 	ran     bool
 	outputs []poot.ValueID
 }
@@ -89,9 +92,10 @@ func compile(dev device, g *poot.Graph, consts interp.Consts, opts lower.Options
 		x.Close()
 		return nil, err
 	}
+	var vals []uint64
 	for _, l := range mod.Launches {
 		x.fns = append(x.fns, fns[l.Kernel])
-		x.first = append(x.first, len(x.vals))
+		x.first = append(x.first, len(vals))
 		for _, a := range l.Args {
 			v := x.faults + 4*uint64(a.Fault)
 			if a.Value >= 0 {
@@ -100,21 +104,41 @@ func compile(dev device, g *poot.Graph, consts interp.Consts, opts lower.Options
 					return nil, fmt.Errorf("cuda: launch %s reads value %d, which has no storage", l.Kernel, a.Value)
 				}
 			}
-			x.vals = append(x.vals, v)
+			vals = append(vals, v)
 		}
 	}
-	// The driver reads each argument through a pointer into vals while a
-	// launch is being made; both arrays are pinned for the executable's
-	// life.
-	x.ptrs = make([]unsafe.Pointer, len(x.vals)+1)
+	// The driver reads each argument through a pointer while a launch is
+	// made (and a captured graph keeps none): values and pointers live in
+	// memory the garbage collector does not manage.
+	n := len(vals) + 1
+	if x.params, err = syscall.Mmap(-1, 0, 16*n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE); err != nil {
+		x.Close()
+		return nil, fmt.Errorf("cuda: launch parameters: %w", err)
+	}
+	words := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(x.params))), 2*n)
+	x.vals, x.ptrs = words[:n], words[n:]
+	copy(x.vals, vals)
 	for i := range x.vals {
-		x.ptrs[i] = unsafe.Pointer(&x.vals[i])
+		x.ptrs[i] = uint64(uintptr(unsafe.Pointer(&x.vals[i])))
 	}
-	if len(x.vals) > 0 {
-		x.pin.Pin(&x.vals[0])
-		x.pin.Pin(&x.ptrs[0])
-	}
+	// An executable dropped without Close still releases its device.
+	runtime.AddCleanup(x, func(r release) { r.run() }, release{x.dev, x.params})
 	return x, nil
+}
+
+// release frees what an executable holds outside the Go heap.
+type release struct {
+	dev    device
+	params []byte
+}
+
+func (r release) run() {
+	if r.dev != nil {
+		r.dev.close()
+	}
+	if r.params != nil {
+		syscall.Munmap(r.params)
+	}
 }
 
 func (x *Exec) allocate(consts interp.Consts) error {
@@ -161,7 +185,7 @@ func (x *Exec) allocate(consts interp.Consts) error {
 		e := g.Eqn(k.Eqns[0])
 		res := hostexec.NewBuf(g.Type(id).Bytes())
 		run, err := hostexec.Compile(&hostexec.Eqn{Op: e.Op, Params: e.Params, Out: g.Type(id), Res: res})
-		if err == nil {
+		if err == nil && run != nil { // a nil run has filled the value already
 			err = run()
 		}
 		if err == nil {
@@ -182,11 +206,8 @@ func (x *Exec) Module() *Module { return x.mod }
 
 // Close releases the device.
 func (x *Exec) Close() {
-	x.pin.Unpin()
-	if x.dev != nil {
-		x.dev.close()
-		x.dev = nil
-	}
+	release{x.dev, x.params}.run()
+	x.dev, x.params = nil, nil
 }
 
 // Run executes one step (see interp.Executable): slots and state are
@@ -219,7 +240,7 @@ func (x *Exec) Run(slots interp.Slots, state *interp.State) ([]tensor.Tensor, er
 	if err := x.dev.upload(x.faults, x.zeros); err != nil {
 		return nil, err
 	}
-	if err := x.dev.step(x.work); err != nil {
+	if err := x.dev.step(x.launches); err != nil {
 		return nil, err
 	}
 	words := make([]byte, len(x.zeros))
@@ -229,7 +250,6 @@ func (x *Exec) Run(slots interp.Slots, state *interp.State) ([]tensor.Tensor, er
 	if err := x.fault(words); err != nil {
 		return nil, err
 	}
-	x.ran = true
 	res := make([]tensor.Tensor, len(x.outputs))
 	for i, id := range x.outputs {
 		t, err := x.read(id)
@@ -238,6 +258,10 @@ func (x *Exec) Run(slots interp.Slots, state *interp.State) ([]tensor.Tensor, er
 		}
 		res[i] = t
 	}
+	if err := x.writeback(); err != nil {
+		return nil, err
+	}
+	x.ran = true
 	for _, id := range states {
 		if a := x.addr[id]; a != 0 {
 			if err := x.dev.download(state.Tensors[g.Value(id).Name].Data, a); err != nil {
@@ -248,14 +272,21 @@ func (x *Exec) Run(slots interp.Slots, state *interp.State) ([]tensor.Tensor, er
 	return res, nil
 }
 
-// work is one step on the device: every launch, then the writebacks.
-func (x *Exec) work() error {
+// launches runs the step's kernels.
+func (x *Exec) launches() error {
 	for i := range x.mod.Launches {
 		l := &x.mod.Launches[i]
-		if err := x.dev.launch(x.fns[i], l, unsafe.Pointer(&x.ptrs[x.first[i]])); err != nil {
+		if err := x.dev.launch(x.fns[i], l, uintptr(unsafe.Pointer(&x.ptrs[x.first[i]]))); err != nil {
 			return fmt.Errorf("cuda: launch %d (%s): %w", i, l.Kernel, err)
 		}
 	}
+	return nil
+}
+
+// writeback copies the state outputs that were not written in place into
+// their states' storage, after the outputs are read (an output may be a
+// state's old value).
+func (x *Exec) writeback() error {
 	wbs := x.plan.Writebacks
 	for _, wb := range wbs {
 		if wb.Staged {

@@ -2,8 +2,8 @@ package cuda
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -230,9 +230,9 @@ func (d *hostDevice) copyD(dst, src uint64, n int64) error {
 
 func (d *hostDevice) step(work func() error) error { return work() }
 
-func (d *hostDevice) launch(fn uintptr, l *Launch, params unsafe.Pointer) error {
+func (d *hostDevice) launch(fn uintptr, l *Launch, params uintptr) error {
 	g, b := l.Grid, l.Block
-	r, _, _ := purego.SyscallN(fn, uintptr(g[0]), uintptr(g[1]), uintptr(g[2]), uintptr(b[0]), uintptr(b[1]), uintptr(b[2]), uintptr(params))
+	r, _, _ := purego.SyscallN(fn, uintptr(g[0]), uintptr(g[1]), uintptr(g[2]), uintptr(b[0]), uintptr(b[1]), uintptr(b[2]), params)
 	switch int32(r) {
 	case 0:
 		return nil

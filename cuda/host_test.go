@@ -2,12 +2,14 @@ package cuda
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/interp"
+	"github.com/pootlabs/poot/lower"
 	"github.com/pootlabs/poot/pootest"
 	"github.com/pootlabs/poot/tensor"
 )
@@ -61,4 +63,103 @@ func TestHostSoftmaxRow(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
+}
+
+// sharedHost is the host harness over one library holding the kernels of
+// many graphs, so that a test compiles once.
+type sharedHost struct {
+	lib  uintptr
+	opts lower.Options
+}
+
+func (sharedHost) Name() string { return "cuda-host" }
+
+func (s sharedHost) Compile(g *poot.Graph, consts interp.Consts) (interp.Executable, error) {
+	return compile(&hostDevice{lib: s.lib, borrowed: true}, g, consts, s.opts)
+}
+
+// hostLibrary compiles the kernels of every module into one library.
+func hostLibrary(t testing.TB, mods []*Module) uintptr {
+	t.Helper()
+	all := &Module{}
+	seen := map[string]bool{}
+	for _, m := range mods {
+		for _, k := range m.Kernels {
+			if !seen[k.Name] {
+				seen[k.Name] = true
+				all.Kernels = append(all.Kernels, k)
+			}
+		}
+	}
+	d := &hostDevice{cxx: "g++", cache: testCache}
+	if c := os.Getenv("CXX"); c != "" {
+		d.cxx = c
+	}
+	lib, err := d.build(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lib
+}
+
+// TestHostAgreesOnRandomGraphs holds the generated kernels, run by the
+// host harness, to the oracle on random graphs of every primitive, with
+// every planner pass on and each off in turn. Graphs the backend does not
+// run (K-quant and MXFP4 data) are counted, and must stay a minority.
+func TestHostAgreesOnRandomGraphs(t *testing.T) {
+	host(t)
+	type run struct {
+		c    *pootest.GraphCase
+		opts lower.Options
+		name string
+	}
+	var runs []run
+	var mods []*Module
+	unsupported := 0
+	configs := []lower.Options{{}}
+	for _, p := range lower.Passes() {
+		configs = append(configs, lower.Options{Disabled: []string{p}})
+	}
+	n := 160
+	if testing.Short() {
+		n = 40
+	}
+	for i := range n {
+		c := pootest.GenGraph().Example(i)
+		for ci, opts := range configs {
+			if ci > 0 && i%4 != 0 {
+				continue
+			}
+			plan, err := lower.Build(c.Graph, Target(), opts)
+			var mod *Module
+			if err == nil {
+				mod, err = Generate(plan)
+			}
+			var le *lower.LegalizeError
+			if errors.As(err, &le) || errors.Is(err, interp.ErrUnsupported) {
+				unsupported++
+				continue
+			}
+			if err != nil {
+				t.Fatalf("case %d: %v", i, err)
+			}
+			mods = append(mods, mod)
+			runs = append(runs, run{c, opts, fmt.Sprintf("case%d/%v", i, opts.Disabled)})
+		}
+	}
+	if unsupported*4 > len(runs) {
+		t.Errorf("%d graphs unsupported, %d run: too many", unsupported, len(runs))
+	}
+	lib := hostLibrary(t, mods)
+	failed := 0
+	for _, r := range runs {
+		err := pootest.Compare(interp.Oracle{}, sharedHost{lib, r.opts}, r.c.Graph, r.c.Consts, r.c.Slots, r.c.State, pootest.Default)
+		if err != nil {
+			failed++
+			if failed <= 5 {
+				t.Errorf("%s: %v\n%v", r.name, err, r.c.Graph)
+			}
+		}
+	}
+	t.Logf("%d graphs run, %d failed, %d unsupported", len(runs), failed, unsupported)
 }
