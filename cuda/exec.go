@@ -49,6 +49,7 @@ type Exec struct {
 	vals    []uint64
 	ptrs    []uint64
 	first   []int // per launch: its first argument in vals
+	cleanup runtime.Cleanup
 	ran     bool
 	outputs []poot.ValueID
 }
@@ -122,7 +123,7 @@ func compile(dev device, g *poot.Graph, consts interp.Consts, opts lower.Options
 		x.ptrs[i] = uint64(uintptr(unsafe.Pointer(&x.vals[i])))
 	}
 	// An executable dropped without Close still releases its device.
-	runtime.AddCleanup(x, func(r release) { r.run() }, release{x.dev, x.params})
+	x.cleanup = runtime.AddCleanup(x, func(r release) { r.run() }, release{x.dev, x.params})
 	return x, nil
 }
 
@@ -206,6 +207,7 @@ func (x *Exec) Module() *Module { return x.mod }
 
 // Close releases the device.
 func (x *Exec) Close() {
+	x.cleanup.Stop()
 	release{x.dev, x.params}.run()
 	x.dev, x.params = nil, nil
 }

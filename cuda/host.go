@@ -129,38 +129,48 @@ func (d *hostDevice) load(m *Module) (map[string]uintptr, error) {
 // build compiles m into a shared library (or finds it in the cache) and
 // opens it.
 func (d *hostDevice) build(m *Module) (uintptr, error) {
-	src := HostSource(m)
-	flags := []string{"-std=c++17", "-O1", "-fPIC", "-shared", "-ffp-contract=off", "-w"}
-	h := sha256.Sum256([]byte(src + strings.Join(flags, " ") + d.cxx))
-	dir, err := cacheDir(d.cache, "cuda-host")
+	so, err := d.library(m)
 	if err != nil {
 		return 0, err
-	}
-	so := filepath.Join(dir, hex.EncodeToString(h[:12])+".so")
-	if _, err := os.Stat(so); err != nil {
-		tmp, err := os.MkdirTemp(dir, "build")
-		if err != nil {
-			return 0, err
-		}
-		defer os.RemoveAll(tmp)
-		cpp := filepath.Join(tmp, "module.cpp")
-		if err := os.WriteFile(cpp, []byte(src), 0o644); err != nil {
-			return 0, err
-		}
-		out := filepath.Join(tmp, "module.so")
-		cmd := exec.Command(d.cxx, append(flags, "-o", out, cpp)...)
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return 0, fmt.Errorf("cuda: the host compiler failed on the generated kernels: %v\n%s", err, firstLines(string(msg), 40))
-		}
-		if err := os.Rename(out, so); err != nil {
-			return 0, err
-		}
 	}
 	lib, err := purego.Dlopen(so, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
 		return 0, fmt.Errorf("cuda: loading the host module: %w", err)
 	}
 	return lib, nil
+}
+
+// library compiles m into a shared library, or finds it in the cache, and
+// returns its path.
+func (d *hostDevice) library(m *Module) (string, error) {
+	src := HostSource(m)
+	flags := []string{"-std=c++17", "-O1", "-fPIC", "-shared", "-ffp-contract=off", "-w"}
+	h := sha256.Sum256([]byte(src + strings.Join(flags, " ") + d.cxx))
+	dir, err := cacheDir(d.cache, "cuda-host")
+	if err != nil {
+		return "", err
+	}
+	so := filepath.Join(dir, hex.EncodeToString(h[:12])+".so")
+	if _, err := os.Stat(so); err != nil {
+		tmp, err := os.MkdirTemp(dir, "build")
+		if err != nil {
+			return "", err
+		}
+		defer os.RemoveAll(tmp)
+		cpp := filepath.Join(tmp, "module.cpp")
+		if err := os.WriteFile(cpp, []byte(src), 0o644); err != nil {
+			return "", err
+		}
+		out := filepath.Join(tmp, "module.so")
+		cmd := exec.Command(d.cxx, append(flags, "-o", out, cpp)...)
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("cuda: the host compiler failed on the generated kernels: %v\n%s", err, firstLines(string(msg), 40))
+		}
+		if err := os.Rename(out, so); err != nil {
+			return "", err
+		}
+	}
+	return so, nil
 }
 
 func firstLines(s string, n int) string {

@@ -132,8 +132,9 @@ static int pt_run(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned b
   static char* stacks;
   static unsigned have;
   if (have < n) { free(stacks); stacks = (char*)aligned_alloc(64, n * pt_stack_bytes); have = n; }
-  pt_state st;
-  memset(&st, 0, sizeof st);
+  // The state lives on the heap: a caller may be on a small stack.
+  pt_state* sp = (pt_state*)calloc(1, sizeof(pt_state));
+  pt_state& st = *sp;
   pt_fiber* fs = (pt_fiber*)calloc(n, sizeof(pt_fiber));
   st.grid = dim3{gx, gy, gz}; st.block = dim3{bx, by, bz}; st.n = n; st.f = fs; st.body = body; st.args = args;
   pt_state* saved = pt;
@@ -161,5 +162,6 @@ static int pt_run(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned b
       }
   pt = saved;
   free(fs);
+  free(sp);
   return rc;
 }
