@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -866,12 +865,27 @@ func genBatchedMatMul(g *poot.Graph, e poot.Eqn) ([]*kgen, error) {
 	return []*kgen{kg}, nil
 }
 
-// sortedKernels lists the kernel names of m in order, for printing.
-func (m *Module) sortedKernels() []string {
-	names := make([]string, len(m.Kernels))
-	for i, k := range m.Kernels {
-		names[i] = k.Name
+// PlanString prints the plan as lower.Plan.String does, with each
+// kernel's CUDA launches under it: the kernel's name, grid and block.
+func PlanString(plan *lower.Plan) (string, error) {
+	m, err := Generate(plan)
+	if err != nil {
+		return "", err
 	}
-	slices.Sort(names)
-	return names
+	lines := strings.Split(plan.String(), "\n")
+	var sb strings.Builder
+	sb.WriteString(lines[0] + "\n")
+	li := 0
+	for i, line := range lines[1:] {
+		if line == "" {
+			continue
+		}
+		sb.WriteString(line + "\n")
+		for ; i < len(plan.Kernels) && li < len(m.Launches) && m.Launches[li].Step == i; li++ {
+			l := m.Launches[li]
+			fmt.Fprintf(&sb, "       cuda %s grid(%d,%d,%d) block(%d,%d,%d)\n", l.Kernel, l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2])
+		}
+	}
+	fmt.Fprintf(&sb, "%d launches of %d distinct kernels\n", len(m.Launches), len(m.Kernels))
+	return sb.String(), nil
 }

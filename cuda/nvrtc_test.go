@@ -115,4 +115,3 @@ func TestNVRTCCompile(t *testing.T) {
 		t.Logf("%s: %d kernels compiled to %d bytes of CUBIN in %v", arch, len(all.Kernels), len(img), time.Since(start).Round(time.Millisecond))
 	}
 }
-
