@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Compiles every CUDA kernel the planner emits for the reference models
-# (prefill and decode steps) to CUBIN for sm_80 and sm_90 with NVRTC, which
-# runs ptxas, so a kernel that does not compile fails. No GPU is needed.
+# Compiles every CUDA kernel the planner emits for the reference models and
+# every family's tiny preset (prefill and decode steps) and for random
+# graphs to CUBIN for sm_80 and sm_90 with NVRTC, which runs ptxas inside,
+# so a kernel that does not compile fails; then runs the host harness on
+# every family's tiny preset against the oracle. No GPU is needed.
 #
 # NVRTC 11.8 and ptxas come from Debian 12's non-free section: the script
 # adds the component to apt's sources, downloads only the packages below
@@ -27,4 +29,5 @@ if [ ! -e "$root/usr/lib/x86_64-linux-gnu/libnvrtc.so.11.2" ]; then
 fi
 lib="$root/usr/lib/x86_64-linux-gnu"
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-POOT_NVRTC="$lib/libnvrtc.so.11.2" CGO_ENABLED=0 go test -count=1 -run TestNVRTCCompile -v ./cuda/ | grep -v '^=== RUN'
+POOT_NVRTC="$lib/libnvrtc.so.11.2" POOT_CUDA_FAMILIES=1 CGO_ENABLED=0 \
+	go test -count=1 -run "TestNVRTCCompile|TestHostSynthesizedFamilies" -v ./cuda/ | grep -v "^=== RUN"
