@@ -12,6 +12,8 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
+require github.com/ebitengine/purego v0.11.3
+
 require (
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect

@@ -5,6 +5,10 @@ import (
 	"io"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/cuda"
+	// --interp cuda: the CUDA backend registers itself (listed as
+	// unavailable, with the reason, where there is no GPU).
+	_ "github.com/pootlabs/poot/cuda/register"
 	"github.com/pootlabs/poot/driver"
 	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/families"
@@ -80,7 +84,7 @@ func (e *fileError) Unwrap() error { return e.err }
 // cmdTrace prints the decode step's graph (or a prefill step's with
 // --prefill N) as text, or as Graphviz DOT with --dot.
 func cmdTrace(args []string, stdout, stderr io.Writer) error {
-	fs := flags("trace", "trace (-m MODEL | --family F [--config FILE | --preset NAME]) [--prefill N] [--all] [--ctx C] [--dot | --plan]", stdout)
+	fs := flags("trace", "trace (-m MODEL | --family F [--config FILE | --preset NAME]) [--prefill N] [--all] [--ctx C] [--dot | --plan [--target cpu|cuda]]", stdout)
 	var model, family, config, preset string
 	fs.StringVar(&model, "m", "", "the model: a GGUF file or a safetensors directory")
 	fs.StringVar(&model, "model", "", "same as -m")
@@ -92,7 +96,8 @@ func cmdTrace(args []string, stdout, stderr io.Writer) error {
 	capacity := fs.Int("ctx", 0, "cache capacity (0: the model's context, at most 4096)")
 	dot := fs.Bool("dot", false, "print Graphviz DOT")
 	unfold := fs.Bool("unfold", false, "show every primitive equation of each composite's body (composites print folded, one line or node with its attributes, by default)")
-	plan := fs.Bool("plan", false, "print the cpu backend's plan of the step (kernels, fused equations, arena offsets, bytes and flops) instead of the graph; with -m the weights are bound as stored first")
+	plan := fs.Bool("plan", false, "print the backend's plan of the step (kernels, fused equations, arena offsets, bytes and flops) instead of the graph; with -m the weights are bound as stored first")
+	target := fs.String("target", "cpu", "the backend whose plan --plan prints: cpu, or cuda (adds each kernel's CUDA launches: name, grid and block)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -125,11 +130,25 @@ func cmdTrace(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		p, err := lower.Build(g, cpu.Target(false), lower.Options{})
+		t := cpu.Target(false)
+		switch *target {
+		case "cpu":
+		case "cuda":
+			t = cuda.Target()
+		default:
+			return usagef("--target %q: want cpu or cuda", *target)
+		}
+		p, err := lower.Build(g, t, lower.Options{})
 		if err != nil {
 			return err
 		}
-		_, err = io.WriteString(stdout, p.String())
+		text := p.String()
+		if *target == "cuda" {
+			if text, err = cuda.PlanString(p); err != nil {
+				return err
+			}
+		}
+		_, err = io.WriteString(stdout, text)
 		return err
 	}
 	po := poot.PrintOptions{Unfold: *unfold}

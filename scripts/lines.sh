@@ -9,12 +9,15 @@
 # stop 24: Hugging Face's tokenizer pipeline component by component, about
 # 1,350; the notebook pictures, tensors and streaming, about 600; the
 # decoder's hooks, four families and the command as a library, about 450;
-# the OpenAI-compatible server, continuous batching and chat, about 1,850.)
+# the OpenAI-compatible server, continuous batching and chat, about 1,850;
+# then 38,000 -> 43,000: the CUDA backend's driver bindings, code
+# generation and host harness, about 1,800; the streamed lowering's batched
+# deployment and LayerNorm forms, about 600; the packed integer GEMM.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 core_budget=3000
-tree_budget=38000
+tree_budget=43000
 
 count() { awk '!/^[[:space:]]*$/ && !/^[[:space:]]*\/\//' "$@" | wc -l | tr -d ' '; }
 

@@ -1,0 +1,68 @@
+// Package cuda is poot's GPU backend: it lowers a graph through the
+// planner (package lower), writes CUDA C for every kernel of the plan,
+// compiles it at run time with NVRTC for the device's compute capability
+// (cached on disk by a hash of the source and options), and runs a step
+// through the CUDA driver API, captured once as a CUDA graph and replayed
+// with the slot buffers rewritten in place.
+//
+// Nothing here needs cgo: the driver API (libcuda.so.1) and NVRTC
+// (libnvrtc.so) are opened at run time through purego. Where either, or a
+// GPU, is missing, [Interpreter].Compile returns an *[UnavailableError]
+// wrapping [ErrNoDriver], [ErrNoDevice] or [ErrNoNVRTC], and the driver
+// lists "cuda" as unavailable with that error.
+//
+// # Kernels
+//
+// Each plan kernel becomes one or two __global__ functions whose shapes,
+// strides and constants are baked into the text (a kernel's name is a
+// prefix and a hash of its text, so the layers of a model share one):
+// elementwise programs one thread per element; Reduce and Rows kernels
+// (RMSNorm, softmax) one block per row, sums in double; contractions a
+// GEMV, one warp per output, reading F32, F16, BF16, Q8_0, Q4_0, Q4_1,
+// Q5_0 and Q5_1 weights as stored; fused attention one warp per query row
+// and head over the KV cache (n_rep query heads per K/V head); every other
+// primitive one thread per output element. Index faults and I32 division
+// by zero set a fault word per launch, read after the step and reported as
+// the equation's interp.Error.
+//
+// # Without a GPU
+//
+// [HostInterpreter] compiles the same kernel text with the system C++
+// compiler against a shim header (host.h): blocks run one after another,
+// the threads of a block are fibers switched at __syncthreads and at the
+// warp barriers of shuffles and votes. Its results are held to the oracle
+// on random graphs and on the reference models. The purego bindings are
+// tested against a fake libcuda built from C at test time.
+//
+// What is not done: tensor-core GEMM for prefill (prefill runs the GEMV
+// once per token), split-K attention for long contexts, K-quant and MXFP4
+// weights (a plan that needs them is a typed ErrUnsupported error), and
+// device-resident state (each step uploads and downloads the state).
+package cuda
+
+import (
+	"errors"
+)
+
+// Reasons the backend cannot run.
+var (
+	// ErrNoDriver: libcuda.so.1 could not be opened or lacks a function.
+	ErrNoDriver = errors.New("cuda: no CUDA driver")
+	// ErrNoDevice: the driver reports no usable GPU.
+	ErrNoDevice = errors.New("cuda: no CUDA device")
+	// ErrNoNVRTC: no NVRTC library could be opened.
+	ErrNoNVRTC = errors.New("cuda: no NVRTC")
+)
+
+// UnavailableError says why the backend cannot run here: What is one of
+// the sentinel errors, Detail what was tried.
+type UnavailableError struct {
+	What   error
+	Detail string
+}
+
+// Error joins the reason and the detail.
+func (e *UnavailableError) Error() string { return e.What.Error() + ": " + e.Detail }
+
+// Unwrap returns the sentinel.
+func (e *UnavailableError) Unwrap() error { return e.What }

@@ -1,0 +1,891 @@
+package cuda
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/interp"
+	"github.com/pootlabs/poot/lower"
+)
+
+// Module is the CUDA C of one plan: the distinct kernels (without the
+// prelude, which depends on the compiler) and the launches of one step.
+type Module struct {
+	Kernels  []KernelSource
+	Launches []Launch
+	// Faults is the number of fault words the launches write (one per
+	// launch that can fault: an index out of range, an I32 division by
+	// zero).
+	Faults int
+}
+
+// KernelSource is one __global__ function. Its Name is a prefix naming
+// what it does and a hash of its text, so equal kernels (the layers of a
+// model) share one function and a kernel's name never changes while its
+// text does not.
+type KernelSource struct {
+	Name   string
+	Params []string // the C types of its parameters, all pointers
+	Text   string
+}
+
+// Launch is one kernel launch of a step.
+type Launch struct {
+	Kernel      string
+	Step        int // index of the plan kernel in Plan.Kernels
+	Grid, Block [3]uint32
+	Args        []Arg
+}
+
+// Arg is a launch argument: the storage of a value, or (Value -1) the
+// launch's fault word Fault.
+type Arg struct {
+	Value poot.ValueID
+	Fault int
+}
+
+// Source is the module's kernels as one text, in first-use order.
+func (m *Module) Source() string {
+	var sb strings.Builder
+	for _, k := range m.Kernels {
+		sb.WriteString(k.Text)
+	}
+	return sb.String()
+}
+
+// Fault codes a kernel writes to its fault word.
+const (
+	faultIndex  = 1
+	faultDivide = 2
+)
+
+// UnsupportedError says that a plan kernel has no CUDA kernel yet.
+type UnsupportedError struct {
+	Step   int
+	Kernel string
+	Reason string
+}
+
+// Error names the kernel and why.
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("cuda: no CUDA kernel for plan kernel %d (%s): %s", e.Step, e.Kernel, e.Reason)
+}
+
+// Unwrap makes the error an interp.ErrUnsupported.
+func (e *UnsupportedError) Unwrap() error { return interp.ErrUnsupported }
+
+// Target is the CUDA backend's description for the planner.
+func Target() lower.Target {
+	w := []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1}
+	return lower.Target{Name: "cuda", MatMulWeights: w, Fallback: w,
+		Kinds:      []lower.Kind{lower.Contract, lower.Elementwise, lower.Reduce, lower.FlashAttention, lower.Rows},
+		Composites: []string{lower.FusedAttention}}
+}
+
+// Generate writes the CUDA C of every kernel of plan.
+func Generate(plan *lower.Plan) (*Module, error) {
+	m := &Module{}
+	seen := map[string]bool{}
+	for i, k := range plan.Kernels {
+		gs, err := genKernel(plan, k)
+		if err != nil {
+			return nil, &UnsupportedError{Step: i, Kernel: k.Name(), Reason: err.Error()}
+		}
+		for _, kg := range gs {
+			ks, l := kg.finish()
+			l.Step = i
+			for a := range l.Args {
+				if l.Args[a].Value < 0 {
+					l.Args[a].Fault = m.Faults
+					m.Faults++
+				}
+			}
+			if !seen[ks.Name] {
+				seen[ks.Name] = true
+				m.Kernels = append(m.Kernels, ks)
+			}
+			m.Launches = append(m.Launches, l)
+		}
+	}
+	return m, nil
+}
+
+// kgen builds one kernel.
+type kgen struct {
+	g      *poot.Graph
+	prefix string
+	params []poot.ValueID // -1: the fault word
+	raw    []bool
+	grid   [3]uint32
+	block  int
+	sb     strings.Builder
+	n      int
+}
+
+func newKgen(g *poot.Graph, prefix string, block int, grid ...int) *kgen {
+	kg := &kgen{g: g, prefix: prefix, block: block, grid: [3]uint32{1, 1, 1}}
+	for i, x := range grid {
+		kg.grid[i] = uint32(max(x, 1))
+	}
+	return kg
+}
+
+func (kg *kgen) line(format string, args ...any) {
+	fmt.Fprintf(&kg.sb, "  "+format+"\n", args...)
+}
+
+func (kg *kgen) fresh(p string) string {
+	kg.n++
+	return p + strconv.Itoa(kg.n)
+}
+
+// ptr returns the parameter holding value id, typed by its dtype (raw:
+// as bytes).
+func (kg *kgen) ptr(id poot.ValueID, raw bool) string {
+	for i, p := range kg.params {
+		if p == id && kg.raw[i] == raw {
+			return "a" + strconv.Itoa(i)
+		}
+	}
+	kg.params = append(kg.params, id)
+	kg.raw = append(kg.raw, raw)
+	return "a" + strconv.Itoa(len(kg.params)-1)
+}
+
+// fault returns the parameter of the fault word.
+func (kg *kgen) fault() string { return kg.ptr(-1, false) }
+
+func ctype(d poot.DType) string {
+	switch d {
+	case poot.F32:
+		return "float"
+	case poot.I32:
+		return "int"
+	case poot.F16, poot.BF16:
+		return "u16"
+	}
+	return "u8"
+}
+
+func (kg *kgen) finish() (KernelSource, Launch) {
+	var ps []string
+	l := Launch{Grid: kg.grid, Block: [3]uint32{uint32(kg.block), 1, 1}}
+	for i, id := range kg.params {
+		t := "u8*"
+		switch {
+		case id < 0:
+			t = "int*"
+		case !kg.raw[i]:
+			t = ctype(kg.g.Type(id).DType) + "*"
+		}
+		ps = append(ps, t)
+		l.Args = append(l.Args, Arg{Value: id})
+	}
+	decl := make([]string, len(ps))
+	for i, t := range ps {
+		decl[i] = t + " a" + strconv.Itoa(i)
+	}
+	text := fmt.Sprintf("extern \"C\" __global__ void __launch_bounds__(%d) NAME(%s) {\n%s}\n", kg.block, strings.Join(decl, ", "), kg.sb.String())
+	h := sha256.Sum256([]byte(text))
+	name := kg.prefix + "_" + hex.EncodeToString(h[:5])
+	l.Kernel = name
+	return KernelSource{Name: name, Params: ps, Text: strings.Replace(text, "NAME", name, 1)}, l
+}
+
+// lit writes a float32 constant as a C expression.
+func lit(f float32) string {
+	if math.IsInf(float64(f), 0) || f != f {
+		return fmt.Sprintf("f32_bits(0x%08xu)", math.Float32bits(f))
+	}
+	s := strconv.FormatFloat(float64(f), 'g', -1, 32)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s + "f"
+}
+
+// offset emits the flat offset of element idx of an iteration over shape
+// read through strides from off, and returns its variable.
+func (kg *kgen) offset(shape poot.Shape, strides []int, off int, idx string) string {
+	o := kg.fresh("o")
+	kg.line("int %s = %d; { int t = %s;", o, off, idx)
+	for a := len(shape) - 1; a >= 0; a-- {
+		switch {
+		case a == 0:
+			if strides[a] != 0 {
+				kg.line("  %s += t * %d;", o, strides[a])
+			}
+		case strides[a] == 0:
+			kg.line("  t /= %d;", shape[a])
+		default:
+			kg.line("  %s += (t %% %d) * %d; t /= %d;", o, shape[a], strides[a], shape[a])
+		}
+	}
+	kg.line("}")
+	return o
+}
+
+// program emits pr evaluated at element idx, all stores but skip, and
+// returns the register of store skip (or "").
+func (kg *kgen) program(pr *lower.Program, idx string, skip int) string {
+	reg := make([]string, len(pr.Loads)+len(pr.Code))
+	for i := range reg {
+		reg[i] = kg.fresh("r")
+	}
+	for li, l := range pr.Loads {
+		switch {
+		case l.Imm:
+			kg.line("float %s = %s;", reg[li], lit(l.Const))
+		default:
+			at := idx
+			if l.Strides != nil {
+				at = kg.offset(l.Shape, l.Strides, l.Offset, idx)
+			}
+			p := kg.ptr(l.Value, false)
+			if l.DType == poot.Bool {
+				kg.line("float %s = %s[%s] ? 1.0f : 0.0f;", reg[li], p, at)
+			} else {
+				kg.line("float %s = %s[%s];", reg[li], p, at)
+			}
+		}
+	}
+	for ci, in := range pr.Code {
+		var a [3]string
+		for j := range in.Op.Arity() {
+			a[j] = reg[in.Args[j]]
+		}
+		kg.line("float %s = %s;", reg[len(pr.Loads)+ci], floatExpr(in.Op, a))
+	}
+	for si, st := range pr.Stores {
+		if si == skip {
+			continue
+		}
+		at := idx
+		if st.Strides != nil {
+			at = kg.offset(st.Shape, st.Strides, st.Offset, idx)
+		}
+		p := kg.ptr(st.Value, false)
+		if st.DType == poot.Bool {
+			kg.line("%s[%s] = %s != 0.0f;", p, at, reg[st.Reg])
+		} else {
+			kg.line("%s[%s] = %s;", p, at, reg[st.Reg])
+		}
+	}
+	if skip >= 0 {
+		return reg[pr.Stores[skip].Reg]
+	}
+	return ""
+}
+
+// floatExpr is an elementwise primitive over registers, which hold F32
+// values and Bools as 0 and 1.
+func floatExpr(op poot.Op, a [3]string) string {
+	x, y := a[0], a[1]
+	b := func(c string) string { return "(" + c + " ? 1.0f : 0.0f)" }
+	switch op {
+	case poot.Neg:
+		return "-" + x
+	case poot.Exp, poot.Log, poot.Sqrt, poot.Tanh, poot.Erf, poot.Sin, poot.Cos:
+		return op.String() + "f(" + x + ")"
+	case poot.Rsqrt:
+		return "1.0f / sqrtf(" + x + ")"
+	case poot.Abs:
+		return "f32_bits(bits_f32(" + x + ") & 0x7fffffffu)"
+	case poot.Not:
+		return b(x + " == 0.0f")
+	case poot.Add:
+		return x + " + " + y
+	case poot.Sub:
+		return x + " - " + y
+	case poot.Mul:
+		return x + " * " + y
+	case poot.Div:
+		return x + " / " + y
+	case poot.Max:
+		return "max_nan(" + x + ", " + y + ")"
+	case poot.Min:
+		return "min_nan(" + x + ", " + y + ")"
+	case poot.Pow:
+		return "powf(" + x + ", " + y + ")"
+	case poot.Eq:
+		return b(x + " == " + y)
+	case poot.Ne:
+		return b(x + " != " + y)
+	case poot.Lt:
+		return b(x + " < " + y)
+	case poot.Le:
+		return b(x + " <= " + y)
+	case poot.Gt:
+		return b(x + " > " + y)
+	case poot.Ge:
+		return b(x + " >= " + y)
+	case poot.And:
+		return b(x + " != 0.0f && " + y + " != 0.0f")
+	case poot.Or:
+		return b(x + " != 0.0f || " + y + " != 0.0f")
+	case poot.Select:
+		return "(" + x + " != 0.0f ? " + y + " : " + a[2] + ")"
+	}
+	return "/* unknown op */"
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// genKernel makes the CUDA kernels (usually one) of a plan kernel.
+func genKernel(plan *lower.Plan, k *lower.Kernel) ([]*kgen, error) {
+	g := plan.Graph
+	switch k.Kind {
+	case lower.Elementwise:
+		n := k.Program.Size
+		kg := newKgen(g, "elementwise", 256, ceilDiv(n, 256))
+		kg.line("int i = blockIdx.x * blockDim.x + threadIdx.x;")
+		kg.line("if (i < %d) {", n)
+		kg.program(k.Program, "i", -1)
+		kg.line("}")
+		return []*kgen{kg}, nil
+	case lower.Reduce:
+		e := g.Eqn(k.Eqns[len(k.Eqns)-1])
+		L := last(g.Type(e.Inputs[0]).Shape)
+		rows := k.Program.Size / L
+		kg := newKgen(g, "reduce", rowThreads(L), rows)
+		kg.line("__shared__ double shd[32]; __shared__ float shf[32];")
+		kg.line("int row = blockIdx.x;")
+		kg.reduceRow(k, L)
+		return []*kgen{kg}, nil
+	case lower.Rows:
+		rows := k.Parts[0].Program.Size / k.RowLen
+		kg := newKgen(g, "rows", rowThreads(k.RowLen), rows)
+		kg.line("__shared__ double shd[32]; __shared__ float shf[32];")
+		kg.line("int row = blockIdx.x;")
+		for _, q := range k.Parts {
+			switch {
+			case q.Kind == lower.Reduce:
+				kg.reduceRow(q, k.RowLen)
+			case q.Program.Size == rows:
+				kg.line("if (threadIdx.x == 0) {")
+				kg.program(q.Program, "row", -1)
+				kg.line("}")
+			default:
+				kg.line("for (int j = threadIdx.x; j < %d; j += blockDim.x) { int i = row * %d + j;", k.RowLen, k.RowLen)
+				kg.program(q.Program, "i", -1)
+				kg.line("}")
+			}
+			kg.line("__syncthreads();")
+		}
+		return []*kgen{kg}, nil
+	case lower.Contract:
+		e := g.Eqn(k.Eqns[0])
+		return genContract(g, e)
+	case lower.FlashAttention:
+		return genFlash(g, k.Attention), nil
+	case lower.Generic:
+		return genGeneric(plan, g.Eqn(k.Eqns[0]))
+	}
+	return nil, fmt.Errorf("kernel kind %v", k.Kind)
+}
+
+func last(s poot.Shape) int {
+	if len(s) == 0 {
+		return 1
+	}
+	return s[len(s)-1]
+}
+
+// rowThreads is the block size of a kernel that runs one row per block.
+func rowThreads(L int) int { return min(256, ceilDiv(L, 32)*32) }
+
+// reduceRow emits a Reduce kernel's row: its program over row `row`, a
+// block reduction (sums in double, maxima keeping NaN) and its result
+// written by thread 0, then a barrier.
+func (kg *kgen) reduceRow(k *lower.Kernel, L int) {
+	sum := k.Op == poot.ReduceSum
+	acc := kg.fresh("acc")
+	if sum {
+		kg.line("{ double %s = 0.0;", acc)
+	} else {
+		kg.line("{ float %s = %s;", acc, lit(float32(math.Inf(-1))))
+	}
+	kg.line("for (int j = threadIdx.x; j < %d; j += blockDim.x) { int i = row * %d + j;", L, L)
+	r := kg.program(k.Program, "i", k.Program.Reduced)
+	if sum {
+		kg.line("%s += (double)%s;", acc, r)
+	} else {
+		kg.line("%s = max_nan(%s, %s);", acc, acc, r)
+	}
+	kg.line("}")
+	out := kg.ptr(k.Outputs[len(k.Outputs)-1], false)
+	if sum {
+		kg.line("%s = block_sum(%s, shd);", acc, acc)
+		kg.line("if (threadIdx.x == 0) %s[row] = (float)%s; }", out, acc)
+	} else {
+		kg.line("%s = block_max(%s, shf);", acc, acc)
+		kg.line("if (threadIdx.x == 0) %s[row] = %s; }", out, acc)
+	}
+}
+
+// decoder names the prelude function reading element k of a row stored as
+// d, or "" when there is none.
+func decoder(d poot.DType) string {
+	switch d {
+	case poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1:
+		return "ld_" + strings.ToLower(d.String())
+	}
+	return ""
+}
+
+// genContract is the GEMV of a MatMul with a rank-2 weight read as stored
+// (one warp per output element, lanes striding over K) or of an
+// IndexedMatMul, whose rows each read their own expert.
+func genContract(g *poot.Graph, e poot.Eqn) ([]*kgen, error) {
+	xs, ws := g.Type(e.Inputs[0]).Shape, g.Type(e.Inputs[1]).Shape
+	wt := g.Type(e.Inputs[1]).DType
+	dec := decoder(wt)
+	if dec == "" {
+		return nil, fmt.Errorf("no decoder for %v weights", wt)
+	}
+	K := last(xs)
+	T := int(xs.Size()) / K
+	N := ws[len(ws)-2]
+	rb := wt.RowBytes(int64(K))
+	kg := newKgen(g, "gemv_"+strings.ToLower(wt.String()), 128, ceilDiv(N, 4), T)
+	x, w, o := kg.ptr(e.Inputs[0], false), kg.ptr(e.Inputs[1], true), kg.ptr(e.Out, false)
+	kg.line("int n = blockIdx.x * 4 + (threadIdx.x >> 5), t = blockIdx.y, lane = threadIdx.x & 31;")
+	kg.line("float acc = 0.0f;")
+	kg.line("const u8* w = %s + (long long)n * %d;", w, rb)
+	ok := "n < " + strconv.Itoa(N)
+	if e.Op == poot.IndexedMatMul {
+		E := ws[0]
+		kg.line("int ex = %s[t];", kg.ptr(e.Inputs[2], false))
+		kg.line("if (ex < 0 || ex >= %d) { if (lane == 0) *%s = %d; ex = -1; }", E, kg.fault(), faultIndex)
+		kg.line("w += (long long)ex * %d;", int64(N)*rb)
+		ok += " && ex >= 0"
+	}
+	kg.line("if (%s) { const float* xr = %s + (long long)t * %d;", ok, x, K)
+	kg.line("  for (int k = lane; k < %d; k += 32) acc += xr[k] * %s(w, k); }", K, dec)
+	kg.line("acc = warp_sum(acc);")
+	kg.line("if (%s && lane == 0) %s[(long long)t * %d + n] = acc;", ok, o, N)
+	return []*kgen{kg}, nil
+}
+
+// genFlash is fused attention: one warp per query row and head, a pass
+// over the visible cache rows for the maximum score, a second for the
+// weights and the weighted sum of V, each lane holding Dv/32 output
+// columns; the NaN rule of lower.Attention (a V row hidden from this query
+// but seen by another of its sequence still turns its non-finite columns
+// NaN) in a third pass over the hidden rows.
+func genFlash(g *poot.Graph, a *lower.Attention) []*kgen {
+	kg := newKgen(g, "flash_attention", 32, a.Heads, a.R*a.T)
+	q, kc, vc, mk := kg.ptr(a.Q, false), kg.ptr(a.K, false), kg.ptr(a.V, false), kg.ptr(a.Mask, false)
+	cols := ceilDiv(a.Dv, 32)
+	kw, vw := a.KVHeads*a.D, a.KVHeads*a.Dv
+	kg.line("int h = blockIdx.x, row = blockIdx.y, lane = threadIdx.x, r = row / %d, g = h / %d;", a.T, a.Rep)
+	kg.line("const float* q = %s + (long long)row * %d + h * %d;", q, a.Heads*a.D, a.D)
+	kg.line("const u8* mrow = %s + (long long)row * %d;", mk, a.S)
+	kg.line("float m = %s;", lit(float32(math.Inf(-1))))
+	if a.Sinks >= 0 {
+		kg.line("float sink = %s[h]; m = sink;", kg.ptr(a.Sinks, false))
+	}
+	score := func() {
+		kg.line("  const float* kr = %s + ((long long)r * %d + s) * %d + g * %d;", kc, a.S, kw, a.D)
+		kg.line("  float d = 0.0f; for (int c = lane; c < %d; c += 32) d += q[c] * kr[c];", a.D)
+		kg.line("  float x = warp_sum(d) * %s;", lit(a.Scale))
+		if a.SoftCap != 0 {
+			kg.line("  x = tanhf(x * %s) * %s;", lit(1/a.SoftCap), lit(a.SoftCap))
+		}
+	}
+	kg.line("for (int s = 0; s < %d; s++) { if (!mrow[s]) continue;", a.S)
+	score()
+	kg.line("  m = max_nan(m, x); }")
+	if a.Sinks >= 0 {
+		kg.line("float l = expf(sink - m);")
+	} else {
+		kg.line("float l = 0.0f;")
+	}
+	kg.line("float acc[%d]; for (int c = 0; c < %d; c++) acc[c] = 0.0f;", cols, cols)
+	kg.line("for (int s = 0; s < %d; s++) { if (!mrow[s]) continue;", a.S)
+	score()
+	kg.line("  float e = expf(x - m); l += e;")
+	kg.line("  const float* vr = %s + ((long long)r * %d + s) * %d + g * %d;", vc, a.S, vw, a.Dv)
+	kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += e * vr[j]; } }", cols, a.Dv)
+	if a.T > 1 {
+		kg.line("for (int s = 0; s < %d; s++) { if (mrow[s]) continue;", a.S)
+		kg.line("  const float* vr = %s + ((long long)r * %d + s) * %d + g * %d;", vc, a.S, vw, a.Dv)
+		kg.line("  bool bad = false; for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d && !finite_f(vr[j])) bad = true; }", cols, a.Dv)
+		kg.line("  if (!__any_sync(0xffffffffu, bad)) continue;")
+		kg.line("  bool seen = false; for (int t = 0; t < %d && !seen; t++) seen = %s[((long long)r * %d + t) * %d + s] != 0;", a.T, mk, a.T, a.S)
+		kg.line("  if (!seen) continue;")
+		kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d && !finite_f(vr[j])) acc[c] = f32_bits(0x7fc00000u); } }", cols, a.Dv)
+	}
+	kg.line("float inv = l == 0.0f ? f32_bits(0x7fc00000u) : 1.0f / l;")
+	kg.line("float* out = %s + (long long)row * %d + h * %d;", kg.ptr(a.Out, false), a.Heads*a.Dv, a.Dv)
+	kg.line("for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) out[j] = acc[c] * inv; }", cols, a.Dv)
+	return []*kgen{kg}
+}
+
+// rowMajor returns the row-major strides of s.
+func rowMajor(s poot.Shape) []int {
+	st := make([]int, len(s))
+	n := 1
+	for a := len(s) - 1; a >= 0; a-- {
+		st[a] = n
+		n *= s[a]
+	}
+	return st
+}
+
+// elemKgen starts a kernel of one thread per element of n, inside
+// `if (i < n) {`; the caller closes it.
+func elemKgen(g *poot.Graph, prefix string, n int) *kgen {
+	kg := newKgen(g, prefix, 256, ceilDiv(n, 256))
+	kg.line("int i = blockIdx.x * blockDim.x + threadIdx.x;")
+	kg.line("if (i < %d) {", n)
+	return kg
+}
+
+// genGeneric makes the kernel of one equation by its primitive.
+func genGeneric(plan *lower.Plan, e poot.Eqn) ([]*kgen, error) {
+	g := plan.Graph
+	ot := g.Type(e.Out)
+	n := int(ot.Shape.Size())
+	in := func(i int) poot.TensorType { return g.Type(e.Inputs[i]) }
+	if e.Op.Elementwise() {
+		return genElementwise(g, e)
+	}
+	switch e.Op {
+	case poot.Broadcast, poot.Transpose, poot.Slice:
+		if in(0).DType.Packed() {
+			return nil, fmt.Errorf("%v of packed %v data", e.Op, in(0).DType)
+		}
+		xs := in(0).Shape
+		st := rowMajor(xs)
+		strides := make([]int, len(ot.Shape))
+		off := 0
+		for a := range ot.Shape {
+			switch e.Op {
+			case poot.Broadcast:
+				if xs[a] != 1 {
+					strides[a] = st[a]
+				}
+			case poot.Slice:
+				strides[a] = st[a]
+				off += e.Params.Start[a] * st[a]
+			case poot.Transpose:
+				strides[a] = st[e.Params.Perm[a]]
+			}
+		}
+		kg := elemKgen(g, e.Op.String(), n)
+		o := kg.offset(ot.Shape, strides, off, "i")
+		kg.line("%s[i] = %s[%s]; }", kg.ptr(e.Out, false), kg.ptr(e.Inputs[0], false), o)
+		return []*kgen{kg}, nil
+	case poot.Concat:
+		if ot.DType.Packed() {
+			return nil, fmt.Errorf("concat of packed %v data", ot.DType)
+		}
+		ax := e.Params.Axis
+		inner := int(ot.Shape[ax+1:].Size())
+		ext := ot.Shape[ax]
+		kg := elemKgen(g, "concat", n)
+		kg.line("int in = i %% %d, a = (i / %d) %% %d, outer = i / %d;", inner, inner, ext, inner*ext)
+		off := 0
+		for j, v := range e.Inputs {
+			ej := in(j).Shape[ax]
+			kg.line("%sif (a < %d) %s[i] = %s[((long long)outer * %d + (a - %d)) * %d + in];", map[bool]string{true: "", false: "else "}[j == 0],
+				off+ej, kg.ptr(e.Out, false), kg.ptr(v, false), ej, off, inner)
+			off += ej
+		}
+		kg.line("}")
+		return []*kgen{kg}, nil
+	case poot.Gather:
+		tt := in(0)
+		rows := tt.Shape[0]
+		rb := int(tt.DType.RowBytes(int64(last(tt.Shape))) * (tt.Shape[1:].Size() / int64(max(last(tt.Shape), 1))))
+		if len(tt.Shape) == 1 {
+			rb = int(tt.DType.RowBytes(1))
+		}
+		ni := int(in(1).Shape.Size())
+		kg := elemKgen(g, "gather", ni*rb)
+		kg.line("int r = i / %d, c = i %% %d, x = %s[r];", rb, rb, kg.ptr(e.Inputs[1], false))
+		kg.line("if (x < 0 || x >= %d) *%s = %d; else %s[i] = %s[(long long)x * %d + c]; }", rows, kg.fault(), faultIndex,
+			kg.ptr(e.Out, true), kg.ptr(e.Inputs[0], true), rb)
+		return []*kgen{kg}, nil
+	case poot.WriteRows:
+		dt := in(0)
+		rows := dt.Shape[0]
+		rb := int(dt.DType.RowBytes(int64(last(dt.Shape))) * (dt.Shape[1:].Size() / int64(max(last(dt.Shape), 1))))
+		if len(dt.Shape) == 1 {
+			rb = int(dt.DType.RowBytes(1))
+		}
+		var ks []*kgen
+		if plan.Locs[e.Out].Root != plan.Locs[e.Inputs[0]].Root {
+			size := int(dt.Bytes())
+			cp := elemKgen(g, "copy", size)
+			cp.line("%s[i] = %s[i]; }", cp.ptr(e.Out, true), cp.ptr(e.Inputs[0], true))
+			ks = append(ks, cp)
+		}
+		ni := int(in(1).Shape.Size())
+		kg := elemKgen(g, "write_rows", rb)
+		idx := kg.ptr(e.Inputs[1], false)
+		kg.line("for (int r = 0; r < %d; r++) { int x = %s[r];", ni, idx)
+		kg.line("  if (x < 0 || x >= %d) { *%s = %d; continue; }", rows, kg.fault(), faultIndex)
+		kg.line("  %s[(long long)x * %d + i] = %s[(long long)r * %d + i]; } }", kg.ptr(e.Out, true), rb, kg.ptr(e.Inputs[2], true), rb)
+		return append(ks, kg), nil
+	case poot.Cast:
+		return genCast(g, e)
+	case poot.ReduceSum, poot.ReduceMax, poot.ArgMax:
+		return genReduce(g, e)
+	case poot.ArgTopK:
+		return genTopK(g, e)
+	case poot.MatMul, poot.IndexedMatMul:
+		if e.Op == poot.IndexedMatMul || len(in(1).Shape) == 2 {
+			return genContract(g, e)
+		}
+		return genBatchedMatMul(g, e)
+	}
+	return nil, fmt.Errorf("primitive %v", e.Op)
+}
+
+// genElementwise is one elementwise primitive over values of any dtype.
+func genElementwise(g *poot.Graph, e poot.Eqn) ([]*kgen, error) {
+	ot := g.Type(e.Out)
+	dt := g.Type(e.Inputs[0]).DType
+	if e.Op == poot.Select {
+		dt = g.Type(e.Inputs[1]).DType
+	}
+	kg := elemKgen(g, "ew_"+e.Op.String(), int(ot.Shape.Size()))
+	var a [3]string
+	for j, v := range e.Inputs {
+		a[j] = kg.ptr(v, false) + "[i]"
+	}
+	o := kg.ptr(e.Out, false) + "[i]"
+	switch {
+	case dt == poot.F32 || dt == poot.Bool:
+		for j, v := range e.Inputs {
+			if g.Type(v).DType == poot.Bool {
+				a[j] = "(" + a[j] + " ? 1.0f : 0.0f)"
+			}
+		}
+		x := floatExpr(e.Op, a)
+		if ot.DType == poot.Bool {
+			x = "(" + x + ") != 0.0f"
+		}
+		kg.line("%s = %s; }", o, x)
+	case dt == poot.I32:
+		x, err := intExpr(e.Op, a)
+		if err != nil {
+			return nil, err
+		}
+		if e.Op == poot.Div {
+			kg.line("if (%s == 0) { *%s = %d; } else", a[1], kg.fault(), faultDivide)
+		}
+		kg.line("%s = %s; }", o, x)
+	default:
+		return nil, fmt.Errorf("%v over %v", e.Op, dt)
+	}
+	return []*kgen{kg}, nil
+}
+
+// intExpr is an elementwise primitive over I32 operands, wrapping as Go's
+// int32 arithmetic does.
+func intExpr(op poot.Op, a [3]string) (string, error) {
+	x, y := a[0], a[1]
+	u := func(e string) string { return "(int)(" + e + ")" }
+	switch op {
+	case poot.Neg:
+		return u("0u - (u32)" + x), nil
+	case poot.Abs:
+		return "(" + x + " < 0 ? " + u("0u - (u32)"+x) + " : " + x + ")", nil
+	case poot.Add:
+		return u("(u32)" + x + " + (u32)" + y), nil
+	case poot.Sub:
+		return u("(u32)" + x + " - (u32)" + y), nil
+	case poot.Mul:
+		return u("(u32)" + x + " * (u32)" + y), nil
+	case poot.Div:
+		return "(" + y + " == -1 ? " + u("0u - (u32)"+x) + " : " + x + " / " + y + ")", nil
+	case poot.Max:
+		return "(" + x + " > " + y + " ? " + x + " : " + y + ")", nil
+	case poot.Min:
+		return "(" + x + " < " + y + " ? " + x + " : " + y + ")", nil
+	case poot.Eq, poot.Ne, poot.Lt, poot.Le, poot.Gt, poot.Ge:
+		c := map[poot.Op]string{poot.Eq: "==", poot.Ne: "!=", poot.Lt: "<", poot.Le: "<=", poot.Gt: ">", poot.Ge: ">="}[op]
+		return "(" + x + " " + c + " " + y + ")", nil
+	case poot.Select:
+		return "(" + x + " ? " + y + " : " + a[2] + ")", nil
+	}
+	return "", fmt.Errorf("%v over I32", op)
+}
+
+// genCast converts element by element; a packed operand decodes rows.
+func genCast(g *poot.Graph, e poot.Eqn) ([]*kgen, error) {
+	from, to := g.Type(e.Inputs[0]), g.Type(e.Out).DType
+	n := int(from.Shape.Size())
+	kg := elemKgen(g, "cast_"+strings.ToLower(from.DType.String())+"_"+strings.ToLower(to.String()), n)
+	o := kg.ptr(e.Out, false)
+	if from.DType.Packed() {
+		dec := decoder(from.DType)
+		if to != poot.F32 || dec == "" {
+			return nil, fmt.Errorf("cast of %v to %v", from.DType, to)
+		}
+		K := last(from.Shape)
+		kg.line("%s[i] = %s(%s + (long long)(i / %d) * %d, i %% %d); }", o, dec, kg.ptr(e.Inputs[0], true), K, from.DType.RowBytes(int64(K)), K)
+		return []*kgen{kg}, nil
+	}
+	x := kg.ptr(e.Inputs[0], false) + "[i]"
+	var v string
+	// Through float for F32, F16, BF16, Bool sources; I32 sources convert
+	// directly so that I32 to BF16 rounds once.
+	switch from.DType {
+	case poot.F32:
+		v = x
+	case poot.F16:
+		v = "f16_to_f32(" + x + ")"
+	case poot.BF16:
+		v = "f32_bits((u32)" + x + " << 16)"
+	case poot.Bool:
+		v = "(" + x + " ? 1.0f : 0.0f)"
+	case poot.I32:
+		switch to {
+		case poot.F32:
+			v = "(float)" + x
+		case poot.F16:
+			v = "f32_to_f16((float)" + x + ")"
+		case poot.BF16:
+			v = "i32_to_bf16(" + x + ")"
+		case poot.I32:
+			v = x
+		case poot.Bool:
+			v = "(" + x + " != 0)"
+		}
+		kg.line("%s[i] = %s; }", o, v)
+		return []*kgen{kg}, nil
+	default:
+		return nil, fmt.Errorf("cast from %v", from.DType)
+	}
+	switch to {
+	case poot.F16:
+		if from.DType != poot.F16 {
+			v = "f32_to_f16(" + v + ")"
+		} else {
+			v = x
+		}
+	case poot.BF16:
+		if from.DType != poot.BF16 {
+			v = "f32_to_bf16(" + v + ")"
+		} else {
+			v = x
+		}
+	case poot.I32:
+		v = "f32_to_i32(" + v + ")"
+	case poot.Bool:
+		v = "(" + v + " != 0.0f)"
+	case poot.F32:
+	default:
+		return nil, fmt.Errorf("cast to %v", to)
+	}
+	kg.line("%s[i] = %s; }", o, v)
+	return []*kgen{kg}, nil
+}
+
+// genReduce is a reduction or arg-max over any axis: one thread per output
+// element, looping over the axis (F32 sums in double).
+func genReduce(g *poot.Graph, e poot.Eqn) ([]*kgen, error) {
+	xt := g.Type(e.Inputs[0])
+	ax := e.Params.Axis
+	inner := int(xt.Shape[ax+1:].Size())
+	ext := xt.Shape[ax]
+	n := int(g.Type(e.Out).Shape.Size())
+	kg := elemKgen(g, e.Op.String(), n)
+	x, o := kg.ptr(e.Inputs[0], false), kg.ptr(e.Out, false)
+	kg.line("long long base = (long long)(i / %d) * %d + i %% %d;", inner, inner*ext, inner)
+	at := fmt.Sprintf("%s[base + (long long)j * %d]", x, inner)
+	f32 := xt.DType == poot.F32
+	switch {
+	case e.Op == poot.ReduceSum && f32:
+		kg.line("double s = 0.0; for (int j = 0; j < %d; j++) s += (double)%s; %s[i] = (float)s; }", ext, at, o)
+	case e.Op == poot.ReduceSum:
+		kg.line("u32 s = 0; for (int j = 0; j < %d; j++) s += (u32)%s; %s[i] = (int)s; }", ext, at, o)
+	case e.Op == poot.ReduceMax && f32:
+		kg.line("float s = %s; for (int j = 0; j < %d; j++) s = max_nan(s, %s); %s[i] = s; }", lit(float32(math.Inf(-1))), ext, at, o)
+	case e.Op == poot.ReduceMax:
+		kg.line("int s = %s; for (int j = 1; j < %d; j++) { int v = %s; if (v > s) s = v; } %s[i] = s; }", strings.Replace(at, "j *", "0 *", 1), ext, at, o)
+	case f32: // ArgMax
+		kg.line("int b = 0; float bv = %s; for (int j = 1; j < %d; j++) { float v = %s; if (bv == bv && (v != v || v > bv)) { b = j; bv = v; } } %s[i] = b; }",
+			strings.Replace(at, "j *", "0 *", 1), ext, at, o)
+	default:
+		kg.line("int b = 0; int bv = %s; for (int j = 1; j < %d; j++) { int v = %s; if (v > bv) { b = j; bv = v; } } %s[i] = b; }",
+			strings.Replace(at, "j *", "0 *", 1), ext, at, o)
+	}
+	return []*kgen{kg}, nil
+}
+
+// genTopK selects the K largest of each last-axis row (NaN above every
+// number, ties to the lowest index), one thread per row, K passes.
+func genTopK(g *poot.Graph, e poot.Eqn) ([]*kgen, error) {
+	xt := g.Type(e.Inputs[0])
+	L, K := last(xt.Shape), e.Params.K
+	rows := int(xt.Shape.Size()) / L
+	kg := elemKgen(g, "argtopk", rows)
+	x, o := kg.ptr(e.Inputs[0], false), kg.ptr(e.Out, false)
+	f := xt.DType == poot.F32
+	typ := map[bool]string{true: "float", false: "int"}[f]
+	// better(v, b): v ranks above the current best b (found earlier).
+	better := "v > bv"
+	if f {
+		better = "(v != v && bv == bv) || (bv == bv && v > bv)"
+	}
+	kg.line("const %s* xr = %s + (long long)i * %d; int* orow = %s + (long long)i * %d;", typ, x, L, o, K)
+	kg.line("for (int p = 0; p < %d; p++) { int b = -1; %s bv = 0;", K, typ)
+	kg.line("  for (int j = 0; j < %d; j++) { bool used = false; for (int q = 0; q < p; q++) used = used || orow[q] == j;", L)
+	kg.line("    if (used) continue; %s v = xr[j]; if (b < 0 || %s) { b = j; bv = v; } }", typ, better)
+	kg.line("  orow[p] = b; } }")
+	return []*kgen{kg}, nil
+}
+
+// genBatchedMatMul is a MatMul whose b has a's batch axes: one thread per
+// output element, sums in double.
+func genBatchedMatMul(g *poot.Graph, e poot.Eqn) ([]*kgen, error) {
+	as, bt := g.Type(e.Inputs[0]).Shape, g.Type(e.Inputs[1])
+	dec := decoder(bt.DType)
+	if dec == "" {
+		return nil, fmt.Errorf("no decoder for %v", bt.DType)
+	}
+	K, M, N := last(as), as[len(as)-2], bt.Shape[len(bt.Shape)-2]
+	rb := bt.DType.RowBytes(int64(K))
+	n := int(g.Type(e.Out).Shape.Size())
+	kg := elemKgen(g, "matmul_"+strings.ToLower(bt.DType.String()), n)
+	a, b, o := kg.ptr(e.Inputs[0], false), kg.ptr(e.Inputs[1], true), kg.ptr(e.Out, false)
+	kg.line("int nn = i %% %d, mm = (i / %d) %% %d, bb = i / %d;", N, N, M, M*N)
+	kg.line("const float* ar = %s + ((long long)bb * %d + mm) * %d; const u8* br = %s + ((long long)bb * %d + nn) * %d;", a, M, K, b, N, rb)
+	kg.line("double s = 0.0; for (int k = 0; k < %d; k++) s += (double)ar[k] * (double)%s(br, k); %s[i] = (float)s; }", K, dec, o)
+	return []*kgen{kg}, nil
+}
+
+// PlanString prints the plan as lower.Plan.String does, with each
+// kernel's CUDA launches under it: the kernel's name, grid and block.
+func PlanString(plan *lower.Plan) (string, error) {
+	m, err := Generate(plan)
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(plan.String(), "\n")
+	var sb strings.Builder
+	sb.WriteString(lines[0] + "\n")
+	li := 0
+	for i, line := range lines[1:] {
+		if line == "" {
+			continue
+		}
+		sb.WriteString(line + "\n")
+		for ; i < len(plan.Kernels) && li < len(m.Launches) && m.Launches[li].Step == i; li++ {
+			l := m.Launches[li]
+			fmt.Fprintf(&sb, "       cuda %s grid(%d,%d,%d) block(%d,%d,%d)\n", l.Kernel, l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2])
+		}
+	}
+	fmt.Fprintf(&sb, "%d launches of %d distinct kernels\n", len(m.Launches), len(m.Kernels))
+	return sb.String(), nil
+}

@@ -1,0 +1,117 @@
+package cuda
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/driver/synth"
+	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/load"
+	"github.com/pootlabs/poot/lower"
+	"github.com/pootlabs/poot/pootest"
+)
+
+// modelModules generates the modules of a checkpoint's prefill (8 tokens)
+// and decode steps.
+func modelModules(t *testing.T, path string) []*Module {
+	t.Helper()
+	c, err := load.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := registry.FromCheckpoint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mods []*Module
+	for _, n := range []int{8, 1} {
+		g, _ := refStep(t, c, m, n, 64)
+		mods = append(mods, mustGenerate(t, g, path))
+	}
+	return mods
+}
+
+func mustGenerate(t *testing.T, g *poot.Graph, what string) *Module {
+	t.Helper()
+	plan, err := lower.Build(g, Target(), lower.Options{})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	mod, err := Generate(plan)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return mod
+}
+
+// TestNVRTCCompile compiles every kernel the planner emits for the
+// reference models, for the tiny synthesized model of every family (F32
+// and Q8_0 weights) and for random graphs, to CUBIN for sm_80 and sm_90
+// with a real NVRTC (which runs ptxas). It runs when POOT_NVRTC names the
+// library, as scripts/cuda-compile.sh arranges.
+func TestNVRTCCompile(t *testing.T) {
+	path := os.Getenv("POOT_NVRTC")
+	if path == "" {
+		t.Skip("POOT_NVRTC is not set: scripts/cuda-compile.sh installs NVRTC and runs this check")
+	}
+	nv, err := OpenNVRTC(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("NVRTC %d.%d", nv.Major, nv.Minor)
+	var mods []*Module
+	dir := refDir(t)
+	for _, name := range refModels {
+		mods = append(mods, modelModules(t, filepath.Join(dir, name))...)
+	}
+	families := map[string]bool{}
+	for _, p := range synth.Presets() {
+		if p.Name != "tiny" {
+			continue
+		}
+		families[p.Family] = true
+		for _, dt := range []poot.DType{poot.F32, poot.Q8_0} {
+			m, err := synth.Model(p.Family, p.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := filepath.Join(t.TempDir(), p.Family+".gguf")
+			if err := synth.Write(m, file, synth.Options{Type: dt, Seed: 1, Scale: 0.02}); err != nil {
+				t.Fatal(err)
+			}
+			mods = append(mods, modelModules(t, file)...)
+		}
+	}
+	for i := range 200 {
+		c := pootest.GenGraph().Example(i)
+		plan, err := lower.Build(c.Graph, Target(), lower.Options{})
+		if err != nil {
+			continue
+		}
+		if mod, err := Generate(plan); err == nil {
+			mods = append(mods, mod)
+		}
+	}
+	all := &Module{}
+	for _, m := range mods {
+		all.Kernels = append(all.Kernels, m.Kernels...)
+	}
+	all = dedupe(all)
+	t.Logf("%d modules, %d distinct kernels, %d families synthesized", len(mods), len(all.Kernels), len(families))
+	for _, arch := range []string{"sm_80", "sm_90"} {
+		start := time.Now()
+		img, err := nv.Compile(prelude+all.Source(), []string{"--gpu-architecture=" + arch})
+		if err != nil {
+			t.Fatalf("%s: %v", arch, err)
+		}
+		if !bytes.HasPrefix(img, []byte("\x7fELF")) {
+			t.Errorf("%s: the image is not a CUBIN (%d bytes)", arch, len(img))
+		}
+		t.Logf("%s: %d kernels compiled to %d bytes of CUBIN in %v", arch, len(all.Kernels), len(img), time.Since(start).Round(time.Millisecond))
+	}
+}

@@ -1,0 +1,118 @@
+// The functions every generated kernel may call, in CUDA C that NVRTC and
+// the host harness (host.h) both compile. Half-precision values are
+// storage only (u16) and convert by bit manipulation, so no CUDA header
+// is needed.
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+
+static __device__ __forceinline__ float f32_bits(u32 u) { union { u32 u; float f; } c; c.u = u; return c.f; }
+static __device__ __forceinline__ u32 bits_f32(float f) { union { u32 u; float f; } c; c.f = f; return c.u; }
+static __device__ __forceinline__ bool finite_f(float x) { return (bits_f32(x) & 0x7f800000u) != 0x7f800000u; }
+
+// Go's max and min: a NaN operand gives NaN, +0 ranks above -0.
+static __device__ __forceinline__ float max_nan(float a, float b) {
+  if (a != a || b != b) return f32_bits(0x7fc00000u);
+  if (a == b) return f32_bits(bits_f32(a) & bits_f32(b));
+  return a > b ? a : b;
+}
+static __device__ __forceinline__ float min_nan(float a, float b) {
+  if (a != a || b != b) return f32_bits(0x7fc00000u);
+  if (a == b) return f32_bits(bits_f32(a) | bits_f32(b));
+  return a < b ? a : b;
+}
+
+static __device__ __forceinline__ float f16_to_f32(u16 h) {
+  u32 s = (u32)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1fu) return f32_bits(s | 0x7f800000u | (m << 13));
+  if (e == 0) { float v = (float)m * 5.9604644775390625e-8f; return s ? -v : v; }
+  return f32_bits(s | ((e + 112u) << 23) | (m << 13));
+}
+// Round to nearest even; overflow gives infinity.
+static __device__ __forceinline__ u16 f32_to_f16(float f) {
+  u32 x = bits_f32(f), s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return (u16)(s | 0x7e00u);
+  if (a >= 0x477ff000u) return (u16)(s | 0x7c00u);
+  if (a < 0x38800000u) {
+    float v = f32_bits(a) * 16777216.0f;
+    u32 q = (u32)v; float r = v - (float)q;
+    if (r > 0.5f || (r == 0.5f && (q & 1u))) q++;
+    return (u16)(s | q);
+  }
+  a -= 0x38000000u;
+  return (u16)(s | ((a + 0xfffu + ((a >> 13) & 1u)) >> 13));
+}
+static __device__ __forceinline__ u16 f32_to_bf16(float f) {
+  u32 x = bits_f32(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (u16)((x >> 16) | 0x40u);
+  return (u16)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+// I32 to BF16 rounds once, to nearest even.
+static __device__ __forceinline__ u16 i32_to_bf16(int v) {
+  if (v == 0) return 0;
+  u32 s = v < 0 ? 0x8000u : 0u, a = v < 0 ? 0u - (u32)v : (u32)v;
+  int e = 31; while (!(a >> e)) e--;
+  if (e > 7) {
+    int sh = e - 7; u32 rem = a & ((1u << sh) - 1u), half = 1u << (sh - 1);
+    a >>= sh;
+    if (rem > half || (rem == half && (a & 1u))) { a++; if (a == 256u) { a = 128u; e++; } }
+  } else a <<= (7 - e);
+  return (u16)(s | ((u32)(e + 127) << 7) | (a & 0x7fu));
+}
+// Truncate toward zero, saturating; NaN gives 0.
+static __device__ __forceinline__ int f32_to_i32(float f) {
+  if (f != f) return 0;
+  if (f >= 2147483648.0f) return 2147483647;
+  if (f <= -2147483648.0f) return (int)0x80000000u;
+  return (int)f;
+}
+
+// Element k of a row stored as each weight dtype.
+static __device__ __forceinline__ float ld_f32(const u8* r, int k) { return ((const float*)r)[k]; }
+static __device__ __forceinline__ float ld_f16(const u8* r, int k) { return f16_to_f32(((const u16*)r)[k]); }
+static __device__ __forceinline__ float ld_bf16(const u8* r, int k) { return f32_bits((u32)((const u16*)r)[k] << 16); }
+static __device__ __forceinline__ float ld_half(const u8* b) { return f16_to_f32((u16)(b[0] | (b[1] << 8))); }
+static __device__ __forceinline__ float ld_q8_0(const u8* r, int k) {
+  const u8* b = r + (k >> 5) * 34; return (float)(signed char)b[2 + (k & 31)] * ld_half(b);
+}
+static __device__ __forceinline__ int nibble(const u8* qs, int j) { return j < 16 ? qs[j] & 15 : qs[j - 16] >> 4; }
+static __device__ __forceinline__ float ld_q4_0(const u8* r, int k) {
+  const u8* b = r + (k >> 5) * 18; return (float)(nibble(b + 2, k & 31) - 8) * ld_half(b);
+}
+static __device__ __forceinline__ float ld_q4_1(const u8* r, int k) {
+  const u8* b = r + (k >> 5) * 20; return (float)nibble(b + 4, k & 31) * ld_half(b) + ld_half(b + 2);
+}
+static __device__ __forceinline__ int fifth(const u8* qh, int j) { return ((qh[j >> 3] >> (j & 7)) & 1) << 4; }
+static __device__ __forceinline__ float ld_q5_0(const u8* r, int k) {
+  const u8* b = r + (k >> 5) * 22; int j = k & 31;
+  return (float)((nibble(b + 6, j) | fifth(b + 2, j)) - 16) * ld_half(b);
+}
+static __device__ __forceinline__ float ld_q5_1(const u8* r, int k) {
+  const u8* b = r + (k >> 5) * 24; int j = k & 31;
+  return (float)(nibble(b + 8, j) | fifth(b + 4, j)) * ld_half(b) + ld_half(b + 2);
+}
+
+// Reductions over a warp and over a block (whose size is a multiple of
+// 32); every thread gets the result, summed in a fixed order.
+static __device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+static __device__ __forceinline__ double block_sum(double v, double* sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  double t = sh[0];
+  for (unsigned w = 1; w < (blockDim.x >> 5); w++) t += sh[w];
+  __syncthreads();
+  return t;
+}
+static __device__ __forceinline__ float block_max(float v, float* sh) {
+  for (int o = 16; o > 0; o >>= 1) v = max_nan(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float t = sh[0];
+  for (unsigned w = 1; w < (blockDim.x >> 5); w++) t = max_nan(t, sh[w]);
+  __syncthreads();
+  return t;
+}
