@@ -89,9 +89,9 @@ func CheckReference(t *testing.T, m families.Model, bind Binder, ref *Ref, capac
 // CheckLayouts checks the step laws on toks: prefill of N then a decode
 // equals one prefill of N+1; prefill in chunks of 1 and of 3 tokens gives
 // every position one prefill gives (toks needs at least 6 tokens: two rows
-// of three for the batched law); a paged cache (with pages handed out in a
-// scrambled order) equals a contiguous one; two rows in one step equal each
-// row run alone, including rows at different positions (paged). Every
+// of three for the batched law); two rows in one step equal each row run
+// alone; a paged cache (with pages handed out in a scrambled order) equals
+// a contiguous one, and rows at different positions share a paged step. Every
 // comparison allows only float noise (1e-5). It runs on the oracle;
 // CheckLayoutsOn runs the same laws on any interpreter.
 func CheckLayouts(t *testing.T, m families.Model, bind Binder, toks []int32, capacity int) {
@@ -161,6 +161,42 @@ func CheckLayoutsOn(t *testing.T, in interp.Interpreter, m families.Model, bind 
 		}
 	}
 
+	// Two rows, contiguous: row 0 is toks, row 1 is toks reversed; two
+	// steps of 3 tokens each, compared with each row alone.
+	h := 3
+	rev := make([]int32, n)
+	for i := range toks {
+		rev[i] = toks[n-1-i]
+	}
+	alone := func(seq []int32) ([]float32, []float32) {
+		r := NewRunner(m, bind)
+		s := families.StepShape{Rows: 1, New: h, Capacity: capacity, Logits: families.AllTokens}
+		a, err := r.Step(s, seq[:h], Seq(0, h), nil, nil)
+		if err != nil {
+			fatal(err)
+		}
+		b, err := r.Step(s, seq[h:2*h], Seq(h, h), nil, nil)
+		if err != nil {
+			fatal(err)
+		}
+		return a, b
+	}
+	a0, b0 := alone(toks)
+	a1, b1 := alone(rev)
+	r = NewRunner(m, bind)
+	two := families.StepShape{Rows: 2, New: h, Capacity: capacity, Logits: families.AllTokens}
+	ab1, err := r.Step(two, cat(toks[:h], rev[:h]), cat(Seq(0, h), Seq(0, h)), nil, nil)
+	if err != nil {
+		fatal(err)
+	}
+	ab2, err := r.Step(two, cat(toks[h:2*h], rev[h:2*h]), cat(Seq(h, h), Seq(h, h)), nil, nil)
+	if err != nil {
+		fatal(err)
+	}
+	if d := max(MaxDiff32(ab1, catf(a0, a1)), MaxDiff32(ab2, catf(b0, b1))); d > tol {
+		t.Errorf("batch of two rows vs rows alone: max |Δ| %.3g", d)
+	}
+
 	// Paged: page size 4, pages of the row handed out in reverse order
 	// inside a pool with spare pages.
 	const page = 4
@@ -199,42 +235,6 @@ func CheckLayoutsOn(t *testing.T, in interp.Interpreter, m families.Model, bind 
 	}
 	if d := MaxDiff32(pfull, full); d > tol {
 		t.Errorf("paged vs contiguous prefill (every position): max |Δ| %.3g", d)
-	}
-
-	// Two rows, contiguous: row 0 is toks, row 1 is toks reversed; two
-	// steps of 3 tokens each, compared with each row alone.
-	h := 3
-	rev := make([]int32, n)
-	for i := range toks {
-		rev[i] = toks[n-1-i]
-	}
-	alone := func(seq []int32) ([]float32, []float32) {
-		r := NewRunner(m, bind)
-		s := families.StepShape{Rows: 1, New: h, Capacity: capacity, Logits: families.AllTokens}
-		a, err := r.Step(s, seq[:h], Seq(0, h), nil, nil)
-		if err != nil {
-			fatal(err)
-		}
-		b, err := r.Step(s, seq[h:2*h], Seq(h, h), nil, nil)
-		if err != nil {
-			fatal(err)
-		}
-		return a, b
-	}
-	a0, b0 := alone(toks)
-	a1, b1 := alone(rev)
-	r = NewRunner(m, bind)
-	two := families.StepShape{Rows: 2, New: h, Capacity: capacity, Logits: families.AllTokens}
-	ab1, err := r.Step(two, cat(toks[:h], rev[:h]), cat(Seq(0, h), Seq(0, h)), nil, nil)
-	if err != nil {
-		fatal(err)
-	}
-	ab2, err := r.Step(two, cat(toks[h:2*h], rev[h:2*h]), cat(Seq(h, h), Seq(h, h)), nil, nil)
-	if err != nil {
-		fatal(err)
-	}
-	if d := max(MaxDiff32(ab1, catf(a0, a1)), MaxDiff32(ab2, catf(b0, b1))); d > tol {
-		t.Errorf("batch of two rows vs rows alone: max |Δ| %.3g", d)
 	}
 
 	// Two rows at different positions in one paged step: row 0 decodes
