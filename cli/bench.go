@@ -60,7 +60,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	b, err := newBencher(bf)
+	bar := newBar(stderr)
+	b, err := newBencher(bf, bar)
+	bar.clear()
 	if err != nil {
 		return err
 	}
@@ -148,8 +150,9 @@ type bencher struct {
 	toks            []int32
 }
 
-// newBencher opens the model and compiles its two steps.
-func newBencher(bf benchFlags) (*bencher, error) {
+// newBencher opens the model and compiles its two steps, drawing its
+// progress on bar.
+func newBencher(bf benchFlags, bar *bar) (*bencher, error) {
 	var in interp.Interpreter
 	if bf.interp == "cpu" {
 		in = cpu.Interpreter{Threads: bf.threads}
@@ -159,6 +162,7 @@ func newBencher(bf benchFlags) (*bencher, error) {
 			return nil, err
 		}
 	}
+	bar.draw("open", 0)
 	ckpt, err := load.Open(bf.model)
 	if err != nil {
 		return nil, err
@@ -189,9 +193,11 @@ func newBencher(bf benchFlags) (*bencher, error) {
 		x, err := in.Compile(bg, interp.ConstMap(consts))
 		return x, bg, err
 	}
+	bar.draw("prefill", 1.0/3)
 	if b.prefill, b.pg, err = compile(bf.prompt); err != nil {
 		return nil, err
 	}
+	bar.draw("decode", 2.0/3)
 	if b.decode, b.dg, err = compile(1); err != nil {
 		return nil, err
 	}
