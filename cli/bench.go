@@ -30,6 +30,7 @@ type benchResult struct {
 	Model             string  `json:"model"`
 	Interp            string  `json:"interp"`
 	Threads           int     `json:"threads"`
+	Depth             int     `json:"depth"`
 	PromptTokens      int     `json:"prompt_tokens"`
 	GenTokens         int     `json:"gen_tokens"`
 	PromptTokensPerS  float64 `json:"prompt_tokens_per_s"`
@@ -42,9 +43,9 @@ type benchResult struct {
 
 // benchFlags are bench's settings.
 type benchFlags struct {
-	model, interp, cpuProfile  string
-	prompt, gen, threads, reps int
-	json                       bool
+	model, interp, cpuProfile         string
+	prompt, gen, depth, threads, reps int
+	json                              bool
 }
 
 // maxThreadsPerCPU bounds --threads: more workers than this many per core
@@ -94,7 +95,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	prefillTime /= time.Duration(bf.reps)
 	genTime /= time.Duration(bf.reps)
-	r := benchResult{Model: bf.model, Interp: bf.interp, Threads: bf.threads, PromptTokens: bf.prompt, GenTokens: bf.gen,
+	r := benchResult{Model: bf.model, Interp: bf.interp, Threads: bf.threads, Depth: bf.depth, PromptTokens: bf.prompt, GenTokens: bf.gen,
 		PromptTokensPerS: float64(bf.prompt) / prefillTime.Seconds(), GenTokensPerS: float64(bf.gen) / genTime.Seconds(),
 		BytesPerToken: b.decodeBytes()}
 	r.GenBandwidthGBs = float64(r.BytesPerToken) * r.GenTokensPerS / 1e9
@@ -108,10 +109,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 // parseBench reads and validates bench's flags.
 func parseBench(args []string, stdout io.Writer) (benchFlags, error) {
 	var bf benchFlags
-	fs := flags("bench", "bench -m MODEL [--interp NAME] [--prompt N] [--gen N] [--threads T] [--reps R] [--json]", stdout)
+	fs := flags("bench", "bench -m MODEL [--interp NAME] [--prompt N] [--gen N] [--depth D] [--threads T] [--reps R] [--json]", stdout)
 	modelFlags(fs, &bf.model, &bf.interp, nil)
 	fs.IntVar(&bf.prompt, "prompt", 64, "prompt tokens, processed in one prefill step")
 	fs.IntVar(&bf.gen, "gen", 32, "tokens to generate, one decode step each")
+	fs.IntVar(&bf.depth, "depth", 0, "positions already in the cache before the prompt (as llama-bench's -d): attention's cost at long contexts")
 	fs.IntVar(&bf.threads, "threads", 0, fmt.Sprintf("worker threads of the cpu interpreter (0: all cores; at most %d per core)", maxThreadsPerCPU))
 	fs.BoolVar(&bf.json, "json", false, "print one JSON object")
 	fs.IntVar(&bf.reps, "reps", 3, "measured repetitions after one warm-up run; the figures are their means (as llama-bench's -r)")
@@ -125,8 +127,8 @@ func parseBench(args []string, stdout io.Writer) (benchFlags, error) {
 		return bf, usagef("no model: give -m MODEL")
 	case bf.prompt < 1 || bf.gen < 1 || bf.reps < 1:
 		return bf, usagef("--prompt, --gen and --reps must be at least 1")
-	case bf.prompt > maxCtx || bf.gen > maxCtx:
-		return bf, usagef("--prompt and --gen must be at most %d", maxCtx)
+	case bf.prompt > maxCtx || bf.gen > maxCtx || bf.depth < 0 || bf.depth > maxCtx:
+		return bf, usagef("--prompt, --gen and --depth must be at most %d (and --depth at least 0)", maxCtx)
 	case bf.threads < 0 || bf.threads > limit:
 		return bf, usagef("--threads %d: want 0 (all cores) up to %d (%d per core on %d cores)", bf.threads, limit, maxThreadsPerCPU, runtime.NumCPU())
 	}
@@ -167,7 +169,7 @@ func newBencher(bf benchFlags, bar *bar) (*bencher, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bencher{bf: bf, ckpt: ckpt, capacity: bf.prompt + bf.gen}
+	b := &bencher{bf: bf, ckpt: ckpt, capacity: bf.depth + bf.prompt + bf.gen}
 	ok := false
 	defer func() {
 		if !ok {
@@ -179,7 +181,7 @@ func newBencher(bf benchFlags, bar *bar) (*bencher, error) {
 		return nil, err
 	}
 	if mc := m.Schema().MaxContext; mc > 0 && b.capacity > mc {
-		return nil, usagef("--prompt plus --gen is %d, beyond the model's context %d", b.capacity, mc)
+		return nil, usagef("--depth plus --prompt plus --gen is %d, beyond the model's context %d", b.capacity, mc)
 	}
 	compile := func(n int) (interp.Executable, *poot.Graph, error) {
 		g, err := m.Trace(families.StepSpec{Program: "bench", Shape: families.StepShape{Rows: 1, New: n, Capacity: b.capacity, Logits: families.LastToken}}, poot.Limits{})
@@ -232,7 +234,9 @@ func (b *bencher) run() (prefillTime, genTime time.Duration, err error) {
 		return 0, 0, err
 	}
 	t0 := time.Now()
-	logits, err := b.step(b.prefill, b.toks, 0)
+	// The cache rows before depth are zero: attention reads them as it
+	// would a filled cache.
+	logits, err := b.step(b.prefill, b.toks, b.bf.depth)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -245,7 +249,7 @@ func (b *bencher) run() (prefillTime, genTime time.Duration, err error) {
 				best = j
 			}
 		}
-		if logits, err = b.step(b.decode, []int32{int32(best)}, b.bf.prompt+i); err != nil {
+		if logits, err = b.step(b.decode, []int32{int32(best)}, b.bf.depth+b.bf.prompt+i); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -268,7 +272,7 @@ func (b *bencher) decodeBytes() int64 {
 	}
 	for _, id := range b.dg.Inputs(poot.State) {
 		t := b.dg.Type(id)
-		bytes += t.Bytes() / int64(b.capacity) * int64(b.bf.prompt+b.bf.gen/2)
+		bytes += t.Bytes() / int64(b.capacity) * int64(b.bf.depth+b.bf.prompt+b.bf.gen/2)
 	}
 	return bytes
 }
@@ -278,29 +282,30 @@ func (r benchResult) print(w io.Writer, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(w).Encode(r)
 	}
-	fmt.Fprintf(w, "model %s, interp %s, %d threads\n", r.Model, r.Interp, r.Threads)
+	fmt.Fprintf(w, "model %s, interp %s, %d threads, depth %d\n", r.Model, r.Interp, r.Threads, r.Depth)
 	fmt.Fprintf(w, "prompt  %5d tokens  %10.2f tokens/s\n", r.PromptTokens, r.PromptTokensPerS)
 	_, err := fmt.Fprintf(w, "gen     %5d tokens  %10.2f tokens/s  %.2f GB/s of %.2f GB/s read bandwidth (%.0f%%)\n",
 		r.GenTokens, r.GenTokensPerS, r.GenBandwidthGBs, r.PeakBandwidthGBs, 100*r.BandwidthFraction)
 	return err
 }
 
-// readBandwidth measures how fast goroutines read 256 MiB of written
-// memory, in GB/s: the best of five passes, each with one goroutine and
-// with threads goroutines.
+// readBandwidth measures the machine's streaming read bandwidth in GB/s:
+// goroutines summing a 1 GiB buffer (far larger than any last-level cache
+// these machines have; 300 MiB is the largest seen), the best of five
+// passes each with threads goroutines and with one per core.
 func readBandwidth(threads int) float64 {
+	buf := make([]uint64, 128<<20)
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
 	best := 0.0
-	for _, n := range []int{1, threads} {
-		best = max(best, readPass(n))
+	for _, n := range []int{threads, runtime.GOMAXPROCS(0)} {
+		best = max(best, readPass(buf, n))
 	}
 	return best
 }
 
-func readPass(threads int) float64 {
-	buf := make([]uint64, 32<<20)
-	for i := range buf {
-		buf[i] = uint64(i)
-	}
+func readPass(buf []uint64, threads int) float64 {
 	best := 0.0
 	sums := make([]uint64, threads)
 	for range 5 {
@@ -309,14 +314,18 @@ func readPass(threads int) float64 {
 		for w := range threads {
 			part := buf[len(buf)*w/threads : len(buf)*(w+1)/threads]
 			wg.Go(func() {
-				var s0, s1, s2, s3 uint64
-				for i := 0; i+4 <= len(part); i += 4 {
-					s0 += part[i]
-					s1 += part[i+1]
-					s2 += part[i+2]
-					s3 += part[i+3]
+				var s [8]uint64
+				for i := 0; i+8 <= len(part); i += 8 {
+					s[0] += part[i]
+					s[1] += part[i+1]
+					s[2] += part[i+2]
+					s[3] += part[i+3]
+					s[4] += part[i+4]
+					s[5] += part[i+5]
+					s[6] += part[i+6]
+					s[7] += part[i+7]
 				}
-				sums[w] = s0 + s1 + s2 + s3
+				sums[w] = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7]
 			})
 		}
 		wg.Wait()

@@ -396,3 +396,23 @@ func TestTokenizeTokenizerOnly(t *testing.T) {
 		t.Fatalf("detokenize: status %d, %q (stderr %q)", status, out, errs)
 	}
 }
+
+// TestBenchDepth: --depth puts that many positions in the cache before
+// the prompt (reported in the JSON), and a depth beyond the model's
+// context is a usage error.
+func TestBenchDepth(t *testing.T) {
+	out, errs, status := runPoot("bench", "-m", tinyModel, "--prompt", "2", "--gen", "2", "--depth", "16", "--reps", "1", "--json")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errs)
+	}
+	var r struct {
+		Depth int     `json:"depth"`
+		Gen   float64 `json:"gen_tokens_per_s"`
+		Peak  float64 `json:"peak_bandwidth_gb_per_s"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Depth != 16 || !(r.Gen > 0) || !(r.Peak > 0) {
+		t.Fatalf("%q: %+v, %v", out, r, err)
+	}
+	_, errs, status = runPoot("bench", "-m", tinyModel, "--depth", "100000")
+	oneLineError(t, errs, status, "context")
+}
