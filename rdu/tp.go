@@ -217,6 +217,7 @@ func (p *tpPlan) classify(prog *lang.Program) {
 			}
 		}
 	}
+	keep := p.sharedKV(prog)
 	for i, s := range prog.Stmts {
 		names, binder := reads(s)
 		p.stmt, p.binder = i, binder
@@ -257,7 +258,7 @@ func (p *tpPlan) classify(prog *lang.Program) {
 			case lang.Binary:
 				switch {
 				case e.Op == lang.MatMul && weight(e.B) && e.Heads == 0 && len(split) == 0:
-					if p.types[e.B].Cols == 1 {
+					if p.types[e.B].Cols == 1 || keep[binder] {
 						continue // a one-column product (a shared expert's gate) stays on the spine
 					}
 					c := p.newClass(width, "columns")
@@ -315,6 +316,17 @@ func (p *tpPlan) classify(prog *lang.Program) {
 				if len(split) == 0 {
 					continue
 				}
+				if len(split) == 1 && split[0] == e.Q && e.Groups == 1 && e.Sinks == "" {
+					// One key-value head, on the spine: each chip its
+					// query heads over the shared keys and values.
+					like(e.Q)
+					k := &p.classes[p.find(p.cls[e.Q])]
+					k.heads = append(k.heads, e.Heads)
+					c := p.newClass(width, "heads")
+					p.classes[c].heads = []int{e.Heads}
+					p.cls[binder] = c
+					continue
+				}
 				if len(split) != 3 || e.Sinks != "" {
 					p.fail("an attention whose queries, keys and values are not all split by heads, or with sinks")
 				}
@@ -347,6 +359,43 @@ func (p *tpPlan) classify(prog *lang.Program) {
 			p.fail("a statement the tensor-parallel deployment does not split (it reads the split %s)", strings.Join(split, ", "))
 		}
 	}
+}
+
+// sharedKV lists the names an attention of one key-value head reads its
+// keys and values through: over more than one chip they stay on the
+// spine, each chip holding the one head whole.
+func (p *tpPlan) sharedKV(prog *lang.Program) map[string]bool {
+	keep := map[string]bool{}
+	if p.tp == 1 {
+		return keep
+	}
+	def := map[string][]string{}
+	var roots []string
+	for _, s := range prog.Stmts {
+		names, binder := reads(s)
+		if _, ok := s.(lang.Declare); !ok {
+			def[binder] = append(def[binder], names...)
+		}
+		if l, ok := s.(lang.Let); ok {
+			if a, ok := l.Expr.(lang.Attention); ok && a.Groups == 1 {
+				roots = append(roots, a.K, a.V)
+			}
+		}
+	}
+	var mark func(string)
+	mark = func(n string) {
+		if keep[n] {
+			return
+		}
+		keep[n] = true
+		for _, r := range def[n] {
+			mark(r)
+		}
+	}
+	for _, r := range roots {
+		mark(r)
+	}
+	return keep
 }
 
 // chipName is the name chip c gives a split name.
@@ -531,7 +580,10 @@ func (p *tpPlan) scaleHeads(e lang.Expr, cls, c int) lang.Expr {
 		x.Heads = p.share(cls, c, x.Heads)
 		return x
 	case lang.Attention:
-		x.Heads, x.Groups = p.share(cls, c, x.Heads), p.share(cls, c, x.Groups)
+		if x.Groups > 1 {
+			x.Groups = p.share(cls, c, x.Groups)
+		}
+		x.Heads = p.share(cls, c, x.Heads)
 		return x
 	}
 	return e
