@@ -55,6 +55,8 @@ type tpClass struct {
 	fixed                bool   // units set by an attention
 	heads                []int  // head counts the layout must respect
 	what                 string // what a unit is, for refusals
+	at                   int    // the statement that made the class, for refusals
+	by                   string
 }
 
 type tpPlan struct {
@@ -89,7 +91,7 @@ func (p *tpPlan) find(c int) int {
 }
 
 func (p *tpPlan) newClass(width int, what string) int {
-	p.classes = append(p.classes, tpClass{parent: len(p.classes), width: width, what: what})
+	p.classes = append(p.classes, tpClass{parent: len(p.classes), width: width, what: what, at: p.stmt, by: p.binder})
 	return len(p.classes) - 1
 }
 
@@ -133,6 +135,7 @@ func (p *tpPlan) resolve() {
 			continue
 		}
 		k := &p.classes[i]
+		p.stmt, p.binder = k.at, k.by
 		if !k.fixed {
 			k.units, k.what = k.width, "columns"
 			if k.width%32 == 0 {
