@@ -27,7 +27,7 @@ import (
 // manifest binding every layer's tensors; certifies it against the oracle;
 // writes it; and prints a summary.
 func cmdLower(args []string, stdout, stderr io.Writer) error {
-	fs := flags("lower", "lower --target rdu (--decode | --batched B | --prefill C) [--ctx N] -m MODEL --out DIR [--certify STEPS]", stdout)
+	fs := flags("lower", "lower --target rdu (--decode | --batched B | --prefill C) [--tp N] [--ctx N] -m MODEL --out DIR [--certify STEPS]", stdout)
 	var model string
 	fs.StringVar(&model, "m", "", "the model: a GGUF file or a safetensors directory")
 	fs.StringVar(&model, "model", "", "same as -m")
@@ -35,7 +35,7 @@ func cmdLower(args []string, stdout, stderr io.Writer) error {
 	decode := fs.Bool("decode", false, "the decode deployment: one token of one sequence a run, tok and pos runtime inputs, a KV cache of --ctx positions")
 	batched := fs.Int("batched", 0, "the batched decode deployment: one token of each of B sequences a run, stacked as rows, every weight read once, a KV cache of --ctx positions a sequence")
 	prefill := fs.Int("prefill", 0, "the prefill deployment: a chunk of C tokens of one sequence a run, over the decode deployment's caches")
-	tp := fs.Int("tp", 0, "tensor parallelism over N chips (not in this version)")
+	tp := fs.Int("tp", 0, "tensor parallelism over N chips (with --decode or --batched B): each layer kind one program over the chips, the embedding and head on the replicated spine")
 	capacity := fs.Int("ctx", 0, "positions each KV cache holds (0: the model's context, at most 4096)")
 	out := fs.String("out", "", "the bundle's directory (created)")
 	certify := fs.Int("certify", 4, "positions to certify each kind over, and decode steps to certify the whole bundle over, against the oracle")
@@ -45,8 +45,10 @@ func cmdLower(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case *target != "rdu":
 		return usagef("--target %q: the only target is rdu", *target)
-	case *tp != 0:
-		return fmt.Errorf("lower: the tensor-parallel deployments are not implemented in this version; --decode, --batched B and --prefill C write one chip's bundles")
+	case *tp < 0:
+		return usagef("--tp %d: want 1 or more chips", *tp)
+	case *tp != 0 && *prefill != 0:
+		return usagef("--tp with --prefill: the tensor-parallel deployments are decode (--decode) and batched decode (--batched B)")
 	case b2i(*decode)+b2i(*prefill != 0)+b2i(*batched != 0) != 1:
 		return usagef("give one deployment: --decode, --batched B or --prefill C")
 	case *prefill < 0:
@@ -94,7 +96,7 @@ func cmdLower(args []string, stdout, stderr io.Writer) error {
 	case *batched > 0:
 		deployment = rdu.Batched
 	}
-	b, err := rdu.Lower(bg, rdu.Options{Locate: rdu.CheckpointLocator(c, m.Weights().Resolver()), Checkpoint: c.Path(), Consts: interp.ConstMap(consts), Deployment: deployment})
+	b, err := rdu.Lower(bg, rdu.Options{Locate: rdu.CheckpointLocator(c, m.Weights().Resolver()), Checkpoint: c.Path(), Consts: interp.ConstMap(consts), Deployment: deployment, TP: *tp})
 	if err != nil {
 		return err
 	}
@@ -147,6 +149,9 @@ func writeSummary(w io.Writer, b *bundle.Bundle, dir string, kinds []rdu.KindCer
 	if m.Deployment.Kind == rdu.Batched {
 		fmt.Fprintf(&sb, "sequences: %d a run, each with its own caches\n", m.Deployment.Batch)
 	}
+	if m.Deployment.TP > 0 {
+		fmt.Fprintf(&sb, "tensor-parallel over %d chips: embedding and head on the replicated spine, %d all-reduces a layer\n", m.Deployment.TP, len(m.Kinds[0].AllReduce))
+	}
 	fmt.Fprintf(&sb, "kinds: %d\n", len(m.Kinds))
 	for _, k := range m.Kinds {
 		fmt.Fprintf(&sb, "  %-7s %2d layers %-24s %d statements (%d declarations)\n", k.Name, len(k.Layers), layerList(k.Layers), k.Statements, k.Declarations)
@@ -182,7 +187,7 @@ func writeSummary(w io.Writer, b *bundle.Bundle, dir string, kinds []rdu.KindCer
 			types[l.Kind] = t
 		}
 		for name, bd := range l.Bindings {
-			if key := fmt.Sprint(bd.State, "@", bd.Row); bd.Source == bundle.SourceState && !states[key] {
+			if key := fmt.Sprint(bd.State, "@", bd.Row, "+", bd.Col); bd.Source == bundle.SourceState && !states[key] {
 				states[key] = true
 				t := types[l.Kind].Types[name]
 				kv += 4 * int64(t.Rows) * int64(t.Cols)
@@ -193,8 +198,22 @@ func writeSummary(w io.Writer, b *bundle.Bundle, dir string, kinds []rdu.KindCer
 	for _, t := range m.Tables {
 		tables += 4 * int64(t.Rows) * int64(t.Cols)
 	}
-	fmt.Fprintf(&sb, "weights per chip (1 chip): %s (%s read dense, %s folded from Q8_0 on the chip)\n", bytesText(dense+q8), bytesText(dense), bytesText(q8))
-	fmt.Fprintf(&sb, "KV cache per chip at ctx %d: %s\n", m.Deployment.Ctx, bytesText(kv))
+	if tp := m.Deployment.TP; tp > 0 {
+		w, kvc := rdu.ChipBytes(b)
+		for c := range tp {
+			fmt.Fprintf(&sb, "chip %d: weights %s, KV cache at ctx %d %s\n", c, bytesText(w[c]), m.Deployment.Ctx, bytesText(kvc[c]))
+		}
+	}
+	scope := "per chip (1 chip)"
+	if m.Deployment.TP > 0 {
+		scope = fmt.Sprintf("over the %d chips, each tensor once", m.Deployment.TP)
+	}
+	fmt.Fprintf(&sb, "weights %s: %s (%s read dense, %s folded from Q8_0 on the chip)\n", scope, bytesText(dense+q8), bytesText(dense), bytesText(q8))
+	kvScope := "per chip"
+	if m.Deployment.TP > 0 {
+		kvScope = fmt.Sprintf("over the %d chips", m.Deployment.TP)
+	}
+	fmt.Fprintf(&sb, "KV cache %s at ctx %d: %s\n", kvScope, m.Deployment.Ctx, bytesText(kv))
 	fmt.Fprintf(&sb, "host tables: %d, %s\n", len(m.Tables), bytesText(tables))
 	fmt.Fprintf(&sb, "certified: yes\n")
 	for _, k := range kinds {

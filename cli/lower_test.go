@@ -49,7 +49,8 @@ func TestLowerRefusals(t *testing.T) {
 		{[]string{"lower", "--target", "rdu", "-m", model, "--out", out}, "--decode"},
 		{[]string{"lower", "--target", "rdu", "--decode", "--prefill", "4", "-m", model, "--out", out}, "one deployment"},
 		{[]string{"lower", "--target", "tpu", "--decode", "-m", model, "--out", out}, "rdu"},
-		{[]string{"lower", "--target", "rdu", "--decode", "--tp", "2", "-m", model, "--out", out}, "not implemented"},
+		{[]string{"lower", "--target", "rdu", "--prefill", "4", "--tp", "2", "-m", model, "--out", out}, "tensor-parallel"},
+		{[]string{"lower", "--target", "rdu", "--decode", "--tp", "3", "-m", model, "--out", out}, "do not split over 3 chips"},
 		{[]string{"lower", "--target", "rdu", "--batched", "4", "--decode", "-m", model, "--out", out}, "one deployment"},
 		{[]string{"lower", "--target", "rdu", "--batched", "-2", "-m", model, "--out", out}, "1 or more sequences"},
 		{[]string{"lower", "--target", "rdu", "--decode", "-m", model}, "--out"},
@@ -147,4 +148,21 @@ func TestLowerPrefill(t *testing.T) {
 	if b.Manifest.Deployment.Kind != "prefill" || b.Manifest.Deployment.Tokens != 6 {
 		t.Errorf("deployment %+v", b.Manifest.Deployment)
 	}
+}
+
+// TestLowerTensorParallel: poot lower --tp 2 writes a bundle over two
+// chips, certifies it, and says what each chip holds.
+func TestLowerTensorParallel(t *testing.T) {
+	dir := refDir(t)
+	out := filepath.Join(t.TempDir(), "b")
+	stdout, errOut, status := runPoot("lower", "--target", "rdu", "--decode", "--tp", "2", "--ctx", "32", "-m", filepath.Join(dir, "tiny-llama-f32.gguf"), "--out", out)
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errOut)
+	}
+	for _, want := range []string{"tensor-parallel over 2 chips", "2 all-reduces a layer", "chip 0: weights", "chip 1: weights", "certified: yes"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	t.Log(stdout)
 }

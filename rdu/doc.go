@@ -31,8 +31,21 @@
 // a position, rotations, cache writes and attention, are written once a
 // sequence over its own caches Kc3_s1 and position pos_s1, bound to
 // sequence b's block of the step's caches). A paged cache is refused: the
-// language has no form for cache rows a table of slots chooses. The
-// tensor-parallel deployments are not part of this version.
+// language has no form for cache rows a table of slots chooses.
+//
+// The decode and batched deployments are also written tensor-parallel
+// over tp chips ([TensorParallel], Options.TP): the embedding and the head
+// on the replicated spine, each kind's program over the chips, every chip
+// its own attention heads (a run of key-value heads with their query
+// heads) and feed-forward columns, each chip's partial of the output
+// projection and of the down projection summed by an all-reduce, two a
+// layer. The chips' names carry _c{c} (Wq0_c1, Kc0_c1); the manifest
+// places each on its chip, lists the all-reduces, and binds each chip's
+// slice of a weight to its byte runs in the checkpoint (a packed type cut
+// only at its block boundaries) and of a cache to its columns. A model
+// that does not split over tp chips is a *TPError saying why: heads too
+// few for the chips, a packed block cut, an expert mixture, a fused
+// projection's columns, an attention with sinks.
 //
 // Lifting reads the graph's composite records: an rmsnorm or layernorm, a
 // rope, an attention core, a swiglu, a gelu or a mixture of experts becomes

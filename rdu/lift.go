@@ -95,10 +95,13 @@ type lifter struct {
 	binder  string // the binder of the statement being written, for rejections
 }
 
-type rejection struct{ r *Reject }
+type rejection struct {
+	r  *Reject
+	tp *TPError
+}
 
 func (l *lifter) reject(cause error, format string, args ...any) {
-	panic(rejection{&Reject{Program: l.name, Statement: len(l.stmts), Binder: l.binder, Detail: fmt.Sprintf(format, args...), Err: cause}})
+	panic(rejection{r: &Reject{Program: l.name, Statement: len(l.stmts), Binder: l.binder, Detail: fmt.Sprintf(format, args...), Err: cause}})
 }
 
 // lift writes the program of equations eqns (of layer layer, or -1).
@@ -110,7 +113,7 @@ func (low *lowering) lift(name string, eqns []int, layer int, out poot.ValueID) 
 	defer func() {
 		if r := recover(); r != nil {
 			rj, ok := r.(rejection)
-			if !ok {
+			if !ok || rj.r == nil {
 				panic(r)
 			}
 			res, err = nil, rj.r

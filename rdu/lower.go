@@ -39,6 +39,9 @@ type Options struct {
 	Consts interp.Consts
 	// Deployment is Decode (the default), Prefill or Batched.
 	Deployment string
+	// TP, when 1 or more, writes the decode or batched deployment
+	// tensor-parallel over TP chips (TensorParallel).
+	TP int
 }
 
 // The deployments Lower writes.
@@ -195,6 +198,9 @@ func Lower(g *poot.Graph, opts Options) (*bundle.Bundle, error) {
 		return nil, err
 	}
 	b, err := low.assemble(opts, kinds, embed, kindProgs, head)
+	if err == nil && opts.TP > 0 {
+		b, err = TensorParallel(b, opts.TP)
+	}
 	if err == nil {
 		remember(g, v, flow)
 	}

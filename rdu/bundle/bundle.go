@@ -75,6 +75,10 @@ type Deployment struct {
 	// lowered from: a decode bundle runs them one at a time, a prefill
 	// bundle in one run.
 	Tokens int `json:"tokens"`
+	// TP is the number of chips of a tensor-parallel bundle (0 for one
+	// chip's bundle): the embedding and the head run on the replicated
+	// spine, each kind's program over the chips (Kind.Placement).
+	TP int `json:"tp,omitempty"`
 }
 
 // Input is a runtime input: a scalar of the programs the host writes
@@ -111,6 +115,41 @@ type Kind struct {
 	Input string   `json:"input"`
 	// Output is the hidden state the kind's program leaves.
 	Output string `json:"output"`
+	// Placement gives, in a tensor-parallel bundle, the chip (from 0) of
+	// every name a chip holds alone: its slices of the weights and caches
+	// and what its statements bind. A name it does not list is on the
+	// replicated spine, computed alike on every chip.
+	Placement map[string]int `json:"placement,omitempty"`
+	// AllReduce lists the all-reduces of a tensor-parallel kind, in
+	// program order: each sums one partial a chip into a spine value.
+	AllReduce []AllReduce `json:"all_reduce,omitempty"`
+}
+
+// AllReduce is one all-reduce: Out, on the spine, is the sum of Partials
+// (one a chip, in chip order), written in the program as the folds Folds
+// (Folds[i] is the sum of Partials[0…i+1]; the last is Out), or, over one
+// chip, as Out bound to its partial scaled by 1.
+type AllReduce struct {
+	Out      string   `json:"out"`
+	Partials []string `json:"partials"`
+	Folds    []string `json:"folds"`
+}
+
+// Slice is the part of a stored tensor one chip loads: the declared
+// matrix's rows (Axis "rows") or columns ("cols") From … From+N-1
+// (counting from 0), which the checkpoint holds as Count runs of Bytes
+// bytes every Stride bytes from Offset bytes after the tensor's first
+// byte, stored as Shape (poot order). A packed type is cut only at its
+// block boundaries.
+type Slice struct {
+	Axis   string `json:"axis"`
+	From   int    `json:"from"`
+	N      int    `json:"n"`
+	Shape  []int  `json:"shape"`
+	Offset int64  `json:"offset"`
+	Bytes  int64  `json:"bytes"`
+	Count  int64  `json:"count"`
+	Stride int64  `json:"stride"`
 }
 
 // Layer binds one layer to its kind: every name the kind's program declares
@@ -162,6 +201,13 @@ type Binding struct {
 	// bundle, sequence b's cache is the b-th block of ctx rows).
 	State string `json:"state,omitempty"`
 	Row   int    `json:"row,omitempty"`
+	// Slice is the part of the tensor a chip of a tensor-parallel bundle
+	// loads (nil: all of it).
+	Slice *Slice `json:"slice,omitempty"`
+	// Col and Cols are the columns of a state a chip of a tensor-parallel
+	// bundle holds (Cols 0: every column): its heads' part of a cache.
+	Col  int `json:"col,omitempty"`
+	Cols int `json:"cols,omitempty"`
 	// Table is the host table's name.
 	Table string `json:"table,omitempty"`
 	// From is the program whose output an input is.
@@ -291,6 +337,9 @@ func (b *Bundle) Check() error {
 		return bad("deployment %q (this version runs decode, prefill and batched bundles)", d.Kind)
 	case (d.Kind == "batched") != (d.Batch > 0) || d.Batch < 0:
 		return bad("a %s deployment of %d sequences", d.Kind, d.Batch)
+	}
+	if d := m.Deployment; d.TP < 0 || d.TP > 0 && d.Kind == "prefill" {
+		return bad("a %s deployment over %d chips", d.Kind, d.TP)
 	}
 	if m.Deployment.Tokens < 1 || m.Deployment.Tokens > m.Deployment.Ctx {
 		return bad("%d tokens a step in a context of %d", m.Deployment.Tokens, m.Deployment.Ctx)

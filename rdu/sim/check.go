@@ -118,6 +118,11 @@ func Check(b *bundle.Bundle) error {
 	if err := check("embed", m.Embed.Name, m.Embed.Bindings, "", m.Embed.Output, true); err != nil {
 		return err
 	}
+	for _, k := range m.Kinds {
+		if err := checkChips(m, k, b.Programs[k.Name]); err != nil {
+			return err
+		}
+	}
 	for _, l := range m.Layers {
 		k := kinds[l.Kind]
 		inst := fmt.Sprintf("layer %d (%s)", l.Layer, k.Name)
@@ -165,6 +170,9 @@ func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bo
 		}
 		return nil
 	case bundle.SourceState:
+		if b.Cols != 0 && (m.Deployment.TP == 0 || b.Cols != ty.Cols || b.Col < 0) {
+			return fmt.Errorf("columns %d…%d of state %q declared %v", b.Col, b.Col+b.Cols, b.State, ty)
+		}
 		if ty.Scalar || ty.Elem != lang.Real || b.State == "" || ty.Rows != m.Deployment.Ctx || b.Row < 0 || b.Row%ty.Rows != 0 {
 			return fmt.Errorf("state %q (from row %d) declared %v; a cache holds %d positions of Reals", b.State, b.Row, ty, m.Deployment.Ctx)
 		}
@@ -185,6 +193,9 @@ func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bo
 			return fmt.Errorf("a weight declared %v", ty)
 		}
 		s := b.Shape
+		if b.Slice != nil {
+			s = b.Slice.Shape
+		}
 		var ok bool
 		switch {
 		case b.Transposed:
@@ -201,7 +212,7 @@ func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bo
 		}
 		if dt, err := poot.ParseDType(b.DType); err != nil {
 			return fmt.Errorf("tensor %q: %w", b.Tensor, err)
-		} else if want := (poot.TensorType{DType: dt, Shape: poot.Shape(s)}).Bytes(); b.File != "" && b.Bytes != want {
+		} else if want := (poot.TensorType{DType: dt, Shape: poot.Shape(b.Shape)}).Bytes(); b.File != "" && b.Bytes != want {
 			return fmt.Errorf("tensor %q is %s%v, %d bytes, but its range holds %d", b.Tensor, b.DType, s, want, b.Bytes)
 		}
 		switch b.Storage {
@@ -216,4 +227,95 @@ func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bo
 		return nil
 	}
 	return fmt.Errorf("unknown source %q", b.Source)
+}
+
+// checkChips certifies a tensor-parallel kind's placement: a statement
+// runs on the chip of the name it binds or writes (the spine when the
+// placement lists none) and reads only that chip's names and the
+// spine's, except an all-reduce, whose folds sum one partial of each chip
+// in chip order on the spine. One chip's bundle places nothing.
+func checkChips(m *bundle.Manifest, k bundle.Kind, p *lang.Program) error {
+	tp := m.Deployment.TP
+	if tp == 0 {
+		if len(k.Placement) > 0 || len(k.AllReduce) > 0 {
+			return &CompositionError{Program: k.Name, Detail: "a one-chip bundle whose kind places names on chips"}
+		}
+		return nil
+	}
+	fail := func(i int, name, format string, args ...any) error {
+		return &CompositionError{Program: k.Name, Name: name, Detail: fmt.Sprintf("statement %d: ", i) + fmt.Sprintf(format, args...)}
+	}
+	chip := func(n string) int {
+		if c, ok := k.Placement[n]; ok {
+			return c
+		}
+		return -1
+	}
+	for n, c := range k.Placement {
+		if c < 0 || c >= tp {
+			return fail(0, n, "placed on chip %d of %d", c, tp)
+		}
+	}
+	// want[binder] is the fold (or one-chip copy) an all-reduce writes.
+	want := map[string]lang.Expr{}
+	for _, ar := range k.AllReduce {
+		if len(ar.Partials) != tp || len(ar.Folds) != tp-1 || chip(ar.Out) != -1 {
+			return fail(0, ar.Out, "an all-reduce of %d partials in %d folds over %d chips", len(ar.Partials), len(ar.Folds), tp)
+		}
+		for c, part := range ar.Partials {
+			if chip(part) != c {
+				return fail(0, part, "partial %d of the all-reduce into %s is on chip %d", c, ar.Out, chip(part))
+			}
+		}
+		if tp == 1 {
+			want[ar.Out] = lang.Scaled{X: ar.Partials[0], By: 1}
+		}
+		acc := ar.Partials[0]
+		for i, f := range ar.Folds {
+			if chip(f) != -1 || i == tp-2 && f != ar.Out {
+				return fail(0, f, "a fold of the all-reduce into %s", ar.Out)
+			}
+			want[f] = lang.Binary{Op: lang.Plus, A: acc, B: ar.Partials[i+1]}
+			acc = f
+		}
+	}
+	for i, s := range p.Stmts {
+		var binder string
+		switch s := s.(type) {
+		case lang.Let:
+			binder = s.Name
+			if w, ok := want[binder]; ok {
+				if s.Expr != w {
+					return fail(i, binder, "the all-reduce's fold is not the sum of the partials in chip order")
+				}
+				delete(want, binder)
+				continue
+			}
+		case lang.SetRow:
+			binder = s.Target
+		case lang.SetRows:
+			binder = s.Target
+		default:
+			continue
+		}
+		at := chip(binder)
+		var bad string
+		lang.Rename(&lang.Program{Stmts: []lang.Stmt{s}}, func(n string) string {
+			if c := chip(n); c != -1 && c != at && bad == "" {
+				bad = n
+			}
+			return n
+		})
+		if bad != "" {
+			where := "the spine"
+			if at >= 0 {
+				where = fmt.Sprintf("chip %d", at)
+			}
+			return fail(i, binder, "runs on %s but reads %s of chip %d outside an all-reduce", where, bad, chip(bad))
+		}
+	}
+	for n := range want {
+		return fail(len(p.Stmts), n, "the all-reduce's fold is not written")
+	}
+	return nil
 }

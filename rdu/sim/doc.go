@@ -13,6 +13,13 @@
 // decoded exactly (its int8 values times its block scales), which is what
 // folding it on the chip computes.
 //
+// A tensor-parallel bundle's chips are certified by their placement
+// (Check): a statement runs on the chip of the name it binds, reads only
+// that chip's slices and the spine's values, and crosses chips only in an
+// all-reduce, whose folds sum one partial a chip in chip order; each chip
+// reads only its byte runs of a weight and keeps only its columns of a
+// cache.
+//
 // The recurrent mixer's statements (causal conv, decay, gated delta) are
 // refused: this version of the simulator does not run them.
 package sim

@@ -63,9 +63,9 @@ func (m *Machine) exec(in *instance, env map[string]value, s lang.Stmt, runtime 
 		case bundle.SourceWeight:
 			env[s.Name] = in.weights[s.Name]
 		case bundle.SourceState:
-			st := m.state(bd.State)
+			st := m.state(stateKey(bd))
 			if bd.Row < 0 || bd.Row+s.Rows > st.rows || st.cols != s.Cols {
-				return fmt.Errorf("rows %d…%d of state %q (%d by %d)", bd.Row+1, bd.Row+s.Rows, bd.State, st.rows, st.cols)
+				return fmt.Errorf("rows %d…%d of state %q (%d by %d)", bd.Row+1, bd.Row+s.Rows, stateKey(bd), st.rows, st.cols)
 			}
 			env[s.Name] = &matrix{rows: s.Rows, cols: s.Cols, data: st.data[bd.Row*s.Cols : (bd.Row+s.Rows)*s.Cols]}
 		case bundle.SourceScratch:

@@ -81,11 +81,11 @@ func New(b *bundle.Bundle, w Weights) (*Machine, error) {
 				continue
 			}
 			ty := in.types.Types[decl]
-			s, ok := m.shapes[bd.State]
+			s, ok := m.shapes[stateKey(bd)]
 			if ok && s[1] != ty.Cols {
-				return in, fmt.Errorf("rdu/sim: %s: state %q declared %d and %d wide", name, bd.State, ty.Cols, s[1])
+				return in, fmt.Errorf("rdu/sim: %s: state %q declared %d and %d wide", name, stateKey(bd), ty.Cols, s[1])
 			}
-			m.shapes[bd.State] = [2]int{max(s[0], bd.Row+ty.Rows), ty.Cols}
+			m.shapes[stateKey(bd)] = [2]int{max(s[0], bd.Row+ty.Rows), ty.Cols}
 		}
 		return in, nil
 	}
@@ -119,13 +119,16 @@ func (m *Machine) load(in *instance) error {
 	weights := map[string]*matrix{}
 	for decl, bd := range in.bind {
 		if bd.Source == bundle.SourceState {
-			m.state(bd.State)
+			m.state(stateKey(bd))
 		}
 		if bd.Source != bundle.SourceWeight {
 			continue
 		}
 		ty := in.types.Types[decl]
 		key := bd.Const + "\x00" + bd.File + "\x00" + fmt.Sprint(bd.Offset)
+		if sl := bd.Slice; sl != nil {
+			key += fmt.Sprint("\x00", sl.Offset, "+", sl.Bytes, "x", sl.Count)
+		}
 		data, ok := m.cache[key]
 		if !ok {
 			raw, err := m.w.Read(bd)
@@ -167,6 +170,15 @@ func (m *Machine) state(name string) *matrix {
 		m.states[name] = s
 	}
 	return s
+}
+
+// stateKey names the storage a state binding reads: the state, or in a
+// tensor-parallel bundle one chip's columns of it ("cache.k.0[16+16]").
+func stateKey(bd bundle.Binding) string {
+	if bd.Cols > 0 {
+		return fmt.Sprintf("%s[%d+%d]", bd.State, bd.Col, bd.Cols)
+	}
+	return bd.State
 }
 
 // States lists the caches' names.

@@ -35,14 +35,51 @@ func (f Files) Read(b bundle.Binding) ([]byte, error) {
 		return nil, err
 	}
 	defer fh.Close()
-	buf := make([]byte, b.Bytes)
-	if _, err := fh.ReadAt(buf, b.Offset); err != nil {
-		if err == io.EOF {
-			return nil, fmt.Errorf("rdu/sim: %s: %s ends before bytes %d…%d of %s", b.Name, path, b.Offset, b.Offset+b.Bytes, b.Tensor)
+	off, n, count, stride := b.Offset, b.Bytes, int64(1), int64(0)
+	if sl := b.Slice; sl != nil {
+		if err := checkRuns(b); err != nil {
+			return nil, err
 		}
-		return nil, err
+		off, n, count, stride = b.Offset+sl.Offset, sl.Bytes, sl.Count, sl.Stride
+	}
+	buf := make([]byte, n*count)
+	for i := range count {
+		at := off + i*stride
+		if _, err := fh.ReadAt(buf[i*n:(i+1)*n], at); err != nil {
+			if err == io.EOF {
+				return nil, fmt.Errorf("rdu/sim: %s: %s ends before bytes %d…%d of %s", b.Name, path, at, at+n, b.Tensor)
+			}
+			return nil, err
+		}
 	}
 	return buf, nil
+}
+
+// checkRuns checks that a slice's byte runs lie inside its tensor.
+func checkRuns(b bundle.Binding) error {
+	sl := b.Slice
+	if sl.Count < 1 || sl.Bytes < 1 || sl.Offset < 0 || sl.Stride < 0 || sl.Offset+(sl.Count-1)*sl.Stride+sl.Bytes > b.Bytes {
+		return fmt.Errorf("rdu/sim: %s: a slice of %d runs of %d bytes every %d from %d outside %s's %d bytes", b.Name, sl.Count, sl.Bytes, sl.Stride, sl.Offset, b.Tensor, b.Bytes)
+	}
+	return nil
+}
+
+// runs gathers a slice's byte runs from a whole tensor's bytes.
+func runs(b bundle.Binding, data []byte) ([]byte, error) {
+	if b.Slice == nil {
+		return data, nil
+	}
+	b.Bytes = int64(len(data))
+	if err := checkRuns(b); err != nil {
+		return nil, err
+	}
+	sl := b.Slice
+	out := make([]byte, 0, sl.Bytes*sl.Count)
+	for i := range sl.Count {
+		at := sl.Offset + i*sl.Stride
+		out = append(out, data[at:at+sl.Bytes]...)
+	}
+	return out, nil
 }
 
 // Consts are weights given in memory, by the graph constant's name.
@@ -62,7 +99,7 @@ func (m InMemory) Read(b bundle.Binding) ([]byte, error) {
 	if t.Type.DType.String() != b.DType || !t.Type.Shape.Equal(poot.Shape(b.Shape)) {
 		return nil, fmt.Errorf("rdu/sim: %s: constant %q is %v, the manifest says %s%v", b.Name, b.Const, t.Type, b.DType, b.Shape)
 	}
-	return t.Data, nil
+	return runs(b, t.Data)
 }
 
 // decode turns a weight's stored bytes into Real values, in the stored
@@ -71,6 +108,9 @@ func decode(b bundle.Binding, data []byte) ([]float32, error) {
 	dt, err := poot.ParseDType(b.DType)
 	if err != nil {
 		return nil, fmt.Errorf("rdu/sim: %s: %w", b.Name, err)
+	}
+	if b.Slice != nil {
+		b.Shape = b.Slice.Shape
 	}
 	if len(b.Shape) == 0 {
 		return nil, fmt.Errorf("rdu/sim: %s: no stored shape", b.Name)
