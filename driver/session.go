@@ -219,8 +219,9 @@ func TokenizerOf(c *load.Checkpoint) (*tokenizer.Tokenizer, error) {
 	if dir.TokenizerJSON() == nil {
 		return nil, fmt.Errorf("%w (no tokenizer.json in %s)", ErrNoTokenizer, dir.Path())
 	}
-	// tokenizer.json, tokenizer_config.json and config.json's end ids.
-	return tokenizer.FromHFDir(dir.Path())
+	// The files the directory read when it opened: tokenizer.json,
+	// tokenizer_config.json and config.json's end ids.
+	return tokenizer.FromHFFiles(dir.TokenizerJSON(), dir.TokenizerConfigJSON(), dir.ConfigJSON())
 }
 
 // Close waits for a running step to finish, releases the compiled steps,

@@ -175,22 +175,34 @@ func FromHFDir(dir string) (*Tokenizer, error) {
 	if err != nil {
 		return nil, &LoadError{Source: "tokenizer.json", Err: err}
 	}
-	var cfg HFConfig
-	if raw, err := read("tokenizer_config.json", maxHFConfig); err == nil {
-		if cfg, err = ParseHFConfig(raw); err != nil {
-			return nil, err
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	tokCfg, err := read("tokenizer_config.json", maxHFConfig)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, &LoadError{Source: "tokenizer_config.json", Err: err}
 	}
-	if raw, err := read("config.json", maxHFConfig); err == nil {
-		if cfg.EOSTokenIDs, err = parseModelConfigEOS(raw); err != nil {
-			return nil, err
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
+	modelCfg, err := read("config.json", maxHFConfig)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, &LoadError{Source: "config.json", Err: err}
 	}
-	return FromHFJSON(data, cfg)
+	return FromHFFiles(data, tokCfg, modelCfg)
+}
+
+// FromHFFiles loads a tokenizer from the bytes of a model directory's
+// tokenizer.json, tokenizer_config.json and config.json (either of the
+// last two nil when absent), as FromHFDir does from the files.
+func FromHFFiles(tokenizerJSON, tokenizerConfig, modelConfig []byte) (*Tokenizer, error) {
+	var cfg HFConfig
+	var err error
+	if tokenizerConfig != nil {
+		if cfg, err = ParseHFConfig(tokenizerConfig); err != nil {
+			return nil, err
+		}
+	}
+	if modelConfig != nil {
+		if cfg.EOSTokenIDs, err = parseModelConfigEOS(modelConfig); err != nil {
+			return nil, err
+		}
+	}
+	return FromHFJSON(tokenizerJSON, cfg)
 }
 
 // The largest files FromHFDir reads: tokenizer.json (tens of megabytes in
