@@ -29,6 +29,7 @@ import (
 
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/registry"
+
 	// The backends the command ships: the cpu backend is the default interpreter.
 	_ "github.com/pootlabs/poot/lower/cpu/register"
 )
@@ -74,11 +75,7 @@ func Main(rows ...families.Row) {
 // Run registers rows as Main does, runs the command line args (without
 // the program's name) and returns the exit status.
 func Run(args []string, stdout, stderr io.Writer, rows ...families.Row) int {
-	for _, r := range rows {
-		if !slices.ContainsFunc(registry.Shipped, func(s families.Row) bool { return s.Family == r.Family }) {
-			registry.Shipped = append(registry.Shipped, r)
-		}
-	}
+	registry.Register(rows...)
 	return run(args, stdout, stderr)
 }
 

@@ -67,6 +67,17 @@ var Refused = []struct {
 }
 
 // refused returns the feature of a refused architecture.
+// Register adds rows to Shipped, after the shipped ones; a row whose
+// family is registered already is left out, so registering twice is
+// harmless.
+func Register(rows ...families.Row) {
+	for _, r := range rows {
+		if !slices.ContainsFunc(Shipped, func(s families.Row) bool { return s.Family == r.Family }) {
+			Shipped = append(Shipped, r)
+		}
+	}
+}
+
 func refused(gguf string, hf []any) (string, bool) {
 	for _, r := range Refused {
 		if slices.Contains(r.GGUF, gguf) {
