@@ -73,6 +73,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if _, _, err := b.run(); err != nil {
 		return err
 	}
+	// Measured before any profile starts, so that --cpuprofile shows only
+	// the model's steps.
+	peak := readBandwidth(bf.threads)
 	if bf.cpuProfile != "" {
 		f, err := os.Create(bf.cpuProfile)
 		if err != nil {
@@ -99,7 +102,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		PromptTokensPerS: float64(bf.prompt) / prefillTime.Seconds(), GenTokensPerS: float64(bf.gen) / genTime.Seconds(),
 		BytesPerToken: b.decodeBytes()}
 	r.GenBandwidthGBs = float64(r.BytesPerToken) * r.GenTokensPerS / 1e9
-	r.PeakBandwidthGBs = readBandwidth(bf.threads)
+	r.PeakBandwidthGBs = peak
 	if r.PeakBandwidthGBs > 0 {
 		r.BandwidthFraction = r.GenBandwidthGBs / r.PeakBandwidthGBs
 	}
