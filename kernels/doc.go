@@ -39,14 +39,24 @@
 //
 // # Instruction sets
 //
-// On amd64 with AVX2, FMA and F16C (detected with CPUID at start-up) the
-// products and the exp, axpy, quantization and f16 loops use hand-written
-// assembly: VPMADDUBSW/VPMADDWD for the integer dots, VFMADD231PS for floats,
-// VCVTPH2PS for f16. Every other machine runs the portable Go code, which
-// computes the same integer block sums; [Features] says which is in use.
+// The kernels run at one of a few dispatch levels ([Level]): "go", the
+// portable Go code every machine runs, and "avx2", hand-written assembly for
+// amd64 with AVX2, FMA and F16C (VPMADDUBSW/VPMADDWD for the integer dots,
+// VFMADD231PS for floats, VCVTPH2PS for f16) used by the products and the
+// exp, axpy, quantization and f16 loops. At start-up CPUID picks the best
+// level the CPU and OS support ([BestLevel]). The environment variable
+// POOT_KERNELS ([EnvVar]) set to a level's name lowers it, and the lowered
+// level is then the ceiling for the whole process, as if the CPU had nothing
+// more; an unknown name, or a level the CPU lacks, is not fatal: the kernels
+// run at the best level and [EnvError] (and [Features]) report why the value
+// was ignored. [CurrentLevel] and [Features] say which level is in use;
+// [SetLevel] switches levels for tests and benchmarks, refusing with
+// [ErrLevel] a level the CPU or POOT_KERNELS rules out. Every level computes
+// the same integer block sums, and the package's tests run every check once
+// per level the machine supports ([Levels]), in subtests named by level.
+//
 // Every assembly routine ends with VZEROUPPER and uses only VEX-encoded
 // instructions: mixing legacy-SSE instructions with dirty upper YMM state
 // made one kernel 40 times slower on the test machine. There is no AVX-512
-// path yet: the machines this was written on lack it, and untested assembly
-// is not shipped.
+// level: untested assembly is not shipped.
 package kernels

@@ -13,7 +13,9 @@ var portable = flag.Bool("kernels.go", false, "run benchmarks (and tests) on the
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if *portable {
-		kernels.SetAsm(false)
+		if _, err := kernels.SetLevel(kernels.LevelGo); err != nil {
+			panic(err)
+		}
 	}
 	os.Exit(m.Run())
 }

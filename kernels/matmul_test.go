@@ -14,22 +14,26 @@ import (
 
 var matDTypes = []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4}
 
-// modes runs f with the assembly kernels and, where the machine has them,
-// again with the portable Go code forced.
+// modes runs f once for every dispatch level this machine supports, as
+// subtests named by level ("go", "avx2", ...).
 func modes(t *testing.T, f func(t *testing.T)) {
 	t.Helper()
-	if kernels.HasAsm() {
-		t.Run("asm", func(t *testing.T) {
-			prev := kernels.SetAsm(true)
-			defer kernels.SetAsm(prev)
+	for _, l := range kernels.Levels() {
+		t.Run(l.String(), func(t *testing.T) {
+			atLevel(t, l)
 			f(t)
 		})
 	}
-	t.Run("go", func(t *testing.T) {
-		prev := kernels.SetAsm(false)
-		defer kernels.SetAsm(prev)
-		f(t)
-	})
+}
+
+// atLevel switches the kernels to l for the rest of the test.
+func atLevel(t testing.TB, l kernels.Level) {
+	t.Helper()
+	restore, err := kernels.SetLevel(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(restore)
 }
 
 func checkProduct(t *testing.T, dt poot.DType, T, N, K int, seed uint64) {
@@ -121,13 +125,17 @@ func TestMatMulProperty(t *testing.T) {
 	})
 }
 
-// TestAsmMatchesGo compares the two implementations directly: they compute
-// the same integer block sums, so they differ only by float rounding.
+// TestAsmMatchesGo compares each assembly level with the Go code directly:
+// they compute the same integer block sums, so they differ only by float
+// rounding.
 func TestAsmMatchesGo(t *testing.T) {
-	if !kernels.HasAsm() {
-		t.Skip("no assembly kernels on this machine")
+	for _, l := range kernels.Levels()[1:] {
+		t.Run(l.String(), func(t *testing.T) { asmMatchesGo(t, l) })
 	}
-	defer kernels.SetAsm(kernels.SetAsm(true))
+}
+
+func asmMatchesGo(t *testing.T, l kernels.Level) {
+	atLevel(t, l)
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, dt := range matDTypes {
 		for range 20 {
@@ -144,21 +152,21 @@ func TestAsmMatchesGo(t *testing.T) {
 				t.Fatal(err)
 			}
 			ya, yg := make([]float32, T*N), make([]float32, T*N)
-			kernels.SetAsm(true)
 			if err := kernels.MatMulRows(dt, ya, N, w, &a, 0, N); err != nil {
 				t.Fatal(err)
 			}
-			kernels.SetAsm(false)
-			if err := kernels.MatMulRows(dt, yg, N, w, &a, 0, N); err != nil {
+			restore, _ := kernels.SetLevel(kernels.LevelGo)
+			err := kernels.MatMulRows(dt, yg, N, w, &a, 0, N)
+			restore()
+			if err != nil {
 				t.Fatal(err)
 			}
-			kernels.SetAsm(true)
 			_, _, bound := refProductBounds(dt, w, x, T, N, K)
 			for i := range ya {
 				// Both sides err by at most the float part of the bound
 				// relative to the same quantized inputs; bound covers it.
 				if d := math.Abs(float64(ya[i] - yg[i])); d > bound[i] {
-					t.Fatalf("%v T=%d N=%d K=%d: asm %g, go %g", dt, T, N, K, ya[i], yg[i])
+					t.Fatalf("%v T=%d N=%d K=%d: %v %g, go %g", dt, T, N, K, l, ya[i], yg[i])
 				}
 			}
 		}

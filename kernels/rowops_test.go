@@ -505,13 +505,16 @@ func TestPool(t *testing.T) {
 	}
 }
 
-// TestQuantizeAsmMatchesGo checks that the assembly activation quantizer
-// gives the same bytes as the Go one, ties and zero blocks included.
+// TestQuantizeAsmMatchesGo checks that each assembly level's activation
+// quantizer gives the same bytes as the Go one, ties and zero blocks included.
 func TestQuantizeAsmMatchesGo(t *testing.T) {
-	if !kernels.HasAsm() {
-		t.Skip("no assembly")
+	for _, l := range kernels.Levels()[1:] {
+		t.Run(l.String(), func(t *testing.T) { quantizeMatchesGo(t, l) })
 	}
-	defer kernels.SetAsm(kernels.SetAsm(true))
+}
+
+func quantizeMatchesGo(t *testing.T, l kernels.Level) {
+	atLevel(t, l)
 	r := rand.New(rand.NewPCG(5, 5))
 	for trial := range 200 {
 		n := 32 * (1 + r.IntN(8))
@@ -527,16 +530,16 @@ func TestQuantizeAsmMatchesGo(t *testing.T) {
 		case 3:
 			x[r.IntN(n)] = -1e30
 		}
-		kernels.SetAsm(true)
 		qa, da := kernels.QuantizeQ8(x)
-		kernels.SetAsm(false)
+		restore, _ := kernels.SetLevel(kernels.LevelGo)
 		qg, dg := kernels.QuantizeQ8(x)
+		restore()
 		if da != dg {
 			t.Fatalf("scale %g vs %g", da, dg)
 		}
 		for i := range qa {
 			if qa[i] != qg[i] {
-				t.Fatalf("trial %d: q[%d] = %d (asm) vs %d (go), x = %g", trial, i, qa[i], qg[i], x[i])
+				t.Fatalf("trial %d: q[%d] = %d (%v) vs %d (go), x = %g", trial, i, qa[i], l, qg[i], x[i])
 			}
 			if qa[i] == -128 {
 				t.Fatal("-128 produced")
