@@ -15,6 +15,7 @@ import (
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/registry"
 	"github.com/pootlabs/poot/interp"
+	"github.com/pootlabs/poot/kernels"
 	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/lower/cpu"
 	"github.com/pootlabs/poot/tensor"
@@ -39,6 +40,11 @@ type benchResult struct {
 	GenBandwidthGBs   float64 `json:"gen_bandwidth_gb_per_s"`
 	PeakBandwidthGBs  float64 `json:"peak_bandwidth_gb_per_s"`
 	BandwidthFraction float64 `json:"bandwidth_fraction"`
+	// Kernels is the CPU kernels' dispatch level that ran ("go", "avx2");
+	// KernelFeatures is kernels.Features(): the level, and why it is not the
+	// best when POOT_KERNELS lowered it or was rejected.
+	Kernels        string `json:"kernels"`
+	KernelFeatures string `json:"kernel_features"`
 }
 
 // benchFlags are bench's settings.
@@ -100,7 +106,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	genTime /= time.Duration(bf.reps)
 	r := benchResult{Model: bf.model, Interp: bf.interp, Threads: bf.threads, Depth: bf.depth, PromptTokens: bf.prompt, GenTokens: bf.gen,
 		PromptTokensPerS: float64(bf.prompt) / prefillTime.Seconds(), GenTokensPerS: float64(bf.gen) / genTime.Seconds(),
-		BytesPerToken: b.decodeBytes()}
+		BytesPerToken: b.decodeBytes(), Kernels: kernels.CurrentLevel().String(), KernelFeatures: kernels.Features()}
 	r.GenBandwidthGBs = float64(r.BytesPerToken) * r.GenTokensPerS / 1e9
 	r.PeakBandwidthGBs = peak
 	if r.PeakBandwidthGBs > 0 {
@@ -286,6 +292,7 @@ func (r benchResult) print(w io.Writer, asJSON bool) error {
 		return json.NewEncoder(w).Encode(r)
 	}
 	fmt.Fprintf(w, "model %s, interp %s, %d threads, depth %d\n", r.Model, r.Interp, r.Threads, r.Depth)
+	fmt.Fprintf(w, "kernels %s\n", r.KernelFeatures)
 	fmt.Fprintf(w, "prompt  %5d tokens  %10.2f tokens/s\n", r.PromptTokens, r.PromptTokensPerS)
 	_, err := fmt.Fprintf(w, "gen     %5d tokens  %10.2f tokens/s  %.2f GB/s of %.2f GB/s read bandwidth (%.0f%%)\n",
 		r.GenTokens, r.GenTokensPerS, r.GenBandwidthGBs, r.PeakBandwidthGBs, 100*r.BandwidthFraction)

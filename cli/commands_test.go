@@ -13,6 +13,7 @@ import (
 
 	"github.com/pootlabs/poot/driver"
 	"github.com/pootlabs/poot/gguf"
+	"github.com/pootlabs/poot/kernels"
 	"github.com/pootlabs/poot/tokenizer"
 )
 
@@ -397,6 +398,25 @@ func TestTokenizeTokenizerOnly(t *testing.T) {
 	}
 }
 
+// TestBenchKernels: bench's text output names the kernel level that ran,
+// the lowered one when the level is lowered.
+func TestBenchKernels(t *testing.T) {
+	for _, l := range kernels.Levels() {
+		restore, err := kernels.SetLevel(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, errs, status := runPoot("bench", "-m", tinyModel, "--prompt", "2", "--gen", "2", "--reps", "1")
+		restore()
+		if status != 0 {
+			t.Fatalf("status %d: %s", status, errs)
+		}
+		if !strings.Contains(out, "\nkernels "+l.String()) {
+			t.Errorf("at level %v, bench printed %q", l, out)
+		}
+	}
+}
+
 // TestBenchDepth: --depth puts that many positions in the cache before
 // the prompt (reported in the JSON), and a depth beyond the model's
 // context is a usage error.
@@ -409,9 +429,14 @@ func TestBenchDepth(t *testing.T) {
 		Depth int     `json:"depth"`
 		Gen   float64 `json:"gen_tokens_per_s"`
 		Peak  float64 `json:"peak_bandwidth_gb_per_s"`
+		Kern  string  `json:"kernels"`
+		Feat  string  `json:"kernel_features"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Depth != 16 || !(r.Gen > 0) || !(r.Peak > 0) {
 		t.Fatalf("%q: %+v, %v", out, r, err)
+	}
+	if _, err := kernels.ParseLevel(r.Kern); err != nil || !strings.HasPrefix(r.Feat, r.Kern) {
+		t.Fatalf("%q: kernels %q, features %q: %v", out, r.Kern, r.Feat, err)
 	}
 	_, errs, status = runPoot("bench", "-m", tinyModel, "--depth", "100000")
 	oneLineError(t, errs, status, "context")
