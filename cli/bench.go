@@ -40,7 +40,7 @@ type benchResult struct {
 	GenBandwidthGBs   float64 `json:"gen_bandwidth_gb_per_s"`
 	PeakBandwidthGBs  float64 `json:"peak_bandwidth_gb_per_s"`
 	BandwidthFraction float64 `json:"bandwidth_fraction"`
-	// Kernels is the CPU kernels' dispatch level that ran ("go", "avx2");
+	// Kernels is the CPU kernels' dispatch level that ran ("go", "avx2", "avx512");
 	// KernelFeatures is kernels.Features(): the level, and why it is not the
 	// best when POOT_KERNELS lowered it or was rejected.
 	Kernels        string `json:"kernels"`

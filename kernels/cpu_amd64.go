@@ -26,3 +26,27 @@ func detectAVX2() bool {
 	_, b7, _, _ := cpuidex(7, 0)
 	return b7&(1<<5) != 0
 }
+
+// detectAVX512 reports whether the CPU and the OS support AVX-512 F, BW and
+// VL with VNNI, which the avx512 level's kernels use (on top of avx2).
+func detectAVX512() bool {
+	maxLeaf, _, _, _ := cpuidex(0, 0)
+	if maxLeaf < 7 {
+		return false
+	}
+	_, _, c1, _ := cpuidex(1, 0)
+	if c1&(1<<27) == 0 { // OSXSAVE
+		return false
+	}
+	if xcr0()&0xe6 != 0xe6 { // XMM, YMM, opmask and both ZMM halves enabled
+		return false
+	}
+	_, b7, c7, _ := cpuidex(7, 0)
+	const (
+		avx512f  = 1 << 16
+		avx512bw = 1 << 30
+		avx512vl = 1 << 31
+		vnni     = 1 << 11 // in ECX
+	)
+	return b7&(avx512f|avx512bw|avx512vl) == avx512f|avx512bw|avx512vl && c7&vnni != 0
+}

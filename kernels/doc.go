@@ -40,10 +40,15 @@
 // # Instruction sets
 //
 // The kernels run at one of a few dispatch levels ([Level]): "go", the
-// portable Go code every machine runs, and "avx2", hand-written assembly for
+// portable Go code every machine runs; "avx2", hand-written assembly for
 // amd64 with AVX2, FMA and F16C (VPMADDUBSW/VPMADDWD for the integer dots,
 // VFMADD231PS for floats, VCVTPH2PS for f16) used by the products and the
-// exp, axpy, quantization and f16 loops. At start-up CPUID picks the best
+// exp, axpy, quantization and f16 loops; and "avx512", which needs AVX-512
+// F, BW and VL with VNNI and runs everything as avx2 does except the
+// prompt-processing (T >= 4) Q8_0 product, whose inner dot takes two blocks
+// a ZMM register with VPDPBUSD (unsigned by signed bytes: the activations
+// are offset by 128 and 128 times each four weights' sum subtracted, so the
+// integer block sums are exact and equal to the Go code's). At start-up CPUID picks the best
 // level the CPU and OS support ([BestLevel]). The environment variable
 // POOT_KERNELS ([EnvVar]) set to a level's name lowers it, and the lowered
 // level is then the ceiling for the whole process, as if the CPU had nothing
@@ -57,6 +62,6 @@
 //
 // Every assembly routine ends with VZEROUPPER and uses only VEX-encoded
 // instructions: mixing legacy-SSE instructions with dirty upper YMM state
-// made one kernel 40 times slower on the test machine. There is no AVX-512
-// level: untested assembly is not shipped.
+// made one kernel 40 times slower on the test machine; the AVX-512 kernel
+// uses only Z0-Z15, which VZEROUPPER cleans.
 package kernels

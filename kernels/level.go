@@ -15,14 +15,16 @@ type Level uint8
 
 // The dispatch levels, lowest first.
 const (
-	LevelGo   Level = iota // portable Go, on every machine
-	LevelAVX2              // AVX2, FMA and F16C assembly (amd64)
+	LevelGo     Level = iota // portable Go, on every machine
+	LevelAVX2                // AVX2, FMA and F16C assembly (amd64)
+	LevelAVX512              // avx2 plus AVX-512 F/BW/VL and VNNI kernels (amd64)
 	numLevels
 )
 
-var levelNames = [numLevels]string{"go", "avx2"}
+var levelNames = [numLevels]string{"go", "avx2", "avx512"}
 
-// String returns the level's name as POOT_KERNELS spells it: "go" or "avx2".
+// String returns the level's name as POOT_KERNELS spells it: "go", "avx2"
+// or "avx512".
 func (l Level) String() string {
 	if l < numLevels {
 		return levelNames[l]
@@ -46,8 +48,9 @@ var (
 	level     Level
 	ceiling   Level // the start-up level: bestLevel or lower by POOT_KERNELS
 	envErr    error
-	// useAsm is the switch the hot loops read: level >= LevelAVX2.
-	useAsm bool
+	// useAsm and useAVX512 are the switches the hot loops read:
+	// level >= LevelAVX2 and level >= LevelAVX512.
+	useAsm, useAVX512 bool
 )
 
 func init() {
@@ -58,6 +61,9 @@ func init() {
 }
 
 func detectLevel() Level {
+	if detectAVX2() && detectAVX512() {
+		return LevelAVX512
+	}
 	if detectAVX2() {
 		return LevelAVX2
 	}
@@ -67,9 +73,10 @@ func detectLevel() Level {
 func setLevel(l Level) {
 	level = l
 	useAsm = l >= LevelAVX2
+	useAVX512 = l >= LevelAVX512
 }
 
-// ParseLevel returns the level named s ("go", "avx2"; case and surrounding
+// ParseLevel returns the level named s ("go", "avx2", "avx512"; case and surrounding
 // space ignored). An unknown name is an [*Error] wrapping [ErrLevel].
 func ParseLevel(s string) (Level, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
@@ -144,7 +151,7 @@ func SetLevel(l Level) (restore func(), err error) {
 }
 
 // Features describes the kernels in use on this machine: the current
-// level's name ("go" or "avx2"), followed in parentheses by the best level
+// level's name ("go", "avx2" or "avx512"), followed in parentheses by the best level
 // when POOT_KERNELS lowered it, or by the rejection when POOT_KERNELS held a
 // value that could not be used.
 func Features() string {

@@ -22,6 +22,9 @@ func TestLevelFromEnv(t *testing.T) {
 		{"go", kernels.LevelAVX2, kernels.LevelGo, false},
 		{" AVX2 ", kernels.LevelAVX2, kernels.LevelAVX2, false},
 		{"avx2", kernels.LevelGo, kernels.LevelGo, true},
+		{"avx512", kernels.LevelAVX512, kernels.LevelAVX512, false},
+		{"avx512", kernels.LevelAVX2, kernels.LevelAVX2, true},
+		{"avx2", kernels.LevelAVX512, kernels.LevelAVX2, false},
 		{"sse9", kernels.LevelAVX2, kernels.LevelAVX2, true},
 		{"sse9", kernels.LevelGo, kernels.LevelGo, true},
 	} {

@@ -171,7 +171,11 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 			aq, ad, as := &a.q[t*K], &a.d[t*nb], &a.s[t*nb]
 			switch wt {
 			case poot.Q8_0:
-				dotQ8_0x4(wr, nb, aq, K, ad, nb*4, &o)
+				if useAVX512 {
+					dotQ8_0x4v(w[n*rb:], nb, a, t, &o)
+				} else {
+					dotQ8_0x4(wr, nb, aq, K, ad, nb*4, &o)
+				}
 			case poot.Q4_0:
 				dotQ4_0x4(wr, nb, aq, K, ad, nb*4, as, &o)
 			case poot.Q4_1:
