@@ -48,8 +48,8 @@
 // prompt-processing (T >= 4) Q8_0 product, whose inner dot takes two blocks
 // a ZMM register with VPDPBUSD (unsigned by signed bytes: the activations
 // are offset by 128 and 128 times each four weights' sum subtracted, so the
-// integer block sums are exact and equal to the Go code's). At start-up CPUID picks the best
-// level the CPU and OS support ([BestLevel]). The environment variable
+// integer block sums are exact and equal to the Go code's). At start-up
+// CPUID picks the best level the CPU and OS support ([BestLevel]). The environment variable
 // POOT_KERNELS ([EnvVar]) set to a level's name lowers it, and the lowered
 // level is then the ceiling for the whole process, as if the CPU had nothing
 // more; an unknown name, or a level the CPU lacks, is not fatal: the kernels
@@ -61,7 +61,8 @@
 // per level the machine supports ([Levels]), in subtests named by level.
 //
 // Every assembly routine ends with VZEROUPPER and uses only VEX-encoded
-// instructions: mixing legacy-SSE instructions with dirty upper YMM state
-// made one kernel 40 times slower on the test machine; the AVX-512 kernel
-// uses only Z0-Z15, which VZEROUPPER cleans.
+// instructions (EVEX too in the AVX-512 kernel), never legacy SSE: mixing
+// legacy-SSE instructions with dirty upper YMM state made one kernel 40
+// times slower on the test machine. The AVX-512 kernel uses only Z0-Z15,
+// whose upper halves VZEROUPPER clears.
 package kernels
