@@ -108,6 +108,18 @@ static __device__ __forceinline__ float ld_q4_k(const u8* r, int k) {
   return d1 * (float)q - o1;
 }
 
+// Q6_K: 128 bytes of low nibbles, 64 of top bit pairs, 16 int8 scales (one
+// a 16 elements), d last. In half h (of 128), quarter q (of 32), lane l:
+// the low nibble is in ql byte 64h + 32(q&1) + l (high nibble for q >= 2),
+// the top two bits at bit 2q of qh byte 32h + l; the quant is offset by 32.
+static __device__ __forceinline__ float ld_q6_k(const u8* r, int k) {
+  const u8* b = r + (k >> 8) * 210; int j = k & 255, h = j >> 7, q = (j >> 5) & 3, l = j & 31;
+  int lo = (b[64 * h + 32 * (q & 1) + l] >> (4 * (q >> 1))) & 15;
+  int hi = (b[128 + 32 * h + l] >> (2 * q)) & 3;
+  float ds = ld_half(b + 208) * (float)(signed char)b[192 + (j >> 4)];
+  return ds * (float)((lo | (hi << 4)) - 32);
+}
+
 // Reductions over a warp and over a block (whose size is a multiple of
 // 32); every thread gets the result, summed in a fixed order.
 static __device__ __forceinline__ float warp_sum(float v) {
