@@ -51,7 +51,8 @@ func mustGenerate(t *testing.T, g *poot.Graph, what string) *Module {
 
 // TestNVRTCCompile compiles every kernel the planner emits for the
 // reference models, for the tiny synthesized model of every family (F32
-// and Q8_0 weights) and for random graphs, to CUBIN for sm_80 and sm_90
+// and Q8_0 weights), for the GEMV and decoding cast of every weight dtype
+// the target reads (weightCases) and for random graphs, to CUBIN for sm_80 and sm_90
 // with a real NVRTC (which runs ptxas). It runs when POOT_NVRTC names the
 // library, as scripts/cuda-compile.sh arranges.
 func TestNVRTCCompile(t *testing.T) {
@@ -86,6 +87,9 @@ func TestNVRTCCompile(t *testing.T) {
 			}
 			mods = append(mods, modelModules(t, file)...)
 		}
+	}
+	for _, c := range weightCases(t) {
+		mods = append(mods, mustGenerate(t, c.g, c.String()))
 	}
 	for i := range 200 {
 		c := pootest.GenGraph().Example(i)
