@@ -108,6 +108,15 @@ static __device__ __forceinline__ float ld_q4_k(const u8* r, int k) {
   return d1 * (float)q - o1;
 }
 
+// Q5_K: Q4_K's layout with 32 bytes of fifth bits before the nibbles;
+// element j's is bit j>>5 (its sub-block) of byte j&31.
+static __device__ __forceinline__ float ld_q5_k(const u8* r, int k) {
+  const u8* b = r + (k >> 8) * 176; int j = k & 255, s = j >> 5, sc, m;
+  k4_scale_min(b + 4, s, &sc, &m);
+  int q = ((b[48 + 32 * (j >> 6) + (j & 31)] >> (4 * (s & 1))) & 15) | (((b[16 + (j & 31)] >> s) & 1) << 4);
+  float d1 = ld_half(b) * (float)sc, o1 = ld_half(b + 2) * (float)m;
+  return d1 * (float)q - o1;
+}
 // Q6_K: 128 bytes of low nibbles, 64 of top bit pairs, 16 int8 scales (one
 // a 16 elements), d last. In half h (of 128), quarter q (of 32), lane l:
 // the low nibble is in ql byte 64h + 32(q&1) + l (high nibble for q >= 2),
