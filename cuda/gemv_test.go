@@ -18,10 +18,12 @@ import (
 )
 
 // weightCase is a graph over one random weight of a dtype the GEMV reads:
-// a decode-style MatMul x[T,K]·w[N,K]ᵀ, or (cast) w decoded to F32.
+// a decode-style MatMul x[T,K]·w[N,K]ᵀ (op "gemv"), an IndexedMatMul over
+// experts w[E,N,K] with E = 3 ("experts"), or w decoded to F32 ("cast").
 type weightCase struct {
 	dt      poot.DType
 	T, K, N int
+	op      string
 	cast    bool
 	g       *poot.Graph
 	consts  interp.ConstMap
@@ -30,11 +32,7 @@ type weightCase struct {
 }
 
 func (c weightCase) String() string {
-	op := "gemv"
-	if c.cast {
-		op = "cast"
-	}
-	return fmt.Sprintf("%s/%v/T%d_K%d_N%d", op, c.dt, c.T, c.K, c.N)
+	return fmt.Sprintf("%s/%v/T%d_K%d_N%d", c.op, c.dt, c.T, c.K, c.N)
 }
 
 // weightShapes are the (T, K, N) of the cases of a dtype: K one block of
@@ -48,17 +46,23 @@ func weightShapes(dt poot.DType) [][3]int {
 
 // newWeightCase quantizes random weights with package quant and builds
 // the case's graph.
-func newWeightCase(t testing.TB, dt poot.DType, T, K, N int, cast bool, seed uint64) weightCase {
+func newWeightCase(t testing.TB, dt poot.DType, T, K, N int, op string, seed uint64) weightCase {
 	t.Helper()
+	const experts = 3
 	rng := rand.New(rand.NewPCG(seed, uint64(dt)))
 	wt := poot.T(dt, N, K)
+	rows := N
+	if op == "experts" {
+		wt = poot.T(dt, experts, N, K)
+		rows = experts * N
+	}
 	w, err := tensor.New(wt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rb := int(dt.RowBytes(int64(K)))
 	row := make([]float32, K)
-	for n := range N {
+	for n := range rows {
 		for i := range row {
 			row[i] = float32(rng.NormFloat64() * 0.5)
 		}
@@ -66,15 +70,29 @@ func newWeightCase(t testing.TB, dt poot.DType, T, K, N int, cast bool, seed uin
 			t.Fatal(err)
 		}
 	}
-	c := weightCase{dt: dt, T: T, K: K, N: N, cast: cast, consts: interp.ConstMap{"w": w}, w: w.Data}
+	c := weightCase{dt: dt, T: T, K: K, N: N, op: op, cast: op == "cast", consts: interp.ConstMap{"w": w}, w: w.Data}
 	b := poot.NewBuilder[struct{}](poot.Limits{})
 	wv := b.Constant("w", wt)
 	var y poot.Traced[struct{}]
-	if cast {
+	if c.cast {
 		y = b.Cast(wv, poot.F32)
 	} else {
 		x := b.SlotNamed("x", poot.T(poot.F32, T, K))
-		y = b.MatMul(x, wv)
+		c.slots = interp.Slots{}
+		if op == "experts" {
+			idx := make([]int32, T)
+			for i := range idx {
+				idx[i] = int32(rng.IntN(experts))
+			}
+			it, err := tensor.FromI32(poot.Shape{T}, idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.slots["idx"] = it
+			y = b.IndexedMatMul(x, wv, b.SlotNamed("idx", poot.T(poot.I32, T)))
+		} else {
+			y = b.MatMul(x, wv)
+		}
 		xs := make([]float32, T*K)
 		for i := range xs {
 			xs[i] = float32(rng.NormFloat64())
@@ -83,7 +101,7 @@ func newWeightCase(t testing.TB, dt poot.DType, T, K, N int, cast bool, seed uin
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.slots = interp.Slots{"x": xt}
+		c.slots["x"] = xt
 	}
 	if c.g, err = b.Finish(poot.Out(y)); err != nil {
 		t.Fatal(err)
@@ -97,20 +115,23 @@ func weightCases(t testing.TB) []weightCase {
 	var cs []weightCase
 	for _, dt := range Target().MatMulWeights {
 		for i, s := range weightShapes(dt) {
-			cs = append(cs, newWeightCase(t, dt, s[0], s[1], s[2], false, uint64(i)))
+			cs = append(cs, newWeightCase(t, dt, s[0], s[1], s[2], "gemv", uint64(i)))
 		}
+		k := max(dt.BlockElems(), 32)
+		cs = append(cs, newWeightCase(t, dt, 4, 2*k, 5, "experts", 8))
 		if dt.Packed() {
-			cs = append(cs, newWeightCase(t, dt, 0, 2*max(dt.BlockElems(), 32), 2, true, 9))
+			cs = append(cs, newWeightCase(t, dt, 0, 2*k, 2, "cast", 9))
 		}
 	}
 	return cs
 }
 
 // TestHostWeightDTypes runs the GEMV of every weight dtype the target
-// reads as stored (and the decoding cast of every packed one) in the host
+// reads as stored, for a MatMul and for an IndexedMatMul over experts (and
+// the decoding cast of every packed one), in the host
 // harness on random weights quantized by package quant: the GEMV agrees
 // with the oracle, the cast with quant.DequantizeRow bit for bit. Each
-// MatMul must plan as a Contract kernel run by the dtype's GEMV.
+// contraction must plan as a Contract kernel run by the dtype's GEMV.
 func TestHostWeightDTypes(t *testing.T) {
 	host(t)
 	cs := weightCases(t)
@@ -167,7 +188,7 @@ func TestUnsupportedWeights(t *testing.T) {
 		if !dt.Packed() && dt != poot.F16 && dt != poot.BF16 || slices.Contains(Target().MatMulWeights, dt) {
 			continue
 		}
-		c := newWeightCase(t, dt, 1, 256, 2, false, 1)
+		c := newWeightCase(t, dt, 1, 256, 2, "gemv", 1)
 		_, err := lower.Build(c.g, Target(), lower.Options{})
 		var le *lower.LegalizeError
 		if !errors.As(err, &le) {
