@@ -19,7 +19,10 @@
 // elementwise programs one thread per element; Reduce and Rows kernels
 // (RMSNorm, softmax) one block per row, sums in double; contractions a
 // GEMV, one warp per output, reading F32, F16, BF16, Q8_0, Q4_0, Q4_1,
-// Q5_0 and Q5_1 weights as stored; fused attention one warp per query row
+// Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights as stored (each lane decodes its
+// element from the block as GGUF lays it out, so the 32 lanes of a warp
+// read 32 neighbouring quants and share their sub-block's scale; the same
+// decoders serve batched MatMuls and casts to F32); fused attention one warp per query row
 // and head over the KV cache (n_rep query heads per K/V head); every other
 // primitive one thread per output element. Index faults and I32 division
 // by zero set a fault word per launch, read after the step and reported as
@@ -35,9 +38,17 @@
 // tested against a fake libcuda built from C at test time.
 //
 // What is not done: tensor-core GEMM for prefill (prefill runs the GEMV
-// once per token), split-K attention for long contexts, K-quant and MXFP4
-// weights (a plan that needs them is a typed ErrUnsupported error), and
+// once per token), split-K attention for long contexts, Q8_K and MXFP4
+// weights (the planner refuses a MatMul over them with a
+// *lower.LegalizeError, and a plan that still holds one is an
+// *[UnsupportedError], an interp.ErrUnsupported), Broadcast, Transpose,
+// Slice and Concat of packed data (also an *[UnsupportedError]), and
 // device-resident state (each step uploads and downloads the state).
+//
+// Every weight dtype the GEMV reads has a host-harness test of its MatMul,
+// IndexedMatMul and cast against the oracle and package quant on random
+// weights, and its kernels are compiled for sm_80 and sm_90 by
+// scripts/cuda-compile.sh.
 package cuda
 
 import (

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,8 +14,9 @@ import (
 )
 
 // TestHostSynthesizedFamilies holds the host harness to the oracle on the
-// tiny random-weight checkpoint of every family (F32 and Q8_0 weights): a
-// prefill of four tokens and two decode steps. It compiles several
+// tiny random-weight checkpoint of every family, its matrices stored as
+// each of synthTypes (for the K-quants, the families whose shapes take
+// them, at least one each): a prefill of four tokens and two decode steps. It compiles several
 // hundred kernels, so it runs when POOT_CUDA_FAMILIES is set
 // (scripts/cuda-compile.sh sets it).
 func TestHostSynthesizedFamilies(t *testing.T) {
@@ -30,19 +32,17 @@ func TestHostSynthesizedFamilies(t *testing.T) {
 	var fams []fam
 	var mods []*Module
 	prompt := []int32{1, 5, 9, 13}
+	took := map[poot.DType]int{}
 	for _, p := range synth.Presets() {
 		if p.Name != "tiny" {
 			continue
 		}
-		for _, dt := range []poot.DType{poot.F32, poot.Q8_0} {
-			m, err := synth.Model(p.Family, p.Config)
-			if err != nil {
-				t.Fatal(err)
+		for _, dt := range synthTypes {
+			file, ok := synthFile(t, p, dt, 3)
+			if !ok {
+				continue
 			}
-			file := filepath.Join(t.TempDir(), p.Family+".gguf")
-			if err := synth.Write(m, file, synth.Options{Type: dt, Seed: 3, Scale: 0.02}); err != nil {
-				t.Fatal(err)
-			}
+			took[dt]++
 			c, err := load.Open(file)
 			if err != nil {
 				t.Fatal(err)
@@ -57,6 +57,11 @@ func TestHostSynthesizedFamilies(t *testing.T) {
 			f.dg, f.dc = refStep(t, c, mm, 1, 16)
 			mods = append(mods, mustGenerate(t, f.pg, f.name), mustGenerate(t, f.dg, f.name))
 			fams = append(fams, f)
+		}
+	}
+	for _, dt := range synthTypes {
+		if took[dt] == 0 {
+			t.Errorf("no tiny preset can be stored as %v", dt)
 		}
 	}
 	in := sharedHost{lib: hostLibrary(t, mods)}
@@ -99,4 +104,28 @@ func TestHostSynthesizedFamilies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// synthTypes are the matrix types of the synthesized checkpoints the host
+// harness and the NVRTC check run: F32, Q8_0 and the K-quants.
+var synthTypes = []poot.DType{poot.F32, poot.Q8_0, poot.Q4_K, poot.Q5_K, poot.Q6_K}
+
+// synthFile writes the tiny checkpoint of preset p with matrices of type
+// dt; false when dt is a K-quant that none of the preset's row lengths
+// (all under 256 or not multiples of it) can take.
+func synthFile(t *testing.T, p synth.Preset, dt poot.DType, seed uint64) (string, bool) {
+	t.Helper()
+	m, err := synth.Model(p.Family, p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), p.Family+"-"+dt.String()+".gguf")
+	err = synth.Write(m, file, synth.Options{Type: dt, Seed: seed, Scale: 0.02})
+	if err != nil && dt.BlockElems() == 256 && errors.Is(err, synth.ErrSynth) {
+		return "", false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file, true
 }

@@ -50,9 +50,11 @@ func mustGenerate(t *testing.T, g *poot.Graph, what string) *Module {
 }
 
 // TestNVRTCCompile compiles every kernel the planner emits for the
-// reference models, for the tiny synthesized model of every family (F32
-// and Q8_0 weights) and for random graphs, to CUBIN for sm_80 and sm_90
-// with a real NVRTC (which runs ptxas). It runs when POOT_NVRTC names the
+// reference models, for the tiny synthesized model of every family (its
+// matrices stored as each of synthTypes that its shapes take), for the
+// GEMV and decoding cast of every weight dtype the target reads
+// (weightCases) and for random graphs, to CUBIN for sm_80 and sm_90 with
+// a real NVRTC (which runs ptxas). It runs when POOT_NVRTC names the
 // library, as scripts/cuda-compile.sh arranges.
 func TestNVRTCCompile(t *testing.T) {
 	path := os.Getenv("POOT_NVRTC")
@@ -75,17 +77,16 @@ func TestNVRTCCompile(t *testing.T) {
 			continue
 		}
 		families[p.Family] = true
-		for _, dt := range []poot.DType{poot.F32, poot.Q8_0} {
-			m, err := synth.Model(p.Family, p.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			file := filepath.Join(t.TempDir(), p.Family+".gguf")
-			if err := synth.Write(m, file, synth.Options{Type: dt, Seed: 1, Scale: 0.02}); err != nil {
-				t.Fatal(err)
+		for _, dt := range synthTypes {
+			file, ok := synthFile(t, p, dt, 1)
+			if !ok {
+				continue
 			}
 			mods = append(mods, modelModules(t, file)...)
 		}
+	}
+	for _, c := range weightCases(t) {
+		mods = append(mods, mustGenerate(t, c.g, c.String()))
 	}
 	for i := range 200 {
 		c := pootest.GenGraph().Example(i)

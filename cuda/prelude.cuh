@@ -92,6 +92,43 @@ static __device__ __forceinline__ float ld_q5_1(const u8* r, int k) {
   return (float)(nibble(b + 8, j) | fifth(b + 4, j)) * ld_half(b) + ld_half(b + 2);
 }
 
+// K-quants, super-blocks of 256 as GGUF stores them. Q4_K and Q5_K: the
+// 6-bit scale and min of sub-block s (of 32) packed in 12 bytes; byte l
+// of 64-element chunk c holds elements 64c+l (low nibble) and 64c+32+l
+// (high), so element j is in byte 32(j>>6) + (j&31), nibble (j>>5)&1.
+static __device__ __forceinline__ void k4_scale_min(const u8* s, int j, int* sc, int* m) {
+  if (j < 4) { *sc = s[j] & 63; *m = s[j + 4] & 63; }
+  else { *sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4); *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4); }
+}
+static __device__ __forceinline__ float ld_q4_k(const u8* r, int k) {
+  const u8* b = r + (k >> 8) * 144; int j = k & 255, s = j >> 5, sc, m;
+  k4_scale_min(b + 4, s, &sc, &m);
+  int q = (b[16 + 32 * (j >> 6) + (j & 31)] >> (4 * (s & 1))) & 15;
+  float d1 = ld_half(b) * (float)sc, o1 = ld_half(b + 2) * (float)m;
+  return d1 * (float)q - o1;
+}
+
+// Q5_K: Q4_K's layout with 32 bytes of fifth bits before the nibbles;
+// element j's is bit j>>5 (its sub-block) of byte j&31.
+static __device__ __forceinline__ float ld_q5_k(const u8* r, int k) {
+  const u8* b = r + (k >> 8) * 176; int j = k & 255, s = j >> 5, sc, m;
+  k4_scale_min(b + 4, s, &sc, &m);
+  int q = ((b[48 + 32 * (j >> 6) + (j & 31)] >> (4 * (s & 1))) & 15) | (((b[16 + (j & 31)] >> s) & 1) << 4);
+  float d1 = ld_half(b) * (float)sc, o1 = ld_half(b + 2) * (float)m;
+  return d1 * (float)q - o1;
+}
+// Q6_K: 128 bytes of low nibbles, 64 of top bit pairs, 16 int8 scales (one
+// a 16 elements), d last. In half h (of 128), quarter q (of 32), lane l:
+// the low nibble is in ql byte 64h + 32(q&1) + l (high nibble for q >= 2),
+// the top two bits at bit 2q of qh byte 32h + l; the quant is offset by 32.
+static __device__ __forceinline__ float ld_q6_k(const u8* r, int k) {
+  const u8* b = r + (k >> 8) * 210; int j = k & 255, h = j >> 7, q = (j >> 5) & 3, l = j & 31;
+  int lo = (b[64 * h + 32 * (q & 1) + l] >> (4 * (q >> 1))) & 15;
+  int hi = (b[128 + 32 * h + l] >> (2 * q)) & 3;
+  float ds = ld_half(b + 208) * (float)(signed char)b[192 + (j >> 4)];
+  return ds * (float)((lo | (hi << 4)) - 32);
+}
+
 // Reductions over a warp and over a block (whose size is a multiple of
 // 32); every thread gets the result, summed in a fixed order.
 static __device__ __forceinline__ float warp_sum(float v) {
