@@ -185,8 +185,12 @@ type CausalConv struct {
 	Taps             int
 }
 
-// Decay is "decay of X with bias Bias rate Rate".
-type Decay struct{ X, Bias, Rate string }
+// Decay is "decay of X with bias Bias [log] rate Rate"; LogRate says the
+// rate is −exp(Rate).
+type Decay struct {
+	X, Bias, Rate string
+	LogRate       bool
+}
 
 // GatedDelta is "gated delta of Q over K and V with [sigmoid] gate Gate
 // beta Beta decay Decay state State norm Norm with Heads heads Groups

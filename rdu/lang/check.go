@@ -347,15 +347,22 @@ func (c *checker) expr(e Expr) (Type, error) {
 		if err != nil {
 			return x, err
 		}
-		for _, n := range []string{e.Weight, e.State} {
+		if e.Taps < 2 {
+			return x, c.errf("a causal conv over %d taps", e.Taps)
+		}
+		for i, n := range []string{e.Weight, e.State} {
 			t, err := c.real(n)
 			if err != nil {
 				return x, err
 			}
-			if t.Rows != e.Taps || t.Cols != x.Cols {
-				return x, c.errf("%s is %v, want a %d by %d tensor", n, t, e.Taps, x.Cols)
+			if t.Rows != e.Taps-i || t.Cols != x.Cols {
+				return x, c.errf("%s is %v, want a %d by %d tensor", n, t, e.Taps-i, x.Cols)
 			}
 		}
+		if !c.declared[e.State] {
+			return x, c.errf("%s is computed by the program; only declared tensors are written", e.State)
+		}
+		c.written(e.State)
 		return x, nil
 	case Decay:
 		x, err := c.real(e.X)
@@ -499,7 +506,7 @@ func (c *checker) gatedDelta(e GatedDelta) (Type, error) {
 		e.Gate:  matrix(q.Rows, v.Cols),
 		e.Beta:  matrix(q.Rows, e.Heads),
 		e.Decay: matrix(q.Rows, e.Heads),
-		e.State: matrix(e.Heads*dk, dv),
+		e.State: matrix(e.Heads*dv, dk),
 		e.Norm:  matrix(1, dv),
 	}
 	for _, n := range []string{e.Gate, e.Beta, e.Decay, e.State, e.Norm} {
@@ -511,6 +518,10 @@ func (c *checker) gatedDelta(e GatedDelta) (Type, error) {
 			return q, c.errf("%s is %v, want %v", n, t, want[n])
 		}
 	}
+	if !c.declared[e.State] {
+		return q, c.errf("%s is computed by the program; only declared tensors are written", e.State)
+	}
+	c.written(e.State)
 	return matrix(q.Rows, v.Cols), nil
 }
 

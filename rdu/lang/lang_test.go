@@ -57,7 +57,7 @@ func TestEveryFormRoundTrips(t *testing.T) {
 			t.Errorf("%s: %v, want %v", name, got, want)
 		}
 	}
-	if got := strings.Join(typed.Written, " "); got != "toks Kc0 Vc0" {
+	if got := strings.Join(typed.Written, " "); got != "toks Kc0 Vc0 Cs0 St0" {
 		t.Errorf("written tensors %q", got)
 	}
 }

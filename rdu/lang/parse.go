@@ -17,7 +17,7 @@ func init() {
 		"chunks", "scaled", "capped", "at", "sinks", "swiglu", "gelu", "silu", "sigmoid", "argmax", "conv",
 		"state", "taps", "decay", "bias", "rate", "gated", "delta", "gate", "beta", "norm", "moe", "router",
 		"plus", "down", "choosing", "biased", "the", "top", "without", "renormalizing", "weighting",
-		"inputs", "using", "clamped", "slope", "matmul", "hadamard", "joined", "first", "last", "every", "after",
+		"inputs", "using", "clamped", "slope", "log", "matmul", "hadamard", "joined", "first", "last", "every", "after",
 	} {
 		keywords[w] = true
 	}
@@ -358,6 +358,7 @@ func (p *parser) expr() Expr {
 		e := Decay{X: p.name()}
 		p.expect("with", "bias")
 		e.Bias = p.name()
+		e.LogRate = p.accept("log")
 		p.expect("rate")
 		e.Rate = p.name()
 		return e

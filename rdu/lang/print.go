@@ -147,7 +147,11 @@ func FormatExpr(e Expr) string {
 	case CausalConv:
 		return fmt.Sprintf("causal conv of %s with weight %s state %s over %d taps", e.X, e.Weight, e.State, e.Taps)
 	case Decay:
-		return fmt.Sprintf("decay of %s with bias %s rate %s", e.X, e.Bias, e.Rate)
+		rate := "rate"
+		if e.LogRate {
+			rate = "log rate"
+		}
+		return fmt.Sprintf("decay of %s with bias %s %s %s", e.X, e.Bias, rate, e.Rate)
 	case GatedDelta:
 		gate := "gate"
 		if e.SigmoidGate {
