@@ -87,3 +87,8 @@ func (e *Reject) Unwrap() error { return e.Err }
 
 // Is makes the error an interp.ErrUnsupported, as StructureError is.
 func (e *Reject) Is(target error) bool { return target == interp.ErrUnsupported }
+
+// ErrRecurrent is a recurrent mixer (a causal convolution, a gated delta
+// rule) in a deployment that does not carry its state: the batched
+// deployment, whose sequences would each need their own state.
+var ErrRecurrent = errors.New("a recurrent mixer in a deployment that does not carry its state")

@@ -362,6 +362,11 @@ func (c *checker) expr(e Expr) (Type, error) {
 		if !c.declared[e.State] {
 			return x, c.errf("%s is computed by the program; only declared tensors are written", e.State)
 		}
+		if e.From != nil {
+			if err := c.index(*e.From, 0); err != nil {
+				return x, err
+			}
+		}
 		c.written(e.State)
 		return x, nil
 	case Decay:
@@ -480,6 +485,9 @@ func (c *checker) gatedDelta(e GatedDelta) (Type, error) {
 	if err != nil {
 		return q, err
 	}
+	if !(e.Epsilon > 0) || math.IsInf(e.Epsilon, 0) {
+		return q, c.errf("epsilon %v", e.Epsilon)
+	}
 	if e.Heads < 1 || e.Groups < 1 || e.Heads%e.Groups != 0 {
 		return q, c.errf("%d heads in %d groups", e.Heads, e.Groups)
 	}
@@ -520,6 +528,11 @@ func (c *checker) gatedDelta(e GatedDelta) (Type, error) {
 	}
 	if !c.declared[e.State] {
 		return q, c.errf("%s is computed by the program; only declared tensors are written", e.State)
+	}
+	if e.From != nil {
+		if err := c.index(*e.From, 0); err != nil {
+			return q, err
+		}
 	}
 	c.written(e.State)
 	return matrix(q.Rows, v.Cols), nil

@@ -308,6 +308,12 @@ func (m *Machine) eval(env map[string]value, e lang.Expr) (value, error) {
 		return out, nil
 	case lang.MoE:
 		return m.moe(env, e)
+	case lang.CausalConv:
+		return causalConv(env, e)
+	case lang.Decay:
+		return decay(env, e)
+	case lang.GatedDelta:
+		return gatedDelta(env, e)
 	}
 	return nil, fmt.Errorf("the simulator does not run %T statements yet", e)
 }

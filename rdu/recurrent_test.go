@@ -1,0 +1,64 @@
+package rdu
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/rdu/lang"
+	"github.com/pootlabs/poot/rdu/sim"
+)
+
+// TestRecurrentMixersLower: Qwen3-Next and Qwen3.5 (their tiny presets,
+// random weights, F32) lower to two kinds, the gated delta net layers and
+// the attention layer; their programs survive printing; and the decode
+// bundle certifies over several runs with logits within 1e-5 of the
+// oracle's.
+func TestRecurrentMixersLower(t *testing.T) {
+	for _, family := range []string{"qwen3next", "qwen35"} {
+		t.Run(family, func(t *testing.T) {
+			r := synthRef(t, family, poot.F32)
+			g, consts := r.step(t, 1, 24, families.LastToken)
+			b := r.lower(t, g, consts)
+			var got [][]int
+			for _, k := range b.Manifest.Kinds {
+				got = append(got, k.Layers)
+			}
+			if !reflect.DeepEqual(got, [][]int{{0, 2}, {1}}) {
+				t.Errorf("kinds %v, want [[0 2] [1]]", got)
+			}
+			for _, name := range b.Names() {
+				p := b.Programs[name]
+				q, err := lang.Parse(lang.Format(p))
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if !reflect.DeepEqual(p, q) {
+					t.Errorf("%s does not survive printing", name)
+				}
+			}
+			cert, err := Certify(b, g, consts, sim.Files{}, 6, DefaultTolerance)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cert.MaxDiff > 1e-5 || math.IsNaN(cert.MaxDiff) {
+				t.Errorf("max |Δlogit| %g, want ≤ 1e-5", cert.MaxDiff)
+			}
+			t.Logf("%d kinds; max |Δlogit| %.3g of %.3g over %d runs", len(b.Manifest.Kinds), cert.MaxDiff, cert.MaxLogit, cert.Steps)
+		})
+	}
+}
+
+// TestRecurrentBatchRefused: a batched step of a recurrent model is an
+// ErrRecurrent naming the mixer, never a bundle.
+func TestRecurrentBatchRefused(t *testing.T) {
+	r := synthRef(t, "qwen35", poot.F32)
+	g, consts := r.stepRows(t, 2, 1, 16, families.LastToken)
+	_, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Checkpoint: r.c.Path(), Consts: consts})
+	if !errors.Is(err, ErrRecurrent) {
+		t.Fatalf("got %v, want ErrRecurrent", err)
+	}
+}
