@@ -46,6 +46,8 @@ type declared struct {
 	// contraction says a product reads the weight (as stored, so a Q8_0
 	// weight stays Q8_0).
 	contraction bool
+	// recurrent marks a recurrent mixer's state (bindState).
+	recurrent bool
 }
 
 // lifted is one program as written for one layer (or the embedding, or

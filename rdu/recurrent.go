@@ -116,7 +116,7 @@ func (l *lifter) recurrentState(id, next poot.ValueID) (string, *lang.Index) {
 		rows *= d
 	}
 	name := l.n.fresh(stateBase(val.Name, l.layer))
-	l.declare(name, rows, t.Shape[len(t.Shape)-1], lang.Real, declared{kind: bindState, value: st})
+	l.declare(name, rows, t.Shape[len(t.Shape)-1], lang.Real, declared{kind: bindState, value: st, recurrent: true})
 	l.names[st] = name
 	l.names[next] = name
 	l.stateCur[st] = next

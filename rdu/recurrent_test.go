@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/pootlabs/poot"
@@ -52,13 +53,47 @@ func TestRecurrentMixersLower(t *testing.T) {
 	}
 }
 
-// TestRecurrentBatchRefused: a batched step of a recurrent model is an
-// ErrRecurrent naming the mixer, never a bundle.
-func TestRecurrentBatchRefused(t *testing.T) {
+// TestRecurrentDeploymentsRefused: a batched or a tensor-parallel
+// deployment of a recurrent model is a typed refusal naming why, never a
+// bundle.
+func TestRecurrentDeploymentsRefused(t *testing.T) {
 	r := synthRef(t, "qwen35", poot.F32)
-	g, consts := r.stepRows(t, 2, 1, 16, families.LastToken)
-	_, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Checkpoint: r.c.Path(), Consts: consts})
-	if !errors.Is(err, ErrRecurrent) {
-		t.Fatalf("got %v, want ErrRecurrent", err)
+	g, consts := r.stepRows(t, 2, 1, 16, families.AllTokens)
+	_, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, Deployment: Batched})
+	if !errors.Is(err, ErrRecurrent) || !strings.Contains(err.Error(), "mixer over 2 sequences") {
+		t.Errorf("batched: got %v, want ErrRecurrent", err)
+	}
+	g, consts = r.step(t, 1, 16, families.LastToken)
+	_, err = Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, TP: 2})
+	var tpe *TPError
+	if !errors.As(err, &tpe) {
+		t.Errorf("tensor-parallel: got %v, want a *TPError", err)
+	}
+}
+
+// TestRecurrentPrefill: a chunk of a recurrent model lowers as the prefill
+// deployment (the chunk's rows through the convolution and the delta rule
+// in order) and certifies against the oracle, each kind and the whole
+// bundle.
+func TestRecurrentPrefill(t *testing.T) {
+	for _, family := range []string{"qwen35"} {
+		r := synthRef(t, family, poot.F32)
+		g, consts := r.step(t, 5, 32, families.LastToken)
+		b, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, Deployment: Prefill})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := sim.New(b, sim.Files{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := CertifyKinds(m, g, consts, 3, DefaultTolerance); err != nil {
+			t.Fatal(err)
+		}
+		cert, err := Certify(b, g, consts, sim.Files{}, 3, DefaultTolerance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s prefill: max |Δlogit| %.3g of %.3g", family, cert.MaxDiff, cert.MaxLogit)
 	}
 }
