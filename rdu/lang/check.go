@@ -610,6 +610,9 @@ func (c *checker) binary(e Binary) (Type, error) {
 		}
 		return matrix(a.Rows, h*b.Cols), nil
 	case Plus, Hadamard:
+		if e.Op == Hadamard && b.Cols == 1 && b.Rows == a.Rows {
+			return a, nil // one column standing for every column
+		}
 		if a.Cols != b.Cols || b.Rows != a.Rows && b.Rows != 1 {
 			return a, c.errf("%s (%v) %v %s (%v)", e.A, a, e.Op, e.B, b)
 		}

@@ -119,7 +119,8 @@
 //   - a matmul b is the matrix product (a: R by K, b: K by N); across N heads
 //     a's columns and b's rows are cut into N blocks multiplied pairwise and
 //     joined. plus and hadamard are elementwise, the right operand of one
-//     row standing for every row. joined with puts b's columns after a's
+//     row standing for every row (of hadamard, also one column of as many
+//     rows standing for every column). joined with puts b's columns after a's
 //     (across N heads: head by head). scaled by multiplies by the number;
 //     capped at c is c·tanh(x/c).
 //   - row p of X is X's p-th row; rows t of X the rows an Int tensor t
