@@ -76,7 +76,7 @@ func TestRecurrentDeploymentsRefused(t *testing.T) {
 // in order) and certifies against the oracle, each kind and the whole
 // bundle.
 func TestRecurrentPrefill(t *testing.T) {
-	for _, family := range []string{"qwen35"} {
+	for _, family := range []string{"qwen3next", "qwen35"} {
 		r := synthRef(t, family, poot.F32)
 		g, consts := r.step(t, 5, 32, families.LastToken)
 		b, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, Deployment: Prefill})
@@ -95,5 +95,43 @@ func TestRecurrentPrefill(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("%s prefill: max |Δlogit| %.3g of %.3g", family, cert.MaxDiff, cert.MaxLogit)
+	}
+}
+
+// TestRecurrentStateResets: a run at position 0 reads the recurrent states
+// as zeros whatever earlier runs left in them, so a second sequence's first
+// token gives the first sequence's logits exactly, and a later position
+// carries the state (its logits differ from a fresh start's).
+func TestRecurrentStateResets(t *testing.T) {
+	r := synthRef(t, "qwen3next", poot.F32)
+	g, consts := r.step(t, 1, 16, families.LastToken)
+	b := r.lower(t, g, consts)
+	m, err := sim.New(b, sim.Files{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := m.Step(7, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]float32(nil), first.Logits...)
+	for p, tok := range []int{3, 9, 11} {
+		if _, err := m.Step(tok, p+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	carried, err := m.Step(7, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.DeepEqual(carried.Logits, want) {
+		t.Errorf("token 7 at position 4 gives the logits of a fresh start: the state is not carried")
+	}
+	again, err := m.Step(7, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again.Logits, want) {
+		t.Errorf("a new sequence's first token does not reproduce the first run's logits")
 	}
 }
