@@ -454,7 +454,7 @@ func TestInterpreterDeployments(t *testing.T) {
 	for _, c := range []struct {
 		family string
 		want   string
-	}{{"llama", Prefill}, {"llama4", Decode}} {
+	}{{"llama", Prefill}, {"llama4", Decode}, {"qwen3next", Prefill}, {"qwen35", Prefill}} {
 		r := synthRef(t, c.family, poot.F32)
 		g, consts := r.step(t, 4, 16, families.AllTokens)
 		exe, err := Interpreter{}.Compile(g, consts)
