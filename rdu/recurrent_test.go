@@ -53,6 +53,28 @@ func TestRecurrentMixersLower(t *testing.T) {
 	}
 }
 
+// TestRecurrentRenaming: each delta-rule layer's program is its kind's
+// program renamed, its states bound to the layer's own.
+func TestRecurrentRenaming(t *testing.T) {
+	for _, f := range []string{"qwen3next", "qwen35"} {
+		t.Run(f, func(t *testing.T) { checkRenaming(t, f, 1) })
+	}
+}
+
+// TestRecurrentQ8_0: with Q8_0 matrices the decode bundle still certifies
+// (the conv filters and the per-head rows stay F32).
+func TestRecurrentQ8_0(t *testing.T) {
+	for _, family := range []string{"qwen3next", "qwen35"} {
+		r := synthRef(t, family, poot.Q8_0)
+		g, consts := r.step(t, 1, 24, families.LastToken)
+		cert, err := Certify(r.lower(t, g, consts), g, consts, sim.Files{}, 4, DefaultTolerance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s Q8_0: max |Δlogit| %.3g of %.3g", family, cert.MaxDiff, cert.MaxLogit)
+	}
+}
+
 // TestRecurrentDeploymentsRefused: a batched or a tensor-parallel
 // deployment of a recurrent model is a typed refusal naming why, never a
 // bundle.
