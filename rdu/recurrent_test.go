@@ -88,9 +88,10 @@ func TestRecurrentDeploymentsRefused(t *testing.T) {
 	g, consts = r.step(t, 1, 16, families.LastToken)
 	_, err = Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, TP: 2})
 	var tpe *TPError
-	if !errors.As(err, &tpe) {
-		t.Errorf("tensor-parallel: got %v, want a *TPError", err)
+	if !errors.As(err, &tpe) || !strings.Contains(err.Error(), "recurrent mixer") {
+		t.Errorf("tensor-parallel: got %v, want a *TPError naming the recurrent mixer", err)
 	}
+	t.Log(err)
 }
 
 // TestRecurrentPrefill: a chunk of a recurrent model lowers as the prefill
