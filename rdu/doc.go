@@ -65,9 +65,10 @@
 // projections into heads (a reshape, a slice of one axis, a reshape back:
 // Qwen3-Next's query and gate, its q, k, v and z, its beta and alpha) are
 // columns. Such a model lowers to two kinds, its delta-rule layers and its
-// attention layers, as the decode and the prefill deployments; a batched
-// deployment is an ErrRecurrent (a state a sequence is not written), a
-// tensor-parallel one a *TPError. Whatever the language cannot write is a
+// attention layers, as the decode, the prefill and the batched
+// deployments (batched: the convolution and the delta rule written once a
+// sequence over its block of the states, Cconv0_s1 from position pos_s1);
+// a tensor-parallel one is a *TPError. Whatever the language cannot write is a
 // *Reject naming the program, the statement, its binder and the reason;
 // nothing is approximated.
 //

@@ -189,78 +189,91 @@ func (l *lifter) stateResets() (resets map[poot.ValueID]poot.ValueID, skip map[p
 
 // recurrent lifts the recurrent composites.
 func (l *lifter) recurrent(c poot.Composite) {
-	g, v := l.v.g, l.v
 	op := func(i int) poot.ValueID { return c.Operands[i] }
 	res := c.Results[0]
-	a := c.Attrs
-	if l.low.batch > 0 {
-		l.preview(res, c.Name)
-		l.reject(ErrRecurrent, "the %s mixer over %d sequences", c.Name, l.low.batch)
-	}
-	switch c.Name {
-	case "gated_delta_decay":
+	if c.Name == "gated_delta_decay" {
 		l.preview(res, "dc")
 		x := l.ref(op(0))
 		l.cols(op(0))
-		logRate, _ := a.Bool("log_rate")
+		logRate, _ := c.Attrs.Bool("log_rate")
 		bias, rate := l.weight(op(1), formRow), l.weight(op(2), formRow)
 		l.emit(lang.Let{Name: l.bind(res, "dc"), Expr: lang.Decay{X: x, Bias: bias, Rate: rate, LogRate: logRate}})
+		return
+	}
+	if l.low.batch > 0 {
+		l.recurrentSeqs(c)
+		return
+	}
+	switch c.Name {
 	case "causal_conv":
 		l.preview(res, "cv")
 		x := l.ref(op(0))
-		cols := l.cols(op(0))
 		if op(3) >= 0 {
 			l.reject(ErrUnliftable, "a causal conv with a bias")
 		}
-		wv := op(2)
-		if p := v.prod[wv]; p >= 0 && v.eqns[p].Op == poot.Transpose && len(v.eqns[p].Params.Perm) == 2 && v.eqns[p].Params.Perm[0] == 1 {
-			wv = v.eqns[p].Inputs[0]
-		} else {
-			l.reject(ErrUnliftable, "a causal conv whose filter is not stored one channel a row")
-		}
-		k, ok := l.constOf(wv)
-		if !ok {
-			l.reject(ErrUnliftable, "a causal conv whose filter is computed")
-		}
-		taps := g.Type(k).Shape[1]
-		if g.Type(k).Shape[0] != cols || taps < 2 {
-			l.reject(ErrUnliftable, "a filter %v for %d channels", g.Type(k), cols)
-		}
-		w := l.weight(wv, formMatrix)
+		w, taps := l.convFilter(op(2), l.cols(op(0)))
 		s, from := l.recurrentState(op(1), c.Results[1])
 		l.emit(lang.Let{Name: l.bind(res, "cv"), Expr: lang.CausalConv{X: x, Weight: w, State: s, From: from, Taps: taps}})
 	case "gated_delta":
 		l.preview(res, "gd")
-		hk, _ := a.Int("key_heads")
-		hv, _ := a.Int("value_heads")
-		tiled, _ := a.Bool("tiled_heads")
-		scale, _ := a.Float("scale")
-		l2, _ := a.Float("l2_eps")
-		ne, _ := a.Float("norm_eps")
-		q, k, vv := l.ref(op(0)), l.ref(op(1)), l.ref(op(2))
-		qc := l.cols(op(0))
-		l.cols(op(2))
-		if hk < 1 || hv < 1 || hv%hk != 0 || qc%hk != 0 {
-			l.reject(ErrUnliftable, "a gated delta rule of %d key and %d value heads over %d columns", hk, hv, qc)
-		}
-		if dk := qc / hk; scale != 0 && scale != 1/math.Sqrt(float64(dk)) {
-			l.reject(ErrUnliftable, "a query scale of %v (the statement scales by 1/sqrt(%d))", scale, dk)
-		}
-		if l2 == 0 {
-			l2 = 1e-6
-		}
-		if l2 != ne || !(l2 > 0) || math.IsInf(l2, 0) {
-			l.reject(ErrEpsilon, "L2 epsilon %v and norm epsilon %v (the statement has one)", l2, ne)
-		}
-		gd, beta, z := l.ref(op(3)), l.ref(op(4)), l.ref(op(5))
-		if op(6) < 0 {
-			l.reject(ErrUnliftable, "a gated delta rule without its norm's weight")
-		}
-		norm := l.weight(op(6), formRow)
-		s, from := l.recurrentState(op(7), c.Results[1])
-		l.emit(lang.Let{Name: l.bind(res, "gd"), Expr: lang.GatedDelta{Q: q, K: k, V: vv, Gate: z, Beta: beta, Decay: gd,
-			State: s, From: from, Norm: norm, Epsilon: l2, Heads: hv, Groups: hk, Tiled: tiled && hk != hv}})
+		e := l.deltaForm(c)
+		e.Q, e.K, e.V = l.ref(op(0)), l.ref(op(1)), l.ref(op(2))
+		e.Decay, e.Beta, e.Gate = l.ref(op(3)), l.ref(op(4)), l.ref(op(5))
+		e.Norm = l.weight(op(6), formRow)
+		e.State, e.From = l.recurrentState(op(7), c.Results[1])
+		l.emit(lang.Let{Name: l.bind(res, "gd"), Expr: e})
 	}
+}
+
+// convFilter declares a causal conv's filter, stored one channel a row
+// and read one tap a row, and returns its name and its taps.
+func (l *lifter) convFilter(wv poot.ValueID, cols int) (string, int) {
+	v, g := l.v, l.v.g
+	if p := v.prod[wv]; p >= 0 && v.eqns[p].Op == poot.Transpose && len(v.eqns[p].Params.Perm) == 2 && v.eqns[p].Params.Perm[0] == 1 {
+		wv = v.eqns[p].Inputs[0]
+	} else {
+		l.reject(ErrUnliftable, "a causal conv whose filter is not stored one channel a row")
+	}
+	k, ok := l.constOf(wv)
+	if !ok {
+		l.reject(ErrUnliftable, "a causal conv whose filter is computed")
+	}
+	taps := g.Type(k).Shape[1]
+	if g.Type(k).Shape[0] != cols || taps < 2 {
+		l.reject(ErrUnliftable, "a filter %v for %d channels", g.Type(k), cols)
+	}
+	return l.weight(wv, formMatrix), taps
+}
+
+// deltaForm checks a gated_delta record's attributes and returns the
+// statement's clauses (heads, groups, tiling, epsilon).
+func (l *lifter) deltaForm(c poot.Composite) lang.GatedDelta {
+	a := c.Attrs
+	hk, _ := a.Int("key_heads")
+	hv, _ := a.Int("value_heads")
+	tiled, _ := a.Bool("tiled_heads")
+	scale, _ := a.Float("scale")
+	l2, _ := a.Float("l2_eps")
+	ne, _ := a.Float("norm_eps")
+	qc := l.v.g.Type(c.Operands[0]).Shape[1]
+	l.cols(c.Operands[0])
+	l.cols(c.Operands[2])
+	if hk < 1 || hv < 1 || hv%hk != 0 || qc%hk != 0 {
+		l.reject(ErrUnliftable, "a gated delta rule of %d key and %d value heads over %d columns", hk, hv, qc)
+	}
+	if dk := qc / hk; scale != 0 && scale != 1/math.Sqrt(float64(dk)) {
+		l.reject(ErrUnliftable, "a query scale of %v (the statement scales by 1/sqrt(%d))", scale, dk)
+	}
+	if l2 == 0 {
+		l2 = 1e-6
+	}
+	if l2 != ne || !(l2 > 0) || math.IsInf(l2, 0) {
+		l.reject(ErrEpsilon, "L2 epsilon %v and norm epsilon %v (the statement has one)", l2, ne)
+	}
+	if c.Operands[6] < 0 {
+		l.reject(ErrUnliftable, "a gated delta rule without its norm's weight")
+	}
+	return lang.GatedDelta{Heads: hv, Groups: hk, Tiled: tiled && hk != hv, Epsilon: l2}
 }
 
 // isView says a value is a strided column view of a projection (Qwen3-Next's
@@ -276,4 +289,72 @@ func (l *lifter) isView(id poot.ValueID) bool {
 	}
 	c := l.v.top(p)
 	return c.Name == "linear" && len(c.Results) == 1 && c.Results[0] == l.root(s.x)
+}
+
+// recurrentStates declares sequence b's block of a recurrent state for
+// each sequence of a batched program, and carries them to the statement's
+// new state; it returns the names and each sequence's reset clause.
+func (l *lifter) recurrentStates(id, next poot.ValueID) ([]string, []*lang.Index) {
+	st := l.root(id)
+	reset := false
+	if s, ok := l.resets[st]; ok {
+		st, reset = s, true
+	}
+	val := l.v.g.Value(st)
+	if val.Kind != poot.State {
+		l.reject(ErrUnliftable, "a recurrent state that is not a state of the step")
+	}
+	if _, seen := l.stateCur[st]; seen || l.split[st] != nil {
+		l.reject(ErrUnliftable, "the state %q is read twice", val.Name)
+	}
+	t := val.Type
+	r := l.low.batch
+	if len(t.Shape) < 3 || t.DType != poot.F32 || t.Shape[0] != r {
+		l.reject(ErrRecurrent, "state %q is %v, not one block a sequence of %d", val.Name, t, r)
+	}
+	rows := 1
+	for _, d := range t.Shape[1 : len(t.Shape)-1] {
+		rows *= d
+	}
+	names, froms := make([]string, r), make([]*lang.Index, r)
+	for b := range names {
+		names[b] = l.n.freshSeq(stateBase(val.Name, l.layer), b)
+		l.declare(names[b], rows, t.Shape[len(t.Shape)-1], lang.Real, declared{kind: bindState, value: st, row: b * rows, recurrent: true})
+		if reset {
+			froms[b] = &lang.Index{Name: l.seqPos(b)}
+		}
+	}
+	l.split[st], l.split[next] = names, names
+	l.stateCur[st] = next
+	return names, froms
+}
+
+// recurrentSeqs writes a recurrent composite of a batched program: the
+// convolution and the delta rule once a sequence, over its own state.
+func (l *lifter) recurrentSeqs(c poot.Composite) {
+	op := func(i int) poot.ValueID { return c.Operands[i] }
+	res := c.Results[0]
+	switch c.Name {
+	case "causal_conv":
+		l.preview(res, "cv")
+		if op(3) >= 0 {
+			l.reject(ErrUnliftable, "a causal conv with a bias")
+		}
+		w, taps := l.convFilter(op(2), l.cols(op(0)))
+		states, froms := l.recurrentStates(op(1), c.Results[1])
+		for b, name := range l.bindSeqs(res, "cv") {
+			l.emit(lang.Let{Name: name, Expr: lang.CausalConv{X: l.seq(op(0), b), Weight: w, State: states[b], From: froms[b], Taps: taps}})
+		}
+	case "gated_delta":
+		l.preview(res, "gd")
+		e := l.deltaForm(c)
+		norm := l.weight(op(6), formRow)
+		states, froms := l.recurrentStates(op(7), c.Results[1])
+		for b, name := range l.bindSeqs(res, "gd") {
+			f := e
+			f.Q, f.K, f.V, f.Decay, f.Beta, f.Gate = l.seq(op(0), b), l.seq(op(1), b), l.seq(op(2), b), l.seq(op(3), b), l.seq(op(4), b), l.seq(op(5), b)
+			f.State, f.From, f.Norm = states[b], froms[b], norm
+			l.emit(lang.Let{Name: name, Expr: f})
+		}
+	}
 }

@@ -75,23 +75,52 @@ func TestRecurrentQ8_0(t *testing.T) {
 	}
 }
 
-// TestRecurrentDeploymentsRefused: a batched or a tensor-parallel
-// deployment of a recurrent model is a typed refusal naming why, never a
-// bundle.
-func TestRecurrentDeploymentsRefused(t *testing.T) {
-	r := synthRef(t, "qwen35", poot.F32)
-	g, consts := r.stepRows(t, 2, 1, 16, families.AllTokens)
-	_, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, Deployment: Batched})
-	if !errors.Is(err, ErrRecurrent) || !strings.Contains(err.Error(), "mixer over 2 sequences") {
-		t.Errorf("batched: got %v, want ErrRecurrent", err)
+// TestRecurrentBatched: a batched step of a recurrent model lowers to the
+// batched deployment, each sequence's convolution and delta rule over its
+// own block of the states, and certifies against the oracle, each kind and
+// the whole bundle (within DefaultTolerance: the oracle's batched expert
+// mixture sums in another order).
+func TestRecurrentBatched(t *testing.T) {
+	for _, family := range []string{"qwen3next", "qwen35"} {
+		t.Run(family, func(t *testing.T) {
+			r := synthRef(t, family, poot.F32)
+			g, consts := r.stepRows(t, 3, 1, 16, families.AllTokens)
+			b, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, Deployment: Batched})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := lang.Format(b.Programs["kind0"])
+			for _, want := range []string{"from position pos_s2", "_s2 from position pos_s2 norm"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("the batched delta-rule program lacks %q:\n%s", want, text)
+				}
+			}
+			m, err := sim.New(b, sim.Files{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := CertifyKinds(m, g, consts, 2, DefaultTolerance); err != nil {
+				t.Fatal(err)
+			}
+			cert, err := CertifyMachine(m, g, consts, 3, DefaultTolerance)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s batched (3 sequences): max |Δlogit| %.3g of %.3g", family, cert.MaxDiff, cert.MaxLogit)
+		})
 	}
-	g, consts = r.step(t, 1, 16, families.LastToken)
-	_, err = Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, TP: 2})
+}
+
+// TestRecurrentTPRefused: a tensor-parallel deployment of a recurrent
+// model is a *TPError naming the mixer, never a bundle.
+func TestRecurrentTPRefused(t *testing.T) {
+	r := synthRef(t, "qwen35", poot.F32)
+	g, consts := r.step(t, 1, 16, families.LastToken)
+	_, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, TP: 2})
 	var tpe *TPError
 	if !errors.As(err, &tpe) || !strings.Contains(err.Error(), "recurrent mixer") {
 		t.Errorf("tensor-parallel: got %v, want a *TPError naming the recurrent mixer", err)
 	}
-	t.Log(err)
 }
 
 // TestRecurrentPrefill: a chunk of a recurrent model lowers as the prefill

@@ -171,7 +171,7 @@ func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bo
 		return nil
 	case bundle.SourceState:
 		if b.Recurrent {
-			if ty.Scalar || ty.Elem != lang.Real || b.State == "" || b.Row != 0 || b.Cols != 0 || m.Deployment.TP != 0 {
+			if ty.Scalar || ty.Elem != lang.Real || b.State == "" || b.Row < 0 || b.Row%max(ty.Rows, 1) != 0 || b.Cols != 0 || m.Deployment.TP != 0 {
 				return fmt.Errorf("recurrent state %q declared %v (from row %d, columns %d) in a deployment over %d chips", b.State, ty, b.Row, b.Cols, m.Deployment.TP)
 			}
 			return nil
