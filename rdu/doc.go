@@ -67,10 +67,11 @@
 // columns. Such a model lowers to two kinds, its delta-rule layers and its
 // attention layers, as the decode, the prefill and the batched
 // deployments (batched: the convolution and the delta rule written once a
-// sequence over its block of the states, Cconv0_s1 from position pos_s1);
-// a tensor-parallel one is a *TPError. Whatever the language cannot write is a
-// *Reject naming the program, the statement, its binder and the reason;
-// nothing is approximated.
+// sequence over its block of the states, Scacheconv0_s1 from position
+// pos_s1); a tensor-parallel one is a *TPError.
+//
+// Whatever the language cannot write is a *Reject naming the program, the
+// statement, its binder and the reason; nothing is approximated.
 //
 // A bundle is certified ([CertifyKinds], [Certify]) by package rdu/sim,
 // which runs it from the language's definition alone, against the oracle
