@@ -3,12 +3,16 @@ package rdu
 import (
 	"errors"
 	"math"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/rdu/lang"
 	"github.com/pootlabs/poot/rdu/sim"
 )
@@ -185,5 +189,55 @@ func TestRecurrentStateResets(t *testing.T) {
 	}
 	if !reflect.DeepEqual(again.Logits, want) {
 		t.Errorf("a new sequence's first token does not reproduce the first run's logits")
+	}
+}
+
+// TestRecurrentSafetensors: a Hugging Face checkpoint of Qwen3.5 (F32,
+// whose decay stores A_log: the "log rate" form) lowers to the two kinds
+// and certifies within 1e-5 of the oracle, relative to the largest logit.
+// (Qwen3-Next's Hugging Face experts are stacked at load, which no byte
+// range binds: a refusal of the expert binding, not of the mixer.)
+func TestRecurrentSafetensors(t *testing.T) {
+	for _, family := range []string{"qwen35"} {
+		t.Run(family, func(t *testing.T) {
+			p, err := synth.FindPreset(family, "tiny")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := synth.Model(p.Family, p.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "hf")
+			if err := synth.Write(m, dir, synth.Options{Format: "safetensors", Type: poot.F32, Seed: 3}); err != nil {
+				t.Fatal(err)
+			}
+			c, err := load.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			mm, err := registry.FromCheckpoint(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &refModel{c: c, m: mm}
+			g, consts := r.step(t, 1, 16, families.LastToken)
+			b := r.lower(t, g, consts)
+			if len(b.Manifest.Kinds) != 2 {
+				t.Errorf("%d kinds, want 2", len(b.Manifest.Kinds))
+			}
+			if text := lang.Format(b.Programs["kind0"]); !strings.Contains(text, " log rate ") {
+				t.Errorf("the delta-rule program has no log rate:\n%s", text)
+			}
+			cert, err := Certify(b, g, consts, sim.Files{}, 4, DefaultTolerance)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cert.MaxDiff > 1e-5*math.Max(1, cert.MaxLogit) || math.IsNaN(cert.MaxDiff) {
+				t.Errorf("max |Δlogit| %g of %g, want ≤ 1e-5 relative", cert.MaxDiff, cert.MaxLogit)
+			}
+			t.Logf("%s safetensors: max |Δlogit| %.3g of %.3g", family, cert.MaxDiff, cert.MaxLogit)
+		})
 	}
 }
