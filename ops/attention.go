@@ -235,5 +235,5 @@ func CachedAttention[B any](b *poot.Builder[B], q, k, v, kCache, vCache, pos, ma
 // OutputGate returns ctx · sigmoid(gate), elementwise, for gated attention
 // (Qwen3-Next): gate has ctx's shape.
 func OutputGate[B any](b *poot.Builder[B], ctx, gate poot.Traced[B]) poot.Traced[B] {
-	return scoped(b, "output_gate", func() poot.Traced[B] { return b.Mul(ctx, sigmoid(b, gate)) })
+	return scoped(b, "output_gate", func() poot.Traced[B] { return b.Mul(ctx, Sigmoid(b, gate)) })
 }

@@ -150,21 +150,31 @@ func GatedRMSNorm[B any](b *poot.Builder[B], x, z, w poot.Traced[B], heads int, 
 // GatedDeltaDecay is the log decay of the gated delta rule (and of
 // Mamba2): g = -exp(aLog) · softplus(a + dtBias), for a [T, H] and the
 // per-head aLog and dtBias [H]. exp(g) lies in (0, 1].
+//
+// It is recorded as the composite gated_delta_decay over (a, dtBias,
+// aLog) with log_rate true.
 func GatedDeltaDecay[B any](b *poot.Builder[B], a, dtBias, aLog poot.Traced[B]) poot.Traced[B] {
-	return scoped(b, "gated_delta_decay", func() poot.Traced[B] {
-		return GatedDeltaDecayRate(b, a, dtBias, b.Neg(b.Exp(AsF32(b, aLog))))
+	return composite(b, "gated_delta_decay", poot.Attrs{attr("log_rate", true)}, in(a, dtBias, aLog), func() poot.Traced[B] {
+		return decayRate(b, a, dtBias, b.Neg(b.Exp(AsF32(b, aLog))))
 	})
 }
 
 // GatedDeltaDecayRate is the same log decay from the rate itself:
 // g = rate · softplus(a + dtBias), rate [H] the negative A = -exp(A_log)
 // that llama.cpp's converter stores (ssm_a).
+// It is recorded as the composite gated_delta_decay over (a, dtBias,
+// rate) with log_rate false.
 func GatedDeltaDecayRate[B any](b *poot.Builder[B], a, dtBias, rate poot.Traced[B]) poot.Traced[B] {
-	return scoped(b, "gated_delta_decay", func() poot.Traced[B] {
-		t := b.Dim(a, 0)
-		sp := softplus(b, b.Add(a, broadcastRow(b, AsF32(b, dtBias), t)))
-		return b.Mul(broadcastRow(b, AsF32(b, rate), t), sp)
+	return composite(b, "gated_delta_decay", poot.Attrs{attr("log_rate", false)}, in(a, dtBias, rate), func() poot.Traced[B] {
+		return decayRate(b, a, dtBias, rate)
 	})
+}
+
+// decayRate is rate · softplus(a + dtBias), the body of both decays.
+func decayRate[B any](b *poot.Builder[B], a, dtBias, rate poot.Traced[B]) poot.Traced[B] {
+	t := b.Dim(a, 0)
+	sp := softplus(b, b.Add(a, broadcastRow(b, AsF32(b, dtBias), t)))
+	return b.Mul(broadcastRow(b, AsF32(b, rate), t), sp)
 }
 
 // softplus is log(1+exp(x)), written max(x, 0) + log(1 + exp(-|x|)) so
@@ -510,7 +520,7 @@ func GatedDeltaMix[B any](b *poot.Builder[B], qkv, z, g, beta, conv, norm poot.T
 		kd := (b.Dim(qkv, -1) - vd) / 2
 		var y poot.Traced[B]
 		y, next.Conv = CausalConv1D(b, qkv, st.Conv, conv, poot.Traced[B]{})
-		parts := SplitColumns(b, silu(b, y), kd, kd, vd)
+		parts := SplitColumns(b, SiLU(b, y), kd, kd, vd)
 		o, next.Delta = GatedDelta(b, parts[0], parts[1], parts[2], g, beta, z, norm, st.Delta, cfg)
 	})
 	return o, next

@@ -53,9 +53,25 @@
 // with its attributes as clauses, and the primitives between them
 // (residual additions, parallel residuals, embedding scales, biases, the
 // columns of a fused QKV projection, cache writes) become the language's
-// primitive forms. Whatever the language cannot write is a
-// *Reject naming the program, the statement, its binder and the reason;
-// nothing is approximated.
+// primitive forms.
+//
+// The recurrent mixer of Qwen3-Next and Qwen3.5 lifts to its statements:
+// the causal_conv record to "causal conv", gated_delta_decay to "decay",
+// and gated_delta (the delta rule with its query and key L2 norms, its
+// gated norm and its output gate) to "gated delta"; their states, the
+// convolution's window and the rule's Hv·Dv by Dk matrices, are bound as
+// recurrent states, and the step's reset of them at a sequence's start is
+// the statements' "from position" clause. The strided cuts of fused
+// projections into heads (a reshape, a slice of one axis, a reshape back:
+// Qwen3-Next's query and gate, its q, k, v and z, its beta and alpha) are
+// columns. Such a model lowers to two kinds, its delta-rule layers and its
+// attention layers, as the decode, the prefill and the batched
+// deployments (batched: the convolution and the delta rule written once a
+// sequence over its block of the states, Scacheconv0_s1 from position
+// pos_s1); a tensor-parallel one is a *TPError.
+//
+// Whatever the language cannot write is a *Reject naming the program, the
+// statement, its binder and the reason; nothing is approximated.
 //
 // A bundle is certified ([CertifyKinds], [Certify]) by package rdu/sim,
 // which runs it from the language's definition alone, against the oracle

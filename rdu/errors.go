@@ -87,3 +87,8 @@ func (e *Reject) Unwrap() error { return e.Err }
 
 // Is makes the error an interp.ErrUnsupported, as StructureError is.
 func (e *Reject) Is(target error) bool { return target == interp.ErrUnsupported }
+
+// ErrRecurrent is a recurrent mixer (a causal convolution, a gated delta
+// rule) whose state a deployment cannot carry: a batched step's state
+// that is not one block a sequence.
+var ErrRecurrent = errors.New("a recurrent mixer in a deployment that does not carry its state")

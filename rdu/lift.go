@@ -46,6 +46,8 @@ type declared struct {
 	// contraction says a product reads the weight (as stored, so a Q8_0
 	// weight stays Q8_0).
 	contraction bool
+	// recurrent marks a recurrent mixer's state (bindState).
+	recurrent bool
 }
 
 // lifted is one program as written for one layer (or the embedding, or
@@ -93,6 +95,22 @@ type lifter struct {
 	lastRow map[poot.ValueID]bool // the head's selection of the last row (prefill)
 	res     *lifted
 	binder  string // the binder of the statement being written, for rejections
+	// views and viewOut are the strided column views: the inner values,
+	// which write no statement, and the outer ones, which write columns.
+	views   map[poot.ValueID]bool
+	viewOut map[poot.ValueID]strided
+	// resets maps a state read as zeros where a sequence starts to the
+	// state; resetCone holds the values of the reset, which write no
+	// statement.
+	resets    map[poot.ValueID]poot.ValueID
+	resetCone map[poot.ValueID]bool
+}
+
+// insideDelta says a composite is the gated delta rule of a gated delta
+// mixer.
+func (l *lifter) insideDelta(c poot.CompositeID) bool {
+	p := l.v.comp(c).Parent
+	return l.v.comp(c).Name == "gated_delta_rule" && p != 0 && l.v.comp(p).Name == "gated_delta"
 }
 
 type rejection struct {
@@ -124,6 +142,8 @@ func (low *lowering) lift(name string, eqns []int, layer int, out poot.ValueID) 
 	}
 	l.unsupportedMixers()
 	l.findAliases()
+	l.views, l.viewOut = l.stridedViews()
+	l.resets, l.resetCone = l.stateResets()
 	skip := l.maskCone()
 	for k := 0; k < len(eqns); {
 		i := eqns[k]
@@ -151,11 +171,10 @@ func (low *lowering) lift(name string, eqns []int, layer int, out poot.ValueID) 
 	return l.res, nil
 }
 
-// notLowered are the mixers whose statements the language has (causal
-// conv, decay, gated delta) or a form for, but which this lowering does not
-// lift yet.
-var notLowered = map[string]bool{"causal_conv": true, "gated_delta": true, "gated_delta_rule": true,
-	"mamba2_ssm": true, "latent_attention": true}
+// notLowered are the mixers whose statements the language has not (a
+// gated delta rule outside the gated delta mixer, Mamba2's scan, latent
+// attention), which this lowering does not lift yet.
+var notLowered = map[string]bool{"gated_delta_rule": true, "mamba2_ssm": true, "latent_attention": true}
 
 // unsupportedMixers rejects a program that holds a mixer this lowering
 // does not lift, naming it, before a primitive around it is refused for a
@@ -163,7 +182,7 @@ var notLowered = map[string]bool{"causal_conv": true, "gated_delta": true, "gate
 func (l *lifter) unsupportedMixers() {
 	for _, i := range l.eqns {
 		for c := l.v.eqns[i].Composite; c != 0; c = l.v.comp(c).Parent {
-			if cc := l.v.comp(c); notLowered[cc.Name] {
+			if cc := l.v.comp(c); notLowered[cc.Name] && !l.insideDelta(c) {
 				l.reject(ErrUnliftable, "the %s mixer: recurrent mixers and latent attention are not lowered yet", cc.Name)
 			}
 		}
@@ -620,7 +639,12 @@ func (l *lifter) baseOf(name string) string {
 var compositeOperands = map[string]int{
 	"rmsnorm": 2, "layernorm": 3, "l2norm": 1, "linear": 3, "rope": 3, "attention": 5, "swiglu": 2, "geglu": 2,
 	"gelu": 1, "silu": 1, "sigmoid": 1, "soft_cap": 1, "moe": 14, "causal_mask": 1,
+	"causal_conv": 4, "gated_delta": 8, "gated_delta_decay": 3,
 }
+
+// recurrentResults are the results of the recurrent composites: the rows
+// and, but for the decay, the new state.
+var recurrentResults = map[string]int{"causal_conv": 2, "gated_delta": 2, "gated_delta_decay": 1}
 
 // linearBases names a projection's result by its weight.
 var linearBases = map[string]string{
@@ -646,7 +670,7 @@ func (l *lifter) composite(c poot.Composite) {
 		}
 		return c.Operands[i]
 	}
-	if len(c.Results) != 1 {
+	if n, ok := recurrentResults[c.Name]; (!ok && len(c.Results) != 1) || (ok && len(c.Results) != n) {
 		l.reject(ErrUnliftable, "the %s composite with %d results", c.Name, len(c.Results))
 	}
 	if want, ok := compositeOperands[c.Name]; ok && len(c.Operands) != want {
@@ -807,6 +831,8 @@ func (l *lifter) composite(c poot.Composite) {
 		l.reject(ErrActivation, "the %s composite", c.Name)
 	case "moe":
 		l.moe(c)
+	case "causal_conv", "gated_delta", "gated_delta_decay":
+		l.recurrent(c)
 	default:
 		l.preview(res, c.Name)
 		l.reject(ErrUnliftable, "the %s composite (%s)", c.Name, c.Attrs)
@@ -882,7 +908,18 @@ func (l *lifter) primitive(e poot.Eqn) {
 		return
 	}
 	in := func(i int) poot.ValueID { return e.Inputs[i] }
+	if l.views[e.Out] || l.resetCone[e.Out] {
+		return // a step of a strided column view or of a state's reset
+	}
+	if s, ok := l.viewOut[e.Out]; ok {
+		l.columns(e.Out, s)
+		return
+	}
 	switch e.Op {
+	case poot.Transpose:
+		if _, ok := l.constOf(in(0)); ok && len(e.Params.Perm) == 2 {
+			return // a filter read one tap a row: declared where it is read
+		}
 	case poot.Cast:
 		if _, ok := l.constOf(e.Out); ok {
 			return // a weight read as Real: declared where it is read
@@ -1001,12 +1038,22 @@ func (l *lifter) primitive(e poot.Eqn) {
 		}
 		l.reject(ErrUnliftable, "a slice [%v, %v) of %v that is not a run of columns", st, lim, g.Type(in(0)))
 	case poot.Concat:
-		if e.Params.Axis == 1 && len(e.Inputs) == 2 {
+		if e.Params.Axis == 1 && len(e.Inputs) >= 2 {
 			l.preview(e.Out, "jn")
-			a, b := l.ref(in(0)), l.ref(in(1))
+			a := l.ref(in(0))
 			l.cols(in(0))
-			l.cols(in(1))
-			l.emit(lang.Let{Name: l.bind(e.Out, "jn"), Expr: lang.Binary{Op: lang.Joined, A: a, B: b}})
+			for k := 1; k < len(e.Inputs); k++ {
+				b := l.ref(in(k))
+				l.cols(in(k))
+				name := ""
+				if k == len(e.Inputs)-1 {
+					name = l.bind(e.Out, "jn")
+				} else {
+					name = l.fresh("jn")
+				}
+				l.emit(lang.Let{Name: name, Expr: lang.Binary{Op: lang.Joined, A: a, B: b}})
+				a = name
+			}
 			return
 		}
 	case poot.MatMul:
@@ -1081,7 +1128,7 @@ func (l *lifter) outputGate(a, b poot.ValueID) {
 		if hd != vd {
 			l.reject(ErrOutputGate, "an output gate over values %d wide and keys %d wide", vd, hd)
 		}
-		if src := producer(gate.Operands[0]); src.Name != "linear" {
+		if src := producer(gate.Operands[0]); src.Name != "linear" && !l.isView(gate.Operands[0]) {
 			l.reject(ErrOutputGate, "the gate is not a projection of its own (it is cut from a fused projection)")
 		}
 	}

@@ -370,7 +370,7 @@ func (low *lowering) assemble(opts Options, kinds []Kind, embed *lifted, progs [
 				if ren != nil {
 					s = ren[s]
 				}
-				bd.Source, bd.State, bd.Row = bundle.SourceState, s, d.row
+				bd.Source, bd.State, bd.Row, bd.Recurrent = bundle.SourceState, s, d.row, d.recurrent
 			case bindTable:
 				bd.Source, bd.Table = bundle.SourceTable, d.table.name
 			case bindInput:

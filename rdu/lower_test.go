@@ -454,7 +454,7 @@ func TestInterpreterDeployments(t *testing.T) {
 	for _, c := range []struct {
 		family string
 		want   string
-	}{{"llama", Prefill}, {"llama4", Decode}} {
+	}{{"llama", Prefill}, {"llama4", Decode}, {"qwen3next", Prefill}, {"qwen35", Prefill}} {
 		r := synthRef(t, c.family, poot.F32)
 		g, consts := r.step(t, 4, 16, families.AllTokens)
 		exe, err := Interpreter{}.Compile(g, consts)
@@ -511,10 +511,10 @@ func TestSafetensorsByteRanges(t *testing.T) {
 }
 
 // TestMixersNotLoweredYet: the families whose mixers this lowering does
-// not lift (gated delta nets, latent attention) are refused naming the
-// mixer, not a primitive around it.
+// not lift (latent attention) are refused naming the mixer, not a
+// primitive around it.
 func TestMixersNotLoweredYet(t *testing.T) {
-	for family, mixer := range map[string]string{"qwen3next": "causal_conv", "qwen35": "causal_conv", "deepseek2": "latent_attention"} {
+	for family, mixer := range map[string]string{"deepseek2": "latent_attention"} {
 		t.Run(family, func(t *testing.T) {
 			r := synthRef(t, family, poot.F32)
 			g, consts := r.step(t, 1, 24, families.LastToken)

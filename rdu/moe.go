@@ -75,9 +75,6 @@ func (l *lifter) moe(c poot.Composite) {
 	} else {
 		groups, topGroups = 0, 0
 	}
-	if op(13) >= 0 {
-		l.reject(ErrExperts, "a shared expert gated by its own router (the language writes shared experts as a plain SwiGLU)")
-	}
 	e := lang.MoE{X: x, K: topK, E: experts, Sigmoid: gating == gatingSigmoidTopK, TopGroups: topGroups, Groups: groups,
 		WeightInputs: scaleInputs, Clamped: act == expertClamped}
 	if gating != gatingTopKSoftmax && !renorm {
@@ -126,6 +123,18 @@ func (l *lifter) moe(c poot.Composite) {
 	l.emit(lang.Let{Name: sh, Expr: lang.SwiGLU{Gate: sg, Up: su}})
 	sd := l.fresh("sd")
 	l.emit(lang.Let{Name: sd, Expr: lang.Binary{Op: lang.MatMul, A: sh, B: l.weightAs(op(12), formMatrix, true)}})
+	if op(13) >= 0 {
+		// A shared expert gated by its own router: times sigmoid(x·r), one
+		// number a row.
+		if t := l.v.g.Type(op(13)).Shape; len(t) != 2 || t[0] != 1 {
+			l.reject(ErrExperts, "a shared expert's router %v, not one row", t)
+		}
+		sr, ss, sdg := l.fresh("sr"), l.fresh("ss"), l.fresh("sdg")
+		l.emit(lang.Let{Name: sr, Expr: lang.Binary{Op: lang.MatMul, A: x, B: l.weightAs(op(13), formMatrix, true)}})
+		l.emit(lang.Let{Name: ss, Expr: lang.Unary{Op: lang.Sigmoid, X: sr}})
+		l.emit(lang.Let{Name: sdg, Expr: lang.Binary{Op: lang.Hadamard, A: sd, B: ss}})
+		sd = sdg
+	}
 	l.emit(lang.Let{Name: l.bind(res, "me"), Expr: lang.Binary{Op: lang.Plus, A: mo, B: sd}})
 }
 

@@ -201,6 +201,10 @@ type Binding struct {
 	// bundle, sequence b's cache is the b-th block of ctx rows).
 	State string `json:"state,omitempty"`
 	Row   int    `json:"row,omitempty"`
+	// Recurrent marks a recurrent mixer's state (a convolution's window,
+	// a gated delta rule's matrices): not a cache of ctx positions, but
+	// the whole state, which its statement reads and rewrites every run.
+	Recurrent bool `json:"recurrent,omitempty"`
 	// Slice is the part of the tensor a chip of a tensor-parallel bundle
 	// loads (nil: all of it).
 	Slice *Slice `json:"slice,omitempty"`

@@ -178,24 +178,36 @@ type Unary struct {
 	X  string
 }
 
-// CausalConv is "causal conv of X with weight Weight state State over Taps
-// taps".
+// CausalConv is "causal conv of X with weight Weight state State [from
+// position From] over Taps taps". From, when given, is the position of X's
+// first row: at position 1 the state is read as zeros (a new sequence).
 type CausalConv struct {
 	X, Weight, State string
+	From             *Index
 	Taps             int
 }
 
-// Decay is "decay of X with bias Bias rate Rate".
-type Decay struct{ X, Bias, Rate string }
+// Decay is "decay of X with bias Bias [log] rate Rate"; LogRate says the
+// rate is −exp(Rate).
+type Decay struct {
+	X, Bias, Rate string
+	LogRate       bool
+}
 
 // GatedDelta is "gated delta of Q over K and V with [sigmoid] gate Gate
-// beta Beta decay Decay state State norm Norm with Heads heads Groups
-// groups".
+// beta Beta decay Decay state State [from position From] norm Norm with Heads heads Groups
+// groups [tiled] [with epsilon Epsilon]"; Tiled says value head h reads key head h mod Groups
+// rather than h/(Heads/Groups).
 type GatedDelta struct {
 	Q, K, V                        string
 	SigmoidGate                    bool
 	Gate, Beta, Decay, State, Norm string
-	Heads, Groups                  int
+	// From, when given, is the position of the first row, as CausalConv's.
+	From          *Index
+	Heads, Groups int
+	Tiled         bool
+	// Epsilon is the epsilon of the L2 norms and of the output's norm.
+	Epsilon float64
 }
 
 // MoE is "moe of X with router Router [plus RouterBias] gate Gate [plus

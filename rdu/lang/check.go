@@ -347,15 +347,27 @@ func (c *checker) expr(e Expr) (Type, error) {
 		if err != nil {
 			return x, err
 		}
-		for _, n := range []string{e.Weight, e.State} {
+		if e.Taps < 2 {
+			return x, c.errf("a causal conv over %d taps", e.Taps)
+		}
+		for i, n := range []string{e.Weight, e.State} {
 			t, err := c.real(n)
 			if err != nil {
 				return x, err
 			}
-			if t.Rows != e.Taps || t.Cols != x.Cols {
-				return x, c.errf("%s is %v, want a %d by %d tensor", n, t, e.Taps, x.Cols)
+			if t.Rows != e.Taps-i || t.Cols != x.Cols {
+				return x, c.errf("%s is %v, want a %d by %d tensor", n, t, e.Taps-i, x.Cols)
 			}
 		}
+		if !c.declared[e.State] {
+			return x, c.errf("%s is computed by the program; only declared tensors are written", e.State)
+		}
+		if e.From != nil {
+			if err := c.index(*e.From, 0); err != nil {
+				return x, err
+			}
+		}
+		c.written(e.State)
 		return x, nil
 	case Decay:
 		x, err := c.real(e.X)
@@ -473,6 +485,9 @@ func (c *checker) gatedDelta(e GatedDelta) (Type, error) {
 	if err != nil {
 		return q, err
 	}
+	if !(e.Epsilon > 0) || math.IsInf(e.Epsilon, 0) {
+		return q, c.errf("epsilon %v", e.Epsilon)
+	}
 	if e.Heads < 1 || e.Groups < 1 || e.Heads%e.Groups != 0 {
 		return q, c.errf("%d heads in %d groups", e.Heads, e.Groups)
 	}
@@ -499,7 +514,7 @@ func (c *checker) gatedDelta(e GatedDelta) (Type, error) {
 		e.Gate:  matrix(q.Rows, v.Cols),
 		e.Beta:  matrix(q.Rows, e.Heads),
 		e.Decay: matrix(q.Rows, e.Heads),
-		e.State: matrix(e.Heads*dk, dv),
+		e.State: matrix(e.Heads*dv, dk),
 		e.Norm:  matrix(1, dv),
 	}
 	for _, n := range []string{e.Gate, e.Beta, e.Decay, e.State, e.Norm} {
@@ -511,6 +526,15 @@ func (c *checker) gatedDelta(e GatedDelta) (Type, error) {
 			return q, c.errf("%s is %v, want %v", n, t, want[n])
 		}
 	}
+	if !c.declared[e.State] {
+		return q, c.errf("%s is computed by the program; only declared tensors are written", e.State)
+	}
+	if e.From != nil {
+		if err := c.index(*e.From, 0); err != nil {
+			return q, err
+		}
+	}
+	c.written(e.State)
 	return matrix(q.Rows, v.Cols), nil
 }
 
@@ -586,6 +610,9 @@ func (c *checker) binary(e Binary) (Type, error) {
 		}
 		return matrix(a.Rows, h*b.Cols), nil
 	case Plus, Hadamard:
+		if e.Op == Hadamard && b.Cols == 1 && b.Rows == a.Rows {
+			return a, nil // one column standing for every column
+		}
 		if a.Cols != b.Cols || b.Rows != a.Rows && b.Rows != 1 {
 			return a, c.errf("%s (%v) %v %s (%v)", e.A, a, e.Op, e.B, b)
 		}

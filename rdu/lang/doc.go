@@ -49,10 +49,11 @@
 //	                "with" int "heads" int "groups" "from" index scores
 //	          | "swiglu" "of" name "and" name
 //	          | ( "gelu" | "silu" | "sigmoid" | "argmax" ) "of" name
-//	          | "causal" "conv" "of" name "with" "weight" name "state" name "over" int "taps"
-//	          | "decay" "of" name "with" "bias" name "rate" name
+//	          | "causal" "conv" "of" name "with" "weight" name "state" name
+//	                [ "from" "position" index ] "over" int "taps"
+//	          | "decay" "of" name "with" "bias" name [ "log" ] "rate" name
 //	          | "gated" "delta" "of" name "over" name "and" name "with" [ "sigmoid" ] "gate" name
-//	                "beta" name "decay" name "state" name "norm" name "with" int "heads" int "groups"
+//	                "beta" name "decay" name "state" name [ "from" "position" index ] "norm" name "with" int "heads" int "groups" [ "tiled" ] [ epsilon ]
 //	          | "moe" "of" name "with" "router" name [ bias ] "gate" name [ bias ] "up" name [ bias ]
 //	                "down" name [ bias ] "choosing" int "of" int routing
 //	          | "row" index "of" name
@@ -118,7 +119,8 @@
 //   - a matmul b is the matrix product (a: R by K, b: K by N); across N heads
 //     a's columns and b's rows are cut into N blocks multiplied pairwise and
 //     joined. plus and hadamard are elementwise, the right operand of one
-//     row standing for every row. joined with puts b's columns after a's
+//     row standing for every row (of hadamard, also one column of as many
+//     rows standing for every column). joined with puts b's columns after a's
 //     (across N heads: head by head). scaled by multiplies by the number;
 //     capped at c is c·tanh(x/c).
 //   - row p of X is X's p-th row; rows t of X the rows an Int tensor t
@@ -145,10 +147,28 @@
 //     gate_e·x is the column of the dot products of x with the rows of
 //     expert e's block; the router is D by E; the expert biases are E by F
 //     (E by D for down), one row an expert.
-//   - causal conv, decay and gated delta are the recurrent mixer's
-//     convolution over the last T inputs (carried in its state), the
-//     per-head decay, and the gated delta rule; they parse and type-check,
-//     and the simulator refuses to run them in this version.
+//   - causal conv of x with weight w state s over T taps: w is T by C, s
+//     holds the T−1 rows before x (T−1 by C). Over the window of s's rows
+//     followed by x's, row r of the result is Σ_j w[j]·window[r+j] per
+//     column (w's last row multiplies the current row); then s becomes the
+//     window's last T−1 rows. The statement both binds and writes s. With
+//     "from position p", p is the position of x's first row, and at
+//     position 1 (a new sequence) s is read as zeros; gated delta's clause
+//     means the same for S.
+//   - decay of x with bias b rate a: a · softplus(x + b) per column, b and
+//     a rows as wide as x (the log decay, ≤ 0, for a ≤ 0); with "log rate"
+//     the rate is −exp(a).
+//   - gated delta of q over k and v with gate z beta β decay g state S
+//     norm w with H heads G groups: q and k are G key heads of Dk columns,
+//     v and z H value heads of Dv; value head h reads key head h/(H/G)
+//     (h mod G when "tiled"); β
+//     and g are one column a value head; S is H·Dv by Dk, head h's Dv rows
+//     each a value channel's key vector; w is 1 by Dv. For each row: q and
+//     k are divided per key head by sqrt(sum of squares + ε), and q is
+//     scaled by 1/sqrt(Dk); per value head S ← S·exp(g), u = β·(v − S·k),
+//     S ← S + u⊗k, o = S·q; the result is o per head divided by
+//     sqrt(mean of squares + ε), times w, times silu(z) (sigmoid(z)
+//     with "sigmoid gate"). The statement both binds and writes S.
 //
 // A program that parses may still be ill-typed: Check infers every name's
 // type and reports the first statement that does not type, with the rule it

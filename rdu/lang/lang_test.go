@@ -52,12 +52,15 @@ func TestEveryFormRoundTrips(t *testing.T) {
 		"mm0":  {Rows: 1, Cols: 8},
 		"next": {Scalar: true, Elem: Int},
 		"od0":  {Rows: 1, Cols: 8},
+		"hc0":  {Rows: 1, Cols: 8},
+		"cv0":  {Rows: 1, Cols: 8},
+		"dl0":  {Rows: 1, Cols: 8},
 	} {
 		if got := typed.Types[name]; got != want {
 			t.Errorf("%s: %v, want %v", name, got, want)
 		}
 	}
-	if got := strings.Join(typed.Written, " "); got != "toks Kc0 Vc0" {
+	if got := strings.Join(typed.Written, " "); got != "toks Kc0 Vc0 Cs0 St0" {
 		t.Errorf("written tensors %q", got)
 	}
 }

@@ -17,7 +17,7 @@ func init() {
 		"chunks", "scaled", "capped", "at", "sinks", "swiglu", "gelu", "silu", "sigmoid", "argmax", "conv",
 		"state", "taps", "decay", "bias", "rate", "gated", "delta", "gate", "beta", "norm", "moe", "router",
 		"plus", "down", "choosing", "biased", "the", "top", "without", "renormalizing", "weighting",
-		"inputs", "using", "clamped", "slope", "matmul", "hadamard", "joined", "first", "last", "every", "after",
+		"inputs", "using", "clamped", "slope", "log", "tiled", "matmul", "hadamard", "joined", "first", "last", "every", "after",
 	} {
 		keywords[w] = true
 	}
@@ -337,6 +337,10 @@ func (p *parser) expr() Expr {
 			e.Weight = p.name()
 			p.expect("state")
 			e.State = p.name()
+			if p.accept("from", "position") {
+				i := p.index()
+				e.From = &i
+			}
 			p.expect("over")
 			e.Taps = p.count("a tap count")
 			p.expect("taps")
@@ -358,6 +362,7 @@ func (p *parser) expr() Expr {
 		e := Decay{X: p.name()}
 		p.expect("with", "bias")
 		e.Bias = p.name()
+		e.LogRate = p.accept("log")
 		p.expect("rate")
 		e.Rate = p.name()
 		return e
@@ -377,6 +382,10 @@ func (p *parser) expr() Expr {
 		e.Decay = p.name()
 		p.expect("state")
 		e.State = p.name()
+		if p.accept("from", "position") {
+			i := p.index()
+			e.From = &i
+		}
 		p.expect("norm")
 		e.Norm = p.name()
 		p.expect("with")
@@ -384,6 +393,8 @@ func (p *parser) expr() Expr {
 		p.expect("heads")
 		e.Groups = p.count("a group count")
 		p.expect("groups")
+		e.Tiled = p.accept("tiled")
+		e.Epsilon = p.epsilon()
 		return e
 	case p.accept("moe", "of"):
 		return p.moe()

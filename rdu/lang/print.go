@@ -145,16 +145,24 @@ func FormatExpr(e Expr) string {
 	case Unary:
 		return e.Op.String() + " of " + e.X
 	case CausalConv:
-		return fmt.Sprintf("causal conv of %s with weight %s state %s over %d taps", e.X, e.Weight, e.State, e.Taps)
+		return fmt.Sprintf("causal conv of %s with weight %s state %s%s over %d taps", e.X, e.Weight, e.State, fromPosition(e.From), e.Taps)
 	case Decay:
-		return fmt.Sprintf("decay of %s with bias %s rate %s", e.X, e.Bias, e.Rate)
+		rate := "rate"
+		if e.LogRate {
+			rate = "log rate"
+		}
+		return fmt.Sprintf("decay of %s with bias %s %s %s", e.X, e.Bias, rate, e.Rate)
 	case GatedDelta:
 		gate := "gate"
 		if e.SigmoidGate {
 			gate = "sigmoid gate"
 		}
-		return fmt.Sprintf("gated delta of %s over %s and %s with %s %s beta %s decay %s state %s norm %s with %d heads %d groups",
-			e.Q, e.K, e.V, gate, e.Gate, e.Beta, e.Decay, e.State, e.Norm, e.Heads, e.Groups)
+		tiled := ""
+		if e.Tiled {
+			tiled = " tiled"
+		}
+		return fmt.Sprintf("gated delta of %s over %s and %s with %s %s beta %s decay %s state %s%s norm %s with %d heads %d groups%s%s",
+			e.Q, e.K, e.V, gate, e.Gate, e.Beta, e.Decay, e.State, fromPosition(e.From), e.Norm, e.Heads, e.Groups, tiled, epsilon(e.Epsilon))
 	case MoE:
 		var sb strings.Builder
 		fmt.Fprintf(&sb, "moe of %s with router %s%s gate %s%s up %s%s down %s%s choosing %d of %d",
@@ -205,4 +213,12 @@ func FormatExpr(e Expr) string {
 		return fmt.Sprintf("the first %d of every %d of %s", e.N, e.Every, e.X)
 	}
 	return fmt.Sprintf("<expression %T>", e)
+}
+
+// fromPosition prints an optional "from position" clause.
+func fromPosition(i *Index) string {
+	if i == nil {
+		return ""
+	}
+	return " from position " + i.String()
 }

@@ -76,13 +76,14 @@ func renameExpr(e Expr, f, opt func(string) string, idx func(Index) Index, idxp 
 		e.X = f(e.X)
 		return e
 	case CausalConv:
-		e.X, e.Weight, e.State = f(e.X), f(e.Weight), f(e.State)
+		e.X, e.Weight, e.State, e.From = f(e.X), f(e.Weight), f(e.State), idxp(e.From)
 		return e
 	case Decay:
 		e.X, e.Bias, e.Rate = f(e.X), f(e.Bias), f(e.Rate)
 		return e
 	case GatedDelta:
 		e.Q, e.K, e.V, e.Gate, e.Beta, e.Decay, e.State, e.Norm = f(e.Q), f(e.K), f(e.V), f(e.Gate), f(e.Beta), f(e.Decay), f(e.State), f(e.Norm)
+		e.From = idxp(e.From)
 		return e
 	case MoE:
 		e.X, e.Router, e.RouterBias = f(e.X), f(e.Router), opt(e.RouterBias)

@@ -170,6 +170,12 @@ func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bo
 		}
 		return nil
 	case bundle.SourceState:
+		if b.Recurrent {
+			if ty.Scalar || ty.Elem != lang.Real || b.State == "" || b.Row < 0 || b.Row%max(ty.Rows, 1) != 0 || b.Cols != 0 || m.Deployment.TP != 0 {
+				return fmt.Errorf("recurrent state %q declared %v (from row %d, columns %d) in a deployment over %d chips", b.State, ty, b.Row, b.Cols, m.Deployment.TP)
+			}
+			return nil
+		}
 		if b.Cols != 0 && (m.Deployment.TP == 0 || b.Cols != ty.Cols || b.Col < 0) {
 			return fmt.Errorf("columns %d…%d of state %q declared %v", b.Col, b.Col+b.Cols, b.State, ty)
 		}

@@ -20,6 +20,13 @@
 // reads only its byte runs of a weight and keeps only its columns of a
 // cache.
 //
-// The recurrent mixer's statements (causal conv, decay, gated delta) are
-// refused: this version of the simulator does not run them.
+// The recurrent mixer's statements (causal conv, decay, gated delta) run as
+// the language defines them, written here from that definition: the
+// convolution over its carried window, which it then shifts; the decay
+// rate·softplus(x + bias); the gated delta rule a row at a time, a value
+// head at a time, its state decayed, corrected toward the value along the
+// unit key, and read by the scaled unit query, then normed and gated. Their
+// states are bound as recurrent (bundle.Binding.Recurrent): the whole state,
+// not a cache of ctx positions, read as zeros where a run starts at
+// position 0.
 package sim

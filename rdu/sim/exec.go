@@ -308,6 +308,12 @@ func (m *Machine) eval(env map[string]value, e lang.Expr) (value, error) {
 		return out, nil
 	case lang.MoE:
 		return m.moe(env, e)
+	case lang.CausalConv:
+		return causalConv(env, e)
+	case lang.Decay:
+		return decay(env, e)
+	case lang.GatedDelta:
+		return gatedDelta(env, e)
 	}
 	return nil, fmt.Errorf("the simulator does not run %T statements yet", e)
 }
@@ -630,6 +636,14 @@ func binaryOp(env map[string]value, e lang.Binary) (value, error) {
 		return out, nil
 	case lang.Plus, lang.Hadamard:
 		b = b.plain()
+		if e.Op == lang.Hadamard && b.cols == 1 && b.rows == a.rows && a.cols != 1 {
+			a = a.plain()
+			out := newMatrix(a.rows, a.cols)
+			for i, x := range a.data {
+				out.data[i] = x * b.data[i/a.cols]
+			}
+			return out, nil
+		}
 		if a.cols != b.cols || (b.rows != a.rows && b.rows != 1) {
 			return nil, fmt.Errorf("%dx%d %v %dx%d", a.rows, a.cols, e.Op, b.rows, b.cols)
 		}
