@@ -96,6 +96,9 @@ func Check(b *bundle.Bundle) error {
 				return fail(name, "bound to the hidden state, but the program reads it as %q", input)
 			}
 		}
+		if name, detail := recurrentWrites(b.Programs[prog], bind); detail != "" {
+			return fail(name, "%s", detail)
+		}
 		if input == "" && !first {
 			return fail("", "reads no hidden state")
 		}
@@ -324,4 +327,37 @@ func checkChips(m *bundle.Manifest, k bundle.Kind, p *lang.Program) error {
 		return fail(len(p.Stmts), n, "the all-reduce's fold is not written")
 	}
 	return nil
+}
+
+// recurrentWrites checks that the recurrent states of a program are
+// written by its recurrent statements only, and that a recurrent statement
+// writes only a recurrent state: a cache of positions is neither the
+// window of a convolution nor the matrices of a delta rule.
+func recurrentWrites(p *lang.Program, bind map[string]bundle.Binding) (string, string) {
+	if p == nil {
+		return "", ""
+	}
+	for _, s := range p.Stmts {
+		state := ""
+		switch s := s.(type) {
+		case lang.Let:
+			switch e := s.Expr.(type) {
+			case lang.CausalConv:
+				state = e.State
+			case lang.GatedDelta:
+				state = e.State
+			}
+			if state != "" && !bind[state].Recurrent {
+				return state, "written by a recurrent statement, but not bound as a recurrent state"
+			}
+		case lang.SetRow:
+			state = s.Target
+		case lang.SetRows:
+			state = s.Target
+		}
+		if _, ok := s.(lang.Let); !ok && state != "" && bind[state].Recurrent {
+			return state, "a recurrent state written a row at a time"
+		}
+	}
+	return "", ""
 }
