@@ -474,28 +474,7 @@ func TestInterpreterDeployments(t *testing.T) {
 // TestSafetensorsByteRanges: a Hugging Face checkpoint's weights are bound
 // by their shards' byte ranges, which the simulator reads to certify.
 func TestSafetensorsByteRanges(t *testing.T) {
-	p, err := synth.FindPreset("gemma3", "tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := synth.Model(p.Family, p.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "hf")
-	if err := synth.Write(m, dir, synth.Options{Format: "safetensors", Type: poot.BF16, Seed: 2}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := load.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	mm, err := registry.FromCheckpoint(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &refModel{c: c, m: mm}
+	r := hfModel(t, "gemma3", poot.BF16, 2)
 	g, consts := r.step(t, 1, 16, families.LastToken)
 	b := r.lower(t, g, consts)
 	for _, l := range b.Manifest.Layers {
@@ -524,4 +503,33 @@ func TestMixersNotLoweredYet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hfModel synthesizes family's tiny preset as a Hugging Face safetensors
+// directory of dtype typ and opens it as a reference model (closed when
+// the test ends).
+func hfModel(t *testing.T, family string, typ poot.DType, seed uint64) *refModel {
+	t.Helper()
+	p, err := synth.FindPreset(family, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := synth.Model(p.Family, p.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "hf")
+	if err := synth.Write(m, dir, synth.Options{Format: "safetensors", Type: typ, Seed: seed}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := load.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	mm, err := registry.FromCheckpoint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &refModel{c: c, m: mm}
 }

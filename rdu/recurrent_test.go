@@ -3,16 +3,12 @@ package rdu
 import (
 	"errors"
 	"math"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/pootlabs/poot"
-	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/families"
-	"github.com/pootlabs/poot/families/registry"
-	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/rdu/lang"
 	"github.com/pootlabs/poot/rdu/sim"
 )
@@ -200,28 +196,7 @@ func TestRecurrentStateResets(t *testing.T) {
 func TestRecurrentSafetensors(t *testing.T) {
 	for _, family := range []string{"qwen35"} {
 		t.Run(family, func(t *testing.T) {
-			p, err := synth.FindPreset(family, "tiny")
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := synth.Model(p.Family, p.Config)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := filepath.Join(t.TempDir(), "hf")
-			if err := synth.Write(m, dir, synth.Options{Format: "safetensors", Type: poot.F32, Seed: 3}); err != nil {
-				t.Fatal(err)
-			}
-			c, err := load.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			mm, err := registry.FromCheckpoint(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := &refModel{c: c, m: mm}
+			r := hfModel(t, family, poot.F32, 3)
 			g, consts := r.step(t, 1, 16, families.LastToken)
 			b := r.lower(t, g, consts)
 			if len(b.Manifest.Kinds) != 2 {
