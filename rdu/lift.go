@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/rdu/bundle"
 	"github.com/pootlabs/poot/rdu/lang"
 )
 
@@ -48,6 +49,8 @@ type declared struct {
 	contraction bool
 	// recurrent marks a recurrent mixer's state (bindState).
 	recurrent bool
+	// heads cuts the declared weight head by head from the constant.
+	heads *bundle.HeadCut
 }
 
 // lifted is one program as written for one layer (or the embedding, or
@@ -104,6 +107,12 @@ type lifter struct {
 	// statement.
 	resets    map[poot.ValueID]poot.ValueID
 	resetCone map[poot.ValueID]bool
+	// joinCone and joins are the head-by-head joins: the views inside,
+	// which write no statement, and the joins, written where first read.
+	joinCone map[poot.ValueID]bool
+	joins    map[poot.ValueID]headJoin
+	// cuts names the weights cut head by head, by constant and cut.
+	cuts map[string]string
 }
 
 // insideDelta says a composite is the gated delta rule of a gated delta
@@ -144,12 +153,14 @@ func (low *lowering) lift(name string, eqns []int, layer int, out poot.ValueID) 
 	l.findAliases()
 	l.views, l.viewOut = l.stridedViews()
 	l.resets, l.resetCone = l.stateResets()
+	l.joinCone, l.joins = l.headJoins()
+	l.cuts = map[string]string{}
 	skip := l.maskCone()
 	for k := 0; k < len(eqns); {
 		i := eqns[k]
 		e := l.v.eqns[i]
-		if top := l.v.g.Top(e.Composite); top != 0 {
-			c := l.v.comp(top)
+		if u := l.unit(e.Composite); u != 0 {
+			c := l.v.comp(u)
 			l.binder = ""
 			if !skip[i] {
 				l.composite(c)
@@ -172,9 +183,30 @@ func (low *lowering) lift(name string, eqns []int, layer int, out poot.ValueID) 
 }
 
 // notLowered are the mixers whose statements the language has not (a
-// gated delta rule outside the gated delta mixer, Mamba2's scan, latent
-// attention), which this lowering does not lift yet.
-var notLowered = map[string]bool{"gated_delta_rule": true, "mamba2_ssm": true, "latent_attention": true}
+// gated delta rule outside the gated delta mixer, Mamba2's scan), which
+// this lowering does not lift yet.
+var notLowered = map[string]bool{"gated_delta_rule": true, "mamba2_ssm": true}
+
+// transparent are the composites the language has no one statement for
+// but whose bodies lift part by part (a latent attention's compressed
+// keys: a projection, its columns, a norm, a rotation, a join).
+var transparent = map[string]bool{"latent_kv": true}
+
+// unit is the composite an equation of composite c lifts with: the
+// outermost one that is not transparent, or 0 when the equation lifts as
+// a primitive.
+func (l *lifter) unit(c poot.CompositeID) poot.CompositeID {
+	var chain []poot.CompositeID
+	for ; c != 0; c = l.v.comp(c).Parent {
+		chain = append(chain, c)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		if !transparent[l.v.comp(chain[i]).Name] {
+			return chain[i]
+		}
+	}
+	return 0
+}
 
 // unsupportedMixers rejects a program that holds a mixer this lowering
 // does not lift, naming it, before a primitive around it is refused for a
@@ -183,7 +215,7 @@ func (l *lifter) unsupportedMixers() {
 	for _, i := range l.eqns {
 		for c := l.v.eqns[i].Composite; c != 0; c = l.v.comp(c).Parent {
 			if cc := l.v.comp(c); notLowered[cc.Name] && !l.insideDelta(c) {
-				l.reject(ErrUnliftable, "the %s mixer: recurrent mixers and latent attention are not lowered yet", cc.Name)
+				l.reject(ErrUnliftable, "the %s mixer is not lowered yet", cc.Name)
 			}
 		}
 	}
@@ -266,8 +298,8 @@ func (l *lifter) maskCone() map[int]bool {
 	}
 	for _, i := range l.eqns {
 		c := v.top(i)
-		if c.Name == "attention" && len(c.Operands) > 3 && c.Lo == i {
-			mark(c.Operands[3])
+		if m, ok := maskOperand(c); ok && c.Lo == i {
+			mark(m)
 		}
 	}
 	skip := map[int]bool{}
@@ -279,11 +311,23 @@ func (l *lifter) maskCone() map[int]bool {
 		only := true
 		for _, u := range uses[out] {
 			c := v.top(u)
-			only = only && (mask[v.eqns[u].Out] || c.Name == "attention" && c.Operands[3] == out)
+			m, ok := maskOperand(c)
+			only = only && (mask[v.eqns[u].Out] || ok && m == out)
 		}
 		skip[i] = only
 	}
 	return skip
+}
+
+// maskOperand is the mask an attention (or a latent attention) reads.
+func maskOperand(c poot.Composite) (poot.ValueID, bool) {
+	switch {
+	case c.Name == "attention" && len(c.Operands) > 3:
+		return c.Operands[3], true
+	case c.Name == "latent_attention" && len(c.Operands) > 2:
+		return c.Operands[2], true
+	}
+	return 0, false
 }
 
 func (l *lifter) root(id poot.ValueID) poot.ValueID {
@@ -388,6 +432,9 @@ func (l *lifter) ref(id poot.ValueID) string {
 	}
 	if _, ok := l.split[id]; ok && l.v.g.Value(id).Kind != poot.State {
 		return l.stack(id)
+	}
+	if j, ok := l.joins[id]; ok {
+		return l.join(id, j)
 	}
 	v := l.v
 	val := v.g.Value(id)
@@ -639,7 +686,7 @@ func (l *lifter) baseOf(name string) string {
 var compositeOperands = map[string]int{
 	"rmsnorm": 2, "layernorm": 3, "l2norm": 1, "linear": 3, "rope": 3, "attention": 5, "swiglu": 2, "geglu": 2,
 	"gelu": 1, "silu": 1, "sigmoid": 1, "soft_cap": 1, "moe": 14, "causal_mask": 1,
-	"causal_conv": 4, "gated_delta": 8, "gated_delta_decay": 3,
+	"causal_conv": 4, "gated_delta": 8, "gated_delta_decay": 3, "latent_attention": 6,
 }
 
 // recurrentResults are the results of the recurrent composites: the rows
@@ -650,10 +697,12 @@ var recurrentResults = map[string]int{"causal_conv": 2, "gated_delta": 2, "gated
 var linearBases = map[string]string{
 	"Wq": "qr", "Wk": "kr", "Wv": "vr", "Wo": "ao", "Wqkv": "qkv", "Wg": "gt", "Wu": "up", "Wd": "dn",
 	"Wsg": "sg", "Wsu": "su", "Wsd": "sd", "Wsgi": "sgi", "Wr": "rl", "Wout": "raw",
+	"Wqa": "qx", "Wqb": "qr", "Wkva": "kva",
 }
 
 // normBases names a norm's result by its weight.
-var normBases = map[string]string{"an": "xn", "fn": "x2n", "pan": "aon", "pfn": "dnn", "Qn": "qm", "Kn": "km", "on": "xf"}
+var normBases = map[string]string{"an": "xn", "fn": "x2n", "pan": "aon", "pfn": "dnn", "Qn": "qm", "Kn": "km", "on": "xf",
+	"Qan": "qxn", "Kan": "kvn"}
 
 func lower1(s string) string {
 	if s == "" {
@@ -802,6 +851,8 @@ func (l *lifter) composite(c poot.Composite) {
 		l.emit(lang.Let{Name: l.bind(res, base), Expr: lang.Rope{X: x, Cos: cos.name, Sin: sin.name, From: &from, Heads: heads, Interleaved: layout == "interleaved"}})
 	case "attention":
 		l.attention(c)
+	case "latent_attention":
+		l.latentAttention(c)
 	case "swiglu":
 		l.preview(res, "hh")
 		gate, up := l.ref(op(0)), l.ref(op(1))
@@ -840,7 +891,6 @@ func (l *lifter) composite(c poot.Composite) {
 }
 
 func (l *lifter) attention(c poot.Composite) {
-	g, v := l.v.g, l.v
 	res := c.Results[0]
 	a := c.Attrs
 	l.preview(res, "ct")
@@ -856,25 +906,7 @@ func (l *lifter) attention(c poot.Composite) {
 	if softCap < 0 || math.IsNaN(softCap) || math.IsInf(softCap, 0) {
 		l.reject(ErrSoftCap, "an attention soft cap of %v", softCap)
 	}
-	mask := c.Operands[3]
-	mp := v.prod[mask]
-	var mrec poot.Composite
-	if mp >= 0 {
-		mrec = v.top(mp)
-	}
-	if !v.table[mask] || mrec.Name != "causal_mask" || len(mrec.Results) != 1 || mrec.Results[0] != mask {
-		l.reject(ErrSparseAttention, "the attention's mask is not the causal mask of the step's positions")
-	}
-	if pv := g.Value(mrec.Operands[0]); pv.Kind != poot.Slot || pv.Slot != poot.SlotPos {
-		l.reject(ErrSparseAttention, "the causal mask is built from %v %q, not the step's positions", pv.Kind, pv.Name)
-	}
-	keys, _ := mrec.Attrs.Int("keys")
-	window, _ := mrec.Attrs.Int("window")
-	chunk, _ := mrec.Attrs.Int("chunk")
-	kt := g.Type(l.root(c.Operands[1]))
-	if kt.Shape.Rank() != 2 || kt.Shape[0] != keys*rows {
-		l.reject(ErrUnliftable, "keys %v under a mask of %d positions for %d sequences", kt, keys, rows)
-	}
+	window, chunk := l.visible(c.Operands[3], c.Operands[1], rows)
 	qc := l.cols(c.Operands[0])
 	if heads < 1 || qc != heads*headDim {
 		l.reject(ErrUnliftable, "%d heads of %d over queries of %d columns", heads, headDim, qc)
@@ -902,14 +934,40 @@ func (l *lifter) attention(c poot.Composite) {
 	l.emit(lang.Let{Name: l.bind(res, "ct"), Expr: e})
 }
 
+// visible checks that an attention's mask is the causal mask of the
+// step's positions, over the rows of keys of rows sequences, and returns
+// its window and chunk.
+func (l *lifter) visible(mask, keys poot.ValueID, rows int) (window, chunk int) {
+	g, v := l.v.g, l.v
+	mp := v.prod[mask]
+	var mrec poot.Composite
+	if mp >= 0 {
+		mrec = v.top(mp)
+	}
+	if !v.table[mask] || mrec.Name != "causal_mask" || len(mrec.Results) != 1 || mrec.Results[0] != mask {
+		l.reject(ErrSparseAttention, "the attention's mask is not the causal mask of the step's positions")
+	}
+	if pv := g.Value(mrec.Operands[0]); pv.Kind != poot.Slot || pv.Slot != poot.SlotPos {
+		l.reject(ErrSparseAttention, "the causal mask is built from %v %q, not the step's positions", pv.Kind, pv.Name)
+	}
+	n, _ := mrec.Attrs.Int("keys")
+	window, _ = mrec.Attrs.Int("window")
+	chunk, _ = mrec.Attrs.Int("chunk")
+	kt := g.Type(l.root(keys))
+	if kt.Shape.Rank() != 2 || kt.Shape[0] != n*rows {
+		l.reject(ErrUnliftable, "keys %v under a mask of %d positions for %d sequences", kt, n, rows)
+	}
+	return window, chunk
+}
+
 func (l *lifter) primitive(e poot.Eqn) {
 	g, v := l.v.g, l.v
 	if _, ok := l.alias[e.Out]; ok {
 		return
 	}
 	in := func(i int) poot.ValueID { return e.Inputs[i] }
-	if l.views[e.Out] || l.resetCone[e.Out] {
-		return // a step of a strided column view or of a state's reset
+	if _, ok := l.joins[e.Out]; ok || l.views[e.Out] || l.resetCone[e.Out] || l.joinCone[e.Out] {
+		return // a step of a column view, a head join or a state's reset
 	}
 	if s, ok := l.viewOut[e.Out]; ok {
 		l.columns(e.Out, s)
@@ -1021,11 +1079,14 @@ func (l *lifter) primitive(e poot.Eqn) {
 		c := l.cols(in(0))
 		st, lim := e.Params.Start, e.Params.Limit
 		base := l.baseOf(x) + "c"
-		if l.baseOf(x) == "qkv" && len(st) == 2 { // a fused projection's query, key and value
+		switch { // a fused projection's query, key and value; a latent and its rotary key
+		case l.baseOf(x) == "qkv" && len(st) == 2:
 			base = map[bool]string{true: "qr", false: "kr"}[st[1] == 0]
 			if lim[1] == c {
 				base = "vr"
 			}
+		case l.baseOf(x) == "kva" && len(st) == 2:
+			base = map[bool]string{true: "kvl", false: "kpe"}[st[1] == 0]
 		}
 		l.preview(e.Out, base)
 		if len(st) == 2 && st[0] == 0 && lim[0] == g.Type(in(0)).Shape[0] && st[1] < lim[1] {
@@ -1039,7 +1100,11 @@ func (l *lifter) primitive(e poot.Eqn) {
 		l.reject(ErrUnliftable, "a slice [%v, %v) of %v that is not a run of columns", st, lim, g.Type(in(0)))
 	case poot.Concat:
 		if e.Params.Axis == 1 && len(e.Inputs) >= 2 {
-			l.preview(e.Out, "jn")
+			base := "jn"
+			if l.baseOf(l.ref(in(0))) == "kvn" {
+				base = "kc" // a latent attention's cache row
+			}
+			l.preview(e.Out, base)
 			a := l.ref(in(0))
 			l.cols(in(0))
 			for k := 1; k < len(e.Inputs); k++ {
@@ -1047,9 +1112,9 @@ func (l *lifter) primitive(e poot.Eqn) {
 				l.cols(in(k))
 				name := ""
 				if k == len(e.Inputs)-1 {
-					name = l.bind(e.Out, "jn")
+					name = l.bind(e.Out, base)
 				} else {
-					name = l.fresh("jn")
+					name = l.fresh(base)
 				}
 				l.emit(lang.Let{Name: name, Expr: lang.Binary{Op: lang.Joined, A: a, B: b}})
 				a = name

@@ -9,37 +9,30 @@ import (
 	"github.com/pootlabs/poot/safetensors"
 )
 
-// ErrLocate is wrapped by the error of a weight whose stored bytes are not
-// one range of one file: a tensor the loader stacks, transposes or
-// reorders, which the manifest cannot bind as stored.
+// ErrLocate is wrapped by the error of a weight whose stored bytes are
+// neither one range of one file nor whole tensors stacked: a tensor the
+// loader transposes or reorders, which the manifest cannot bind as stored.
 var ErrLocate = errors.New("the weight is not one byte range of the checkpoint")
 
 // CheckpointLocator returns a Locator for the constants of a graph bound
 // to c through resolve (nil: the constants are the stored tensors): the
 // stored tensor, its file, and the byte range of its data, or of the rows
-// a Source selects when they are contiguous.
+// a Source selects when they are contiguous, or the ranges of the tensors
+// a Source stacks (per-expert matrices, one a tensor).
 func CheckpointLocator(c *load.Checkpoint, resolve load.Resolver) Locator {
 	if resolve == nil {
 		resolve = load.Identity
 	}
 	var shards map[string]shardTensor
-	return func(constant string) (Stored, error) {
-		src, ok := resolve(constant)
-		if !ok {
-			return Stored{}, fmt.Errorf("%w: the checkpoint provides no %q", ErrLocate, constant)
-		}
-		if len(src.Parts) > 0 || src.Transposed || src.RowOrder != nil || src.RowStep > 1 {
-			return Stored{}, fmt.Errorf("%w: %q is stacked, transposed or reordered at load from %q", ErrLocate, constant, src.Tensor)
-		}
-		var s Stored
+	find := func(name string) (Stored, error) {
 		switch {
 		case c.GGUF() != nil:
 			f := c.GGUF()
-			info, ok := f.Tensor(src.Tensor)
+			info, ok := f.Tensor(name)
 			if !ok || info.Size < 0 {
-				return Stored{}, fmt.Errorf("%w: no tensor %q of known size", ErrLocate, src.Tensor)
+				return Stored{}, fmt.Errorf("%w: no tensor %q of known size", ErrLocate, name)
 			}
-			s = Stored{Tensor: src.Tensor, File: c.Path(), Offset: f.DataOffset() + int64(info.Offset), Bytes: info.Size}
+			return Stored{Tensor: name, File: c.Path(), Offset: f.DataOffset() + int64(info.Offset), Bytes: info.Size}, nil
 		case c.Safetensors() != nil:
 			if shards == nil {
 				var err error
@@ -47,13 +40,37 @@ func CheckpointLocator(c *load.Checkpoint, resolve load.Resolver) Locator {
 					return Stored{}, err
 				}
 			}
-			st, ok := shards[src.Tensor]
+			st, ok := shards[name]
 			if !ok {
-				return Stored{}, fmt.Errorf("%w: no tensor %q", ErrLocate, src.Tensor)
+				return Stored{}, fmt.Errorf("%w: no tensor %q", ErrLocate, name)
 			}
-			s = Stored{Tensor: src.Tensor, File: st.file, Offset: st.begin, Bytes: st.end - st.begin}
-		default:
-			return Stored{}, fmt.Errorf("%w: an unknown container", ErrLocate)
+			return Stored{Tensor: name, File: st.file, Offset: st.begin, Bytes: st.end - st.begin}, nil
+		}
+		return Stored{}, fmt.Errorf("%w: an unknown container", ErrLocate)
+	}
+	return func(constant string) (Stored, error) {
+		src, ok := resolve(constant)
+		if !ok {
+			return Stored{}, fmt.Errorf("%w: the checkpoint provides no %q", ErrLocate, constant)
+		}
+		if src.Transposed || src.RowOrder != nil || src.RowStep > 1 || len(src.Parts) > 0 && src.RowEnd > 0 {
+			return Stored{}, fmt.Errorf("%w: %q is transposed or reordered at load from %q", ErrLocate, constant, src.Tensor)
+		}
+		if len(src.Parts) > 0 {
+			s := Stored{Tensor: constant}
+			for _, name := range src.Parts {
+				p, err := find(name)
+				if err != nil {
+					return Stored{}, err
+				}
+				s.Parts = append(s.Parts, p)
+				s.Bytes += p.Bytes
+			}
+			return s, nil
+		}
+		s, err := find(src.Tensor)
+		if err != nil {
+			return Stored{}, err
 		}
 		if src.RowEnd > 0 {
 			t, err := c.TensorType(src.Tensor)

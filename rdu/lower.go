@@ -14,16 +14,19 @@ import (
 )
 
 // Stored says where a constant's bytes lie in a checkpoint: the stored
-// tensor's name, the file, and the byte range.
+// tensor's name, the file, and the byte range; or, for a constant stacked
+// from tensors of one shape (per-expert matrices), each tensor's, in
+// order, Bytes their sum.
 type Stored struct {
 	Tensor        string
 	File          string
 	Offset, Bytes int64
+	Parts         []Stored
 }
 
 // Locator says where a graph constant is stored. A constant whose bytes are
-// not one range of one file (a tensor stacked, transposed or reordered at
-// load) is an error.
+// neither one range of one file nor stacked tensors (a tensor transposed
+// or reordered at load) is an error.
 type Locator func(constant string) (Stored, error)
 
 // Options configure a lowering.
@@ -444,7 +447,7 @@ func (low *lowering) weightBinding(opts Options, name, c string, d declared) (bu
 	}
 	t := g.Value(id).Type
 	bd := bundle.Binding{Name: name, Source: bundle.SourceWeight, Const: c, Tensor: c, DType: t.DType.String(),
-		Shape: slices.Clone([]int(t.Shape)), Storage: bundle.StorageDense, Transposed: d.transposed}
+		Shape: slices.Clone([]int(t.Shape)), Storage: bundle.StorageDense, Transposed: d.transposed, Heads: d.heads}
 	if t.DType == poot.Q8_0 && d.contraction {
 		bd.Storage = bundle.StorageQ8_0
 	}
@@ -457,6 +460,9 @@ func (low *lowering) weightBinding(opts Options, name, c string, d declared) (bu
 			return bd, fmt.Errorf("rdu: %s: the stored tensor %q holds %d bytes, %v takes %d", name, s.Tensor, s.Bytes, t, t.Bytes())
 		}
 		bd.Tensor, bd.File, bd.Offset, bd.Bytes = s.Tensor, s.File, s.Offset, s.Bytes
+		for _, p := range s.Parts {
+			bd.Parts = append(bd.Parts, bundle.Part{Tensor: p.Tensor, File: p.File, Offset: p.Offset, Bytes: p.Bytes})
+		}
 	}
 	return bd, nil
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/pootlabs/poot/tensor"
 )
 
-var tinyFamilies = []string{"llama", "gemma3", "llama4", "gpt-oss", "mixtral", "qwen3moe", "phi2", "stablelm", "gptneox", "falcon"}
+var tinyFamilies = []string{"llama", "gemma3", "llama4", "gpt-oss", "mixtral", "qwen3moe", "phi2", "stablelm", "gptneox", "falcon", "deepseek2"}
 
 // synthRef writes family's tiny preset as a random-weight GGUF of matrices
 // stored dt and opens it.
@@ -486,22 +486,6 @@ func TestSafetensorsByteRanges(t *testing.T) {
 	}
 	if _, err := Certify(b, g, consts, sim.Files{}, 4, DefaultTolerance); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestMixersNotLoweredYet: the families whose mixers this lowering does
-// not lift (latent attention) are refused naming the mixer, not a
-// primitive around it.
-func TestMixersNotLoweredYet(t *testing.T) {
-	for family, mixer := range map[string]string{"deepseek2": "latent_attention"} {
-		t.Run(family, func(t *testing.T) {
-			r := synthRef(t, family, poot.F32)
-			g, consts := r.step(t, 1, 24, families.LastToken)
-			_, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Checkpoint: r.c.Path(), Consts: consts})
-			if !errors.Is(err, ErrUnliftable) || !strings.Contains(err.Error(), "the "+mixer+" mixer") {
-				t.Errorf("got %v, want an ErrUnliftable naming the %s mixer", err, mixer)
-			}
-		})
 	}
 }
 

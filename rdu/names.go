@@ -95,6 +95,14 @@ var weightRoles = map[string]string{
 	"ffn_up_shexp.weight":        "Wsu",
 	"ffn_down_shexp.weight":      "Wsd",
 	"ffn_gate_inp_shexp.weight":  "Wsgi",
+	"attn_q_a.weight":            "Wqa",
+	"attn_q_a_norm.weight":       "Qan",
+	"attn_q_b.weight":            "Wqb",
+	"attn_kv_a_mqa.weight":       "Wkva",
+	"attn_kv_a_norm.weight":      "Kan",
+	"attn_kv_b.weight":           "Wkvb",
+	"attn_k_b.weight":            "Wkbt",
+	"attn_v_b.weight":            "Wvbs",
 }
 
 // globalRoles names the tensors outside the layers.
@@ -151,6 +159,8 @@ func stateBase(name string, l int) string {
 		return "Kc"
 	case name == fmt.Sprintf("cache.v.%d", l):
 		return "Vc"
+	case name == fmt.Sprintf("cache.latent.%d", l):
+		return "Kc" // the seed's name: the latent rows serve as keys
 	}
 	return "S" + sanitize(strings.TrimSuffix(name, "."+strconv.Itoa(l)))
 }

@@ -188,13 +188,13 @@ func TestRecurrentStateResets(t *testing.T) {
 	}
 }
 
-// TestRecurrentSafetensors: a Hugging Face checkpoint of Qwen3.5 (F32,
-// whose decay stores A_log: the "log rate" form) lowers to the two kinds
-// and certifies within 1e-5 of the oracle, relative to the largest logit.
-// (Qwen3-Next's Hugging Face experts are stacked at load, which no byte
-// range binds: a refusal of the expert binding, not of the mixer.)
+// TestRecurrentSafetensors: a Hugging Face checkpoint of Qwen3-Next and
+// of Qwen3.5 (F32, whose decay stores A_log: the "log rate" form; Qwen3-Next's
+// experts one tensor an expert, bound as the parts of their stacks) lowers
+// to the two kinds and certifies within 1e-5 of the oracle, relative to
+// the largest logit.
 func TestRecurrentSafetensors(t *testing.T) {
-	for _, family := range []string{"qwen35"} {
+	for _, family := range []string{"qwen3next", "qwen35"} {
 		t.Run(family, func(t *testing.T) {
 			r := hfModel(t, family, poot.F32, 3)
 			g, consts := r.step(t, 1, 16, families.LastToken)

@@ -53,7 +53,13 @@ type refModel struct {
 
 func openRef(t testing.TB, file string) *refModel {
 	t.Helper()
-	c, err := load.Open(filepath.Join(refDir(t), file))
+	return openModel(t, filepath.Join(refDir(t), file))
+}
+
+// openModel opens the checkpoint at path (closed when the test ends).
+func openModel(t testing.TB, path string) *refModel {
+	t.Helper()
+	c, err := load.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,26 +125,33 @@ func TestReferenceModels(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("certified over %d steps: max |Δlogit| %.3g (largest logit %.3g)", cert.Steps, cert.MaxDiff, cert.MaxLogit)
-			m, err := sim.New(b, sim.Files{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			toks := ref.Prompt
-			var res sim.Result
-			for i, tok := range toks {
-				if res, err = m.Step(int(tok), i); err != nil {
-					t.Fatal(err)
-				}
-			}
-			n := min(len(ref.Generated), 16)
-			for i := range n {
-				if int32(res.Next) != ref.Generated[i] {
-					t.Fatalf("greedy token %d: %d, llama.cpp %d", i, res.Next, ref.Generated[i])
-				}
-				if res, err = m.Step(res.Next, len(toks)+i); err != nil {
-					t.Fatal(err)
-				}
-			}
+			greedy(t, b, ref)
 		})
+	}
+}
+
+// greedy runs a decode bundle over the reference's prompt, a token a run,
+// and checks that it picks the tokens llama.cpp generated (up to 16).
+func greedy(t *testing.T, b *bundle.Bundle, ref *refRun) {
+	t.Helper()
+	m, err := sim.New(b, sim.Files{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := ref.Prompt
+	var res sim.Result
+	for i, tok := range toks {
+		if res, err = m.Step(int(tok), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := min(len(ref.Generated), 16)
+	for i := range n {
+		if int32(res.Next) != ref.Generated[i] {
+			t.Fatalf("greedy token %d: %d, llama.cpp %d", i, res.Next, ref.Generated[i])
+		}
+		if res, err = m.Step(res.Next, len(toks)+i); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -214,9 +214,12 @@ func reads(s lang.Stmt) (names []string, binder string) {
 func (p *tpPlan) classify(prog *lang.Program) {
 	for i, s := range prog.Stmts {
 		if l, ok := s.(lang.Let); ok {
+			p.stmt, p.binder = i, l.Name
 			if _, moe := l.Expr.(lang.MoE); moe {
-				p.stmt, p.binder = i, l.Name
 				p.fail("an expert mixture: the tensor-parallel deployment splits heads and dense feed-forward columns, not experts")
+			}
+			if b, ok := l.Expr.(lang.Binary); ok && b.Op == lang.MatMul && b.Heads > 0 && p.bind[b.B].Source == bundle.SourceWeight {
+				p.fail("latent attention (%s, a product head by head with %s): every chip would need the whole latent cache", l.Name, b.B)
 			}
 		}
 	}

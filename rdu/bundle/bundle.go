@@ -208,6 +208,14 @@ type Binding struct {
 	// Slice is the part of the tensor a chip of a tensor-parallel bundle
 	// loads (nil: all of it).
 	Slice *Slice `json:"slice,omitempty"`
+	// Parts, for a tensor stacked from tensors of one shape and dtype
+	// (per-expert matrices stored one a tensor), are those tensors in
+	// order; Bytes is their sum, and File and Offset are unset.
+	Parts []Part `json:"parts,omitempty"`
+	// Heads, when set, says the declared matrix is cut head by head from
+	// the stored tensor (a latent attention's per-head products); the
+	// host fills it dense.
+	Heads *HeadCut `json:"heads,omitempty"`
 	// Col and Cols are the columns of a state a chip of a tensor-parallel
 	// bundle holds (Cols 0: every column): its heads' part of a cache.
 	Col  int `json:"col,omitempty"`
@@ -216,6 +224,64 @@ type Binding struct {
 	Table string `json:"table,omitempty"`
 	// From is the program whose output an input is.
 	From string `json:"from,omitempty"`
+}
+
+// Part is one stored tensor of a stacked weight: its name, file and byte
+// range.
+type Part struct {
+	Tensor string `json:"tensor"`
+	File   string `json:"file"`
+	Offset int64  `json:"offset"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// HeadCut says how a declared matrix is cut from a stored tensor read as
+// Heads blocks of Rows by Cols (a latent attention's kv_b: a block a
+// head): head h's piece is rows From … From+N-1 of its block (counting
+// from 0), transposed when Transposed, and the pieces are stacked head
+// after head, Heads·N by Cols (Heads·Cols by N transposed).
+type HeadCut struct {
+	Heads      int  `json:"heads"`
+	Rows       int  `json:"rows"`
+	Cols       int  `json:"cols"`
+	From       int  `json:"from,omitempty"`
+	N          int  `json:"n"`
+	Transposed bool `json:"transposed,omitempty"`
+}
+
+// Declared is the shape of the declared matrix.
+func (c HeadCut) Declared() (rows, cols int) {
+	if c.Transposed {
+		return c.Heads * c.Cols, c.N
+	}
+	return c.Heads * c.N, c.Cols
+}
+
+// Valid reports whether the cut lies inside its blocks.
+func (c HeadCut) Valid() bool {
+	return c.Heads > 0 && c.Rows > 0 && c.Cols > 0 && c.N > 0 && c.From >= 0 && c.From+c.N <= c.Rows
+}
+
+// Cut returns the declared matrix, row-major, from the stored tensor's
+// values (Heads·Rows·Cols of them, row-major).
+func (c HeadCut) Cut(stored []float32) ([]float32, error) {
+	if !c.Valid() || len(stored) != c.Heads*c.Rows*c.Cols {
+		return nil, fmt.Errorf("%w: a cut of rows %d…%d of %d heads of %d by %d from %d values", ErrBundle, c.From, c.From+c.N-1, c.Heads, c.Rows, c.Cols, len(stored))
+	}
+	out := make([]float32, 0, c.Heads*c.N*c.Cols)
+	for h := range c.Heads {
+		block := stored[(h*c.Rows+c.From)*c.Cols : (h*c.Rows+c.From+c.N)*c.Cols]
+		if !c.Transposed {
+			out = append(out, block...)
+			continue
+		}
+		for j := range c.Cols {
+			for i := range c.N {
+				out = append(out, block[i*c.Cols+j])
+			}
+		}
+	}
+	return out, nil
 }
 
 // Table is one host table: Rows by Cols float32 values at Offset in

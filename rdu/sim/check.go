@@ -207,6 +207,10 @@ func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bo
 		}
 		var ok bool
 		switch {
+		case b.Heads != nil:
+			r, c := b.Heads.Declared()
+			ok = !b.Transposed && b.Slice == nil && b.Heads.Valid() && r == ty.Rows && c == ty.Cols &&
+				(poot.Shape(s)).Size() == int64(b.Heads.Heads*b.Heads.Rows*b.Heads.Cols)
 		case b.Transposed:
 			ok = len(s) == 2 && s[0] == ty.Cols && s[1] == ty.Rows
 		case len(s) == 1:
@@ -221,8 +225,11 @@ func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bo
 		}
 		if dt, err := poot.ParseDType(b.DType); err != nil {
 			return fmt.Errorf("tensor %q: %w", b.Tensor, err)
-		} else if want := (poot.TensorType{DType: dt, Shape: poot.Shape(b.Shape)}).Bytes(); b.File != "" && b.Bytes != want {
+		} else if want := (poot.TensorType{DType: dt, Shape: poot.Shape(b.Shape)}).Bytes(); (b.File != "" || len(b.Parts) > 0) && b.Bytes != want {
 			return fmt.Errorf("tensor %q is %s%v, %d bytes, but its range holds %d", b.Tensor, b.DType, s, want, b.Bytes)
+		}
+		if b.Heads != nil && b.Storage != bundle.StorageDense {
+			return fmt.Errorf("tensor %q cut head by head is declared %s, not dense", b.Tensor, b.Storage)
 		}
 		switch b.Storage {
 		case bundle.StorageDense:

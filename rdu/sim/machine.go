@@ -129,6 +129,9 @@ func (m *Machine) load(in *instance) error {
 		if sl := bd.Slice; sl != nil {
 			key += fmt.Sprint("\x00", sl.Offset, "+", sl.Bytes, "x", sl.Count)
 		}
+		if c := bd.Heads; c != nil {
+			key += fmt.Sprintf("\x00%+v", *c)
+		}
 		data, ok := m.cache[key]
 		if !ok {
 			raw, err := m.w.Read(bd)
@@ -137,6 +140,11 @@ func (m *Machine) load(in *instance) error {
 			}
 			if data, err = decode(bd, raw); err != nil {
 				return err
+			}
+			if bd.Heads != nil {
+				if data, err = bd.Heads.Cut(data); err != nil {
+					return fmt.Errorf("rdu/sim: %s (%s): %w", bd.Name, bd.Tensor, err)
+				}
 			}
 			m.cache[key] = data
 		}

@@ -21,8 +21,25 @@ type Weights interface {
 // the byte ranges it gives; a relative file name is taken from Dir.
 type Files struct{ Dir string }
 
-// Read reads b's byte range of b's file.
+// Read reads b's byte range of b's file, or its parts' ranges, stacked.
 func (f Files) Read(b bundle.Binding) ([]byte, error) {
+	if len(b.Parts) > 0 {
+		if b.Slice != nil {
+			return nil, fmt.Errorf("rdu/sim: %s (%s): a slice of a stacked tensor", b.Name, b.Tensor)
+		}
+		var out []byte
+		for _, p := range b.Parts {
+			data, err := f.Read(bundle.Binding{Name: b.Name, Tensor: p.Tensor, File: p.File, Offset: p.Offset, Bytes: p.Bytes})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, data...)
+		}
+		if int64(len(out)) != b.Bytes {
+			return nil, fmt.Errorf("rdu/sim: %s: parts of %d bytes for %s of %d", b.Name, len(out), b.Tensor, b.Bytes)
+		}
+		return out, nil
+	}
 	if b.File == "" || b.Bytes <= 0 {
 		return nil, fmt.Errorf("rdu/sim: %s (%s) has no byte range in a checkpoint file", b.Name, b.Tensor)
 	}
