@@ -267,10 +267,13 @@ func round(d time.Duration) time.Duration {
 // weights. It prints the prompt followed by the generated text and a
 // newline, as generate does.
 func cmdRunBundle(args []string, stdout, stderr io.Writer) error {
-	fs := flags("run-bundle", "run-bundle -b DIR -m MODEL -p PROMPT [-n N] [--ignore-eos]", stdout)
-	var dir, model, prompt string
-	fs.StringVar(&dir, "b", "", "the bundle's directory (written by poot lower)")
-	fs.StringVar(&dir, "bundle", "", "same as -b")
+	fs := flags("run-bundle", "run-bundle DIR -m MODEL -p PROMPT [-n N] [--ignore-eos] (or -b DIR)", stdout)
+	var dir, model, prompt, first string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		first, args = args[0], args[1:]
+	}
+	fs.StringVar(&dir, "b", first, "the bundle's directory (written by poot lower)")
+	fs.StringVar(&dir, "bundle", first, "same as -b")
 	fs.StringVar(&model, "m", "", "the model the bundle was lowered from, for its tokenizer")
 	fs.StringVar(&model, "model", "", "same as -m")
 	fs.StringVar(&prompt, "p", "", "the prompt")
@@ -282,7 +285,7 @@ func cmdRunBundle(args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case dir == "":
-		return usagef("no bundle: give -b DIR")
+		return usagef("no bundle: give its directory (poot run-bundle DIR … or -b DIR)")
 	case model == "":
 		return usagef("no model: give -m MODEL (for its tokenizer)")
 	case *n < 0:

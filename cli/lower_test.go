@@ -79,8 +79,9 @@ func TestGenerateOnRDU(t *testing.T) {
 	}
 }
 
-// TestRunBundle: the text run-bundle generates from a bundle is what
-// generate prints on the oracle.
+// TestRunBundle: the text run-bundle generates from a bundle (its
+// directory given as the first argument) is what generate prints on the
+// oracle.
 func TestRunBundle(t *testing.T) {
 	dir := refDir(t)
 	model := filepath.Join(dir, "stories260K-q8_0.gguf")
@@ -88,7 +89,7 @@ func TestRunBundle(t *testing.T) {
 	if _, errOut, status := runPoot("lower", "--target", "rdu", "--decode", "--ctx", "64", "-m", model, "--out", out); status != 0 {
 		t.Fatalf("lower: status %d: %s", status, errOut)
 	}
-	got, errOut, status := runPoot("run-bundle", "-b", out, "-m", model, "-p", "Once upon a time", "-n", "20")
+	got, errOut, status := runPoot("run-bundle", out, "-m", model, "-p", "Once upon a time", "-n", "20")
 	if status != 0 {
 		t.Fatalf("run-bundle: status %d: %s", status, errOut)
 	}

@@ -7,7 +7,8 @@
 // equations are one program up to the names of the weights and states they
 // read, with the same step tables (attention masks, rotary angles) and
 // weights stored in the same dtypes. Llama has one kind; Gemma 3 two (its
-// sliding-window and its global attention layers); Llama 4 one per
+// sliding-window and its global attention layers); DeepSeek-V2 two (its
+// dense first layers and its expert layers); Llama 4 one per
 // combination of rotary or not and dense or routed feed-forward. [Lower]
 // writes one program per kind, in the layer-program language of package
 // rdu/lang, for the kind's first layer, plus an embedding program and a
@@ -69,6 +70,18 @@
 // deployments (batched: the convolution and the delta rule written once a
 // sequence over its block of the states, Scacheconv0_s1 from position
 // pos_s1); a tensor-parallel one is a *TPError.
+//
+// DeepSeek-V2's and V3's latent attention lifts in the seed's absorbed
+// form, whichever form the graph computes: the compressed keys (the
+// latent_kv record) part by part, the cache of latent rows Kc as the one
+// key head every query head attends over with the latent columns as its
+// values, and the per-head products with W_UK and W_UV ("matmul … across
+// H heads") reading weights the manifest cuts head by head from kv_b, or
+// from its split k_b and v_b (bundle.HeadCut, filled dense). Such a model
+// lowers to two kinds, its dense first layers and its expert layers, as
+// every deployment but the tensor-parallel one, which is a *TPError
+// naming latent attention. A Hugging Face checkpoint's experts, one tensor
+// an expert, are bound as the parts of their stacks (bundle.Part).
 //
 // Whatever the language cannot write is a *Reject naming the program, the
 // statement, its binder and the reason; nothing is approximated.
