@@ -76,31 +76,6 @@ func TestLatentAttentionLowers(t *testing.T) {
 	}
 }
 
-// TestLatentAttentionReferences: the DeepSeek fixtures of the family's
-// tests, kv_b whole (which the oracle attends over decompressed) and split
-// into k_b and v_b (absorbed), certify within 1e-5 of the oracle and decode
-// greedily the tokens llama.cpp decoded.
-func TestLatentAttentionReferences(t *testing.T) {
-	dir := filepath.Join("..", "families", "deepseek2", "testdata")
-	for _, name := range []string{"tiny-f32", "tiny-mla-f32"} {
-		t.Run(name, func(t *testing.T) {
-			r := openModel(t, filepath.Join(dir, name+".gguf"))
-			g, consts := r.step(t, 1, 32, families.LastToken)
-			b := r.lower(t, g, consts)
-			deepseekKinds(t, b)
-			cert, err := Certify(b, g, consts, sim.Files{}, 8, DefaultTolerance)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cert.MaxDiff > 1e-5 || math.IsNaN(cert.MaxDiff) {
-				t.Errorf("max |Δlogit| %g, want ≤ 1e-5", cert.MaxDiff)
-			}
-			t.Logf("max |Δlogit| %.3g of %.3g over %d runs", cert.MaxDiff, cert.MaxLogit, cert.Steps)
-			greedy(t, b, readRef(t, filepath.Join(dir, name+".ref.json")))
-		})
-	}
-}
-
 // TestLatentAttentionDeployments: a batched step (each sequence attending
 // over its own block of the latent cache) and a prefill chunk of DeepSeek's
 // tiny preset lower and certify against the oracle, kind by kind and whole.

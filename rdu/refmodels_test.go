@@ -1,9 +1,11 @@
 package rdu
 
 import (
+	"cmp"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pootlabs/poot"
@@ -125,14 +127,14 @@ func TestReferenceModels(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("certified over %d steps: max |Δlogit| %.3g (largest logit %.3g)", cert.Steps, cert.MaxDiff, cert.MaxLogit)
-			greedy(t, b, ref)
+			greedy(t, b, ref, 16)
 		})
 	}
 }
 
 // greedy runs a decode bundle over the reference's prompt, a token a run,
-// and checks that it picks the tokens llama.cpp generated (up to 16).
-func greedy(t *testing.T, b *bundle.Bundle, ref *refRun) {
+// and checks that it picks the tokens llama.cpp generated (up to most).
+func greedy(t *testing.T, b *bundle.Bundle, ref *refRun, most int) {
 	t.Helper()
 	m, err := sim.New(b, sim.Files{})
 	if err != nil {
@@ -145,7 +147,7 @@ func greedy(t *testing.T, b *bundle.Bundle, ref *refRun) {
 			t.Fatal(err)
 		}
 	}
-	n := min(len(ref.Generated), 16)
+	n := min(len(ref.Generated), most)
 	for i := range n {
 		if int32(res.Next) != ref.Generated[i] {
 			t.Fatalf("greedy token %d: %d, llama.cpp %d", i, res.Next, ref.Generated[i])
@@ -153,5 +155,46 @@ func greedy(t *testing.T, b *bundle.Bundle, ref *refRun) {
 		if res, err = m.Step(res.Next, len(toks)+i); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestFamilyReferences: every checkpoint of the families' tests that has
+// a llama.cpp reference beside it (F32 and MXFP4 matrices; the F16 files'
+// references differ from poot's by llama.cpp's F16 activations, which the
+// families' tests measure) lowers to a decode bundle that certifies
+// against the oracle and decodes greedily the tokens llama.cpp decoded.
+// As in the families' tests, Phi-3's LongRoPE files run with the context
+// of 256 llama.cpp ran them with (past the original context: the long
+// factors), and GPT-NeoX's sequential file is compared up to its near tie
+// (its eighth token, the two best logits 4e-4 apart).
+func TestFamilyReferences(t *testing.T) {
+	ctxs := map[string]int{"longrope-f32.gguf": 256}
+	most := map[string]int{"tiny-sequential-f32.gguf": 7}
+	refs, err := filepath.Glob(filepath.Join("..", "families", "*", "testdata", "*.ref.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ref := range refs {
+		model := strings.TrimSuffix(ref, ".ref.json") + ".gguf"
+		if _, err := os.Stat(model); err != nil || strings.Contains(filepath.Base(model), "f16") {
+			continue
+		}
+		n++
+		name := filepath.Base(filepath.Dir(filepath.Dir(model))) + "/" + filepath.Base(model)
+		t.Run(name, func(t *testing.T) {
+			r := openModel(t, model)
+			g, consts := r.step(t, 1, cmp.Or(ctxs[filepath.Base(model)], 32), families.LastToken)
+			b := r.lower(t, g, consts)
+			cert, err := Certify(b, g, consts, sim.Files{}, 4, DefaultTolerance)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d kinds; max |Δlogit| %.3g of %.3g", len(b.Manifest.Kinds), cert.MaxDiff, cert.MaxLogit)
+			greedy(t, b, readRef(t, ref), cmp.Or(most[filepath.Base(model)], 16))
+		})
+	}
+	if n < 15 {
+		t.Errorf("%d reference checkpoints found in the families' testdata, want 15 or more", n)
 	}
 }
