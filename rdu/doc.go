@@ -26,7 +26,9 @@
 // attending over its cache of ctx positions; a step of several tokens
 // runs as that many decode runs), prefill (a chunk of one sequence as the
 // rows of one run, over the decode deployment's caches, so a decode bundle
-// continues from them), and batched decode (one token of each of B
+// continues from them; a table of the positions, Llama 4's attention
+// temperature, is read at the chunk's positions, the runtime input poss),
+// and batched decode (one token of each of B
 // sequences a run, their hidden states stacked as the rows X, bxo0, …;
 // every weight is read once for all of them, and the statements that read
 // a position, rotations, cache writes and attention, are written once a

@@ -342,6 +342,7 @@ func (low *lowering) assemble(opts Options, kinds []Kind, embed *lifted, progs [
 		m.Inputs = []bundle.Input{
 			{Name: "toks", Meaning: "the chunk's token ids plus one, in order"},
 			{Name: "pos_s0", Meaning: "the chunk's first position plus one; the chunk's tokens sit at the positions after it"},
+			{Name: "poss", Meaning: "the chunk's positions plus one, in order (the rows of the tables of the positions)"},
 		}
 	case low.batch > 0:
 		m.Deployment.Kind, m.Deployment.Batch = Batched, low.batch

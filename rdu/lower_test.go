@@ -3,6 +3,7 @@ package rdu
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/pootlabs/poot/families/registry"
 	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/load"
+	"github.com/pootlabs/poot/ops"
 	"github.com/pootlabs/poot/rdu/bundle"
 	"github.com/pootlabs/poot/rdu/lang"
 	"github.com/pootlabs/poot/rdu/sim"
@@ -360,9 +362,7 @@ func TestPrefillDeployment(t *testing.T) {
 	for _, f := range []string{"tiny-gemma3-f32.gguf", "tiny-llama-f32.gguf", "stories260K-q8_0.gguf"} {
 		for _, mode := range []families.LogitsMode{families.LastToken, families.AllTokens} {
 			r := openRef(t, f)
-			const chunk, ctx = 5, 32
-			g, consts := r.step(t, chunk, ctx, mode)
-			b, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, Deployment: Prefill})
+			b, err := checkPrefill(t, r, f, mode)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -372,51 +372,67 @@ func TestPrefillDeployment(t *testing.T) {
 					t.Errorf("%s: the prefill programs lack %q:\n%s", f, want, text)
 				}
 			}
-			m, err := sim.New(b, sim.Files{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := CertifyKinds(m, g, consts, 3, DefaultTolerance); err != nil {
-				t.Fatal(err)
-			}
-			cert, err := CertifyMachine(m, g, consts, 3, DefaultTolerance)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s, logits %v: %d chunks of %d, max |Δlogit| %.3g", f, mode, cert.Steps, chunk, cert.MaxDiff)
-			if mode == families.AllTokens {
-				continue
-			}
-			// A decode bundle continues from the prefill bundle's caches.
-			dg, dconsts := r.step(t, 1, ctx, families.LastToken)
-			db := r.lower(t, dg, dconsts)
-			dm, err := sim.New(db, sim.Files{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m.Reset()
-			toks := []int{1, 15, 27, 100, 200}
-			if _, err := m.Run(toks, []int{0, 1, 2, 3, 4}); err != nil {
-				t.Fatal(err)
-			}
-			for _, name := range m.States() {
-				data, _ := m.State(name)
-				if err := dm.UseState(name, data); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want := oracleLogits(t, r, ctx, append(toks, 300))
-			res, err := dm.Step(300, chunk)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range want {
-				if d := float64(res.Logits[i] - want[i]); d > 1e-5 || d < -1e-5 {
-					t.Fatalf("%s: decoding after the prefill bundle: logit %d is %v, the oracle %v", f, i, res.Logits[i], want[i])
-				}
-			}
 		}
 	}
+}
+
+// checkPrefill lowers a chunk of 5 tokens of r as the prefill deployment
+// and certifies it against the oracle, by kind and whole; with the last
+// logits only, it also checks that a decode bundle continues from the
+// caches it leaves exactly as the oracle does. A chunk the lowering
+// refuses is returned as the error.
+func checkPrefill(t *testing.T, r *refModel, f string, mode families.LogitsMode) (*bundle.Bundle, error) {
+	t.Helper()
+	const chunk, ctx = 5, 32
+	g, consts := r.step(t, chunk, ctx, mode)
+	b, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, Deployment: Prefill})
+	if err != nil {
+		return nil, err
+	}
+	m, err := sim.New(b, sim.Files{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CertifyKinds(m, g, consts, 3, DefaultTolerance); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := CertifyMachine(m, g, consts, 3, DefaultTolerance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s, logits %v: %d chunks of %d, max |Δlogit| %.3g", f, mode, cert.Steps, chunk, cert.MaxDiff)
+	if mode == families.AllTokens {
+		return b, nil
+	}
+	// A decode bundle continues from the prefill bundle's caches.
+	dg, dconsts := r.step(t, 1, ctx, families.LastToken)
+	db := r.lower(t, dg, dconsts)
+	dm, err := sim.New(db, sim.Files{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Reset()
+	toks := []int{1, 15, 27, 100, 200}
+	if _, err := m.Run(toks, []int{0, 1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range m.States() {
+		data, _ := m.State(name)
+		if err := dm.UseState(name, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := oracleLogits(t, r, ctx, append(toks, 300))
+	res, err := dm.Step(300, chunk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if d := float64(res.Logits[i] - want[i]); d > 1e-5*max(1, math.Abs(float64(want[i]))) || -d > 1e-5*max(1, math.Abs(float64(want[i]))) {
+			t.Fatalf("%s: decoding after the prefill bundle: logit %d is %v, the oracle %v", f, i, res.Logits[i], want[i])
+		}
+	}
+	return b, nil
 }
 
 // oracleLogits runs toks through the oracle token by token and returns the
@@ -446,29 +462,52 @@ func oracleLogits(t *testing.T, r *refModel, ctx int, toks []int) []float32 {
 }
 
 // TestInterpreterDeployments: the interpreter runs a chunk as the prefill
-// deployment, and falls back to the decode deployment run token by token
-// for a chunk whose prefill programs the language cannot write (Llama 4's
-// temperature, a table of positions read row by row), agreeing with the
-// oracle either way.
+// deployment (Llama 4's temperature, a table of the positions, read at the
+// chunk's positions poss), and falls back to the decode deployment run
+// token by token for a chunk whose prefill programs the language cannot
+// write (a learned position embedding, GPT-2's, gathered at the chunk's
+// positions), agreeing with the oracle either way.
 func TestInterpreterDeployments(t *testing.T) {
-	for _, c := range []struct {
-		family string
-		want   string
-	}{{"llama", Prefill}, {"llama4", Decode}, {"qwen3next", Prefill}, {"qwen35", Prefill}} {
-		r := synthRef(t, c.family, poot.F32)
-		g, consts := r.step(t, 4, 16, families.AllTokens)
+	check := func(name string, g *poot.Graph, consts interp.ConstMap, want string) *bundle.Bundle {
 		exe, err := Interpreter{}.Compile(g, consts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		e := exe.(*Executable)
-		if got := e.Bundle().Manifest.Deployment.Kind; got != c.want {
-			t.Errorf("%s: a chunk of 4 runs as the %s deployment, want %s", c.family, got, c.want)
+		if got := e.Bundle().Manifest.Deployment.Kind; got != want {
+			t.Errorf("%s: a chunk of 4 runs as the %s deployment, want %s", name, got, want)
 		}
 		if e.Certificate().Steps < 1 {
-			t.Errorf("%s: certified over %d runs", c.family, e.Certificate().Steps)
+			t.Errorf("%s: certified over %d runs", name, e.Certificate().Steps)
+		}
+		return e.Bundle()
+	}
+	for _, f := range []string{"llama", "llama4", "qwen3next", "qwen35", "deepseek2"} {
+		r := synthRef(t, f, poot.F32)
+		g, consts := r.step(t, 4, 16, families.AllTokens)
+		b := check(f, g, consts, Prefill)
+		text := ""
+		for _, k := range b.Manifest.Kinds {
+			text += lang.Format(b.Programs[k.Name])
+		}
+		if f == "llama4" && !strings.Contains(text, "rows poss of Tab0.") {
+			t.Errorf("llama4's prefill program reads no rows of its temperature table at the chunk's positions:\n%s", text)
 		}
 	}
+	b := poot.NewBuilder[toyBrand](poot.Limits{})
+	m := &toy{b: b, step: families.NewStep(b, families.StepShape{Rows: 1, New: 4, Capacity: toyCtx}, toyVocab)}
+	var x toyT
+	b.Scope("embed", func() {
+		x = b.Add(b.Gather(m.w("token_embd.weight", toyVocab, toyDim), m.step.Tokens), b.Gather(m.w("position_embd.weight", toyCtx, toyDim), m.step.Pos))
+	})
+	b.Scope("layer.0", func() { x = plain(m, 0, x) })
+	var logits toyT
+	b.Scope("head", func() { logits = ops.Linear(b, x, m.w("output.weight", toyVocab, toyDim), toyT{}) })
+	g, err := m.step.Finish(logits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("learned positions", g, randomConsts(t, g), Decode)
 }
 
 // TestSafetensorsByteRanges: a Hugging Face checkpoint's weights are bound

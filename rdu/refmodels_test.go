@@ -3,6 +3,7 @@ package rdu
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,7 +167,10 @@ func greedy(t *testing.T, b *bundle.Bundle, ref *refRun, most int) {
 // As in the families' tests, Phi-3's LongRoPE files run with the context
 // of 256 llama.cpp ran them with (past the original context: the long
 // factors), and GPT-NeoX's sequential file is compared up to its near tie
-// (its eighth token, the two best logits 4e-4 apart).
+// (its eighth token, the two best logits 4e-4 apart). Each also lowers as
+// the prefill deployment (certified, and continued by the decode bundle)
+// and over 1 to 4 chips, certified where the model splits and refused
+// with its reason where it does not.
 func TestFamilyReferences(t *testing.T) {
 	ctxs := map[string]int{"longrope-f32.gguf": 256}
 	most := map[string]int{"tiny-sequential-f32.gguf": 7}
@@ -192,6 +196,16 @@ func TestFamilyReferences(t *testing.T) {
 			}
 			t.Logf("%d kinds; max |Δlogit| %.3g of %.3g", len(b.Manifest.Kinds), cert.MaxDiff, cert.MaxLogit)
 			greedy(t, b, readRef(t, ref), cmp.Or(most[filepath.Base(model)], 16))
+			if _, err := checkPrefill(t, r, name, families.LastToken); err != nil {
+				t.Errorf("prefill: %v", err)
+			}
+			for tp := 1; tp <= 4; tp++ {
+				if _, err := certifyTP(t, r, g, consts, Decode, tp); err != nil && !errors.Is(err, ErrTensorParallel) {
+					t.Errorf("tp %d: %v", tp, err)
+				} else if err != nil {
+					t.Logf("tp %d refused: %v", tp, err)
+				}
+			}
 		})
 	}
 	if n < 15 {

@@ -52,13 +52,15 @@ func (l *lifter) rotation(cos, sin poot.ValueID) (*table, *table) {
 // position-dependent scale, say) through a host table: it declares the
 // table and binds its row at pos, whose name it returns.
 func (l *lifter) positionTable(id poot.ValueID) string {
-	if l.low.stacked {
-		l.reject(ErrUnliftable, "a table of the step's positions read row by row, in the prefill deployment (the language reads a table's rows at a chunk's positions only through rope)")
-	}
 	if n, ok := l.names[id]; ok {
 		return n
 	}
-	name := l.positionRow(id, -1)
+	var name string
+	if l.low.stacked {
+		name = l.positionRows(id)
+	} else {
+		name = l.positionRow(id, -1)
+	}
 	l.names[id] = name
 	return name
 }
@@ -82,6 +84,28 @@ func (l *lifter) positionRow(id poot.ValueID, b int) string {
 		name, pos = l.n.fresh("tr"), l.pos()
 	}
 	l.emit(lang.Let{Name: name, Expr: lang.Row{Index: lang.Index{Name: pos}, X: t.name}})
+	return name
+}
+
+// positionRows declares the host table of a step table of the positions
+// and binds, in a prefill program, its rows at the chunk's positions (the
+// runtime input poss).
+func (l *lifter) positionRows(id poot.ValueID) string {
+	low := l.low
+	d := l.v.coneDigest(id)
+	t, ok := low.positional[d]
+	if !ok {
+		t = low.newTable(l, id, fmt.Sprintf("Tab%d", len(low.positional)), "a table of the step's positions")
+		low.positional[d] = t
+	}
+	l.declareTable(t)
+	if _, ok := l.res.decls["poss"]; !ok {
+		l.n.fixed("poss")
+		l.emit(lang.Declare{Name: "poss", Rows: 1, Cols: l.rows(), Elem: lang.Int})
+		l.res.decls["poss"] = declared{kind: bindRuntime, slot: poot.SlotPos}
+	}
+	name := l.fresh("tr")
+	l.emit(lang.Let{Name: name, Expr: lang.Rows{Indices: "poss", X: t.name}})
 	return name
 }
 

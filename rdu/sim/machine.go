@@ -306,9 +306,9 @@ func (m *Machine) Run(toks, pos []int) (Result, error) {
 }
 
 // runtime holds the position inputs of a run at positions pos (from 0):
-// pos for a decode bundle, pos_s0 for a prefill bundle (whose positions
-// follow one another), pos_s0, pos_s1, … for a batched bundle (counting
-// from 1).
+// pos for a decode bundle, pos_s0 and poss for a prefill bundle (whose
+// positions follow one another), pos_s0, pos_s1, … for a batched bundle
+// (counting from 1).
 func (m *Machine) runtime(pos []int) (map[string]value, error) {
 	d := m.b.Manifest.Deployment
 	out := map[string]value{}
@@ -321,6 +321,10 @@ func (m *Machine) runtime(pos []int) (map[string]value, error) {
 			out["pos"] = p + 1
 		case "prefill":
 			out["pos_s0"] = pos[0] + 1
+			if i == 0 {
+				out["poss"] = &ints{rows: 1, cols: len(pos), data: make([]int32, len(pos))}
+			}
+			out["poss"].(*ints).data[i] = int32(p + 1)
 		default:
 			out[fmt.Sprintf("pos_s%d", i)] = p + 1
 		}
