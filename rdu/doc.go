@@ -70,7 +70,7 @@
 // columns. Such a model lowers to two kinds, its delta-rule layers and its
 // attention layers, as the decode, the prefill and the batched
 // deployments (batched: the convolution and the delta rule written once a
-// sequence over its block of the states, Scacheconv0_s1 from position
+// sequence over its block of the states, Cs0_s1 from position
 // pos_s1); a tensor-parallel one is a *TPError.
 //
 // DeepSeek-V2's and V3's latent attention lifts in the seed's absorbed

@@ -697,7 +697,7 @@ var recurrentResults = map[string]int{"causal_conv": 2, "gated_delta": 2, "gated
 var linearBases = map[string]string{
 	"Wq": "qr", "Wk": "kr", "Wv": "vr", "Wo": "ao", "Wqkv": "qkv", "Wg": "gt", "Wu": "up", "Wd": "dn",
 	"Wsg": "sg", "Wsu": "su", "Wsd": "sd", "Wsgi": "sgi", "Wr": "rl", "Wout": "raw",
-	"Wqa": "qx", "Wqb": "qr", "Wkva": "kva",
+	"Wqa": "qx", "Wqb": "qr", "Wkva": "kva", "Wz": "zz", "Wqkvz": "qkvz", "Wb": "br", "Wa": "ar", "Wba": "ba",
 }
 
 // normBases names a norm's result by its weight.

@@ -103,6 +103,16 @@ var weightRoles = map[string]string{
 	"attn_kv_b.weight":           "Wkvb",
 	"attn_k_b.weight":            "Wkbt",
 	"attn_v_b.weight":            "Wvbs",
+	"attn_gate.weight":           "Wz",
+	"ssm_in.weight":              "Wqkvz",
+	"ssm_beta.weight":            "Wb",
+	"ssm_alpha.weight":           "Wa",
+	"ssm_ba.weight":              "Wba",
+	"ssm_dt.bias":                "Dt",
+	"ssm_a":                      "Al",
+	"ssm_conv1d.weight":          "Wc",
+	"ssm_norm.weight":            "Gn",
+	"ssm_out.weight":             "Wo",
 }
 
 // globalRoles names the tensors outside the layers.
@@ -159,6 +169,10 @@ func stateBase(name string, l int) string {
 		return "Kc"
 	case name == fmt.Sprintf("cache.v.%d", l):
 		return "Vc"
+	case name == fmt.Sprintf("cache.conv.%d", l):
+		return "Cs"
+	case name == fmt.Sprintf("cache.delta.%d", l):
+		return "St"
 	case name == fmt.Sprintf("cache.latent.%d", l):
 		return "Kc" // the seed's name: the latent rows serve as keys
 	}
