@@ -1,0 +1,292 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/interp"
+	"github.com/pootlabs/poot/load"
+	"github.com/pootlabs/poot/lower"
+	"github.com/pootlabs/poot/quant"
+)
+
+// gemmShapes are the (M, K, N) of the tensor-core cases of a dtype: M at
+// the threshold, one past it, one past two fragments and past a 64-row
+// tile; N under and past one 64-column tile, never a multiple of 8; K one
+// block and three blocks of a packed format (a multiple of 256 but not of
+// 512 for the K-quants), and for the unpacked ones lengths that end
+// inside a 32-wide step and inside a fragment register.
+func gemmShapes(dt poot.DType) [][3]int {
+	k := max(dt.BlockElems(), 32)
+	ks := []int{k, 3 * k}
+	if !dt.Packed() {
+		ks = []int{45, 101}
+	}
+	return [][3]int{{16, ks[0], 13}, {17, ks[1], 70}, {33, ks[0], 5}, {70, ks[1], 19}}
+}
+
+// gemmCases are the tensor-core MatMuls of every weight dtype the target
+// reads.
+func gemmCases(t testing.TB) []weightCase {
+	var cs []weightCase
+	for _, dt := range Target().MatMulWeights {
+		for i, s := range gemmShapes(dt) {
+			cs = append(cs, newWeightCase(t, dt, s[0], s[1], s[2], "gemm", uint64(20+i)))
+		}
+	}
+	return cs
+}
+
+// gemmBound is the precision contract of the tensor-core GEMM for one
+// output: each operand rounds to the GEMM's half type (unit roundoff ux
+// for the activation, uw for the weight, 0 where the weight is exact in
+// it), the products are exact and the f32 sums (the GEMM's and the
+// oracle's) each cost at most K·2⁻²⁴ of Σ|x·w|; f16 activations under
+// 2⁻¹⁴ also lose up to 2⁻²⁵ absolutely.
+func gemmBound(dt poot.DType, K int, sumAbs, sumW float64) float64 {
+	ux, uw := math.Ldexp(1, -8), math.Ldexp(1, -8)
+	switch dt {
+	case poot.F16:
+		ux, uw = math.Ldexp(1, -11), 0
+	case poot.BF16:
+		uw = 0
+	}
+	b := (ux + uw + ux*uw + float64(K)*math.Ldexp(1, -22)) * sumAbs
+	if dt == poot.F16 {
+		b += math.Ldexp(1, -25) * sumW
+	}
+	return b
+}
+
+// checkGemm runs case c on in and holds every output to the oracle within
+// gemmBound; it returns the largest error as a fraction of its bound.
+func checkGemm(t *testing.T, in interp.Interpreter, c weightCase) (float64, error) {
+	t.Helper()
+	want := runOnce(t, interp.Oracle{}, c)
+	got := runOnce(t, in, c)
+	x := c.slots["x"].F32()
+	w := make([]float32, c.N*c.K)
+	rb := int(c.dt.RowBytes(int64(c.K)))
+	for n := range c.N {
+		if err := quant.DequantizeRow(c.dt, w[n*c.K:(n+1)*c.K], c.w[n*rb:(n+1)*rb]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	worst := 0.0
+	for m := range c.T {
+		for n := range c.N {
+			var s, sw float64
+			for k := range c.K {
+				s += math.Abs(float64(x[m*c.K+k]) * float64(w[n*c.K+k]))
+				sw += math.Abs(float64(w[n*c.K+k]))
+			}
+			bound := gemmBound(c.dt, c.K, s, sw)
+			g, o := float64(got[m*c.N+n]), float64(want[m*c.N+n])
+			if e := math.Abs(g - o); !(e <= bound) {
+				return 0, fmt.Errorf("output [%d,%d] is %v, the oracle's %v: error %.3g above the bound %.3g", m, n, g, o, e, bound)
+			} else if bound > 0 {
+				worst = max(worst, e/bound)
+			}
+		}
+	}
+	return worst, nil
+}
+
+func runOnce(t *testing.T, in interp.Interpreter, c weightCase) []float32 {
+	t.Helper()
+	ex, err := in.Compile(c.g, c.consts)
+	if err != nil {
+		t.Fatalf("%v on %s: %v", c, in.Name(), err)
+	}
+	out, err := ex.Run(c.slots, nil)
+	if err != nil {
+		t.Fatalf("%v on %s: %v", c, in.Name(), err)
+	}
+	return out[0].F32()
+}
+
+// hasLaunch reports whether m launches a kernel whose name starts with
+// prefix.
+func hasLaunch(m *Module, prefix string) bool {
+	return slices.ContainsFunc(m.Launches, func(l Launch) bool { return strings.HasPrefix(l.Kernel, prefix) })
+}
+
+// TestHostGemm runs the tensor-core GEMM of every weight dtype the target
+// reads at awkward shapes in the host harness, whose mma.sync follows the
+// PTX ISA's fragment layout, and holds every output to the oracle within
+// gemmBound. Each MatMul must plan as the dtype's gemm_tc kernel and not
+// the GEMV.
+func TestHostGemm(t *testing.T) {
+	host(t)
+	cs := gemmCases(t)
+	mods := make([]*Module, len(cs))
+	for i, c := range cs {
+		mods[i] = mustGenerate(t, c.g, c.String())
+		d := strings.ToLower(c.dt.String())
+		if !hasLaunch(mods[i], "gemm_tc_"+d+"_") || hasLaunch(mods[i], "gemv_") {
+			t.Errorf("%v: want a gemm_tc_%s launch and no GEMV, got %v", c, d, mods[i].Launches)
+		}
+	}
+	in := sharedHost{lib: hostLibrary(t, mods)}
+	for _, c := range cs {
+		worst, err := checkGemm(t, in, c)
+		if err != nil {
+			t.Errorf("%v: %v", c, err)
+			continue
+		}
+		t.Logf("%v: largest error %.2f of the bound", c, worst)
+	}
+}
+
+// TestHostGemmFragments changes the fragment loads and stores of the
+// generated GEMM, one way at a time, and requires the host harness to
+// then miss the bound: its mma.sync reads the fragments as the hardware
+// does, so a kernel that loads a lane's registers wrongly fails here as
+// it would on a GPU.
+func TestHostGemmFragments(t *testing.T) {
+	host(t)
+	swaps := []struct{ what, from, to string }{
+		{"A registers 1 and 2", "a[i][1] = as[r + 8][kw + q]; a[i][2] = as[r][kw + q + 4];", "a[i][1] = as[r][kw + q + 4]; a[i][2] = as[r + 8][kw + q];"},
+		{"B registers", "b[j][0] = bs[r][kw + q]; b[j][1] = bs[r][kw + q + 4];", "b[j][0] = bs[r][kw + q + 4]; b[j][1] = bs[r][kw + q];"},
+		{"D rows and columns", "g + 8 * (c >> 1), n = n0 + wn + 8 * j + 2 * q + (c & 1);", "g + 8 * (c & 1), n = n0 + wn + 8 * j + 2 * q + (c >> 1);"},
+	}
+	for _, dt := range []poot.DType{poot.F32, poot.F16} {
+		c := newWeightCase(t, dt, 17, 45, 13, "gemm", 30)
+		if _, err := checkGemm(t, host(t), c); err != nil {
+			t.Fatalf("%v unchanged: %v", c, err)
+		}
+		for _, s := range swaps {
+			m := mustGenerate(t, c.g, c.String())
+			changed := 0
+			for i, k := range m.Kernels {
+				if strings.HasPrefix(k.Name, "gemm_tc_") && strings.Contains(k.Text, s.from) {
+					m.Kernels[i].Text = strings.Replace(k.Text, s.from, s.to, 1)
+					changed++
+				}
+			}
+			if changed != 1 {
+				t.Fatalf("%v: the GEMM's text has no %q", c, s.from)
+			}
+			if _, err := checkGemm(t, sharedHost{lib: hostLibrary(t, []*Module{m})}, c); err == nil {
+				t.Errorf("%v with %s swapped: the host harness still meets the bound", c, s.what)
+			}
+		}
+	}
+}
+
+// TestGemmChoice holds the kernel choice to its rule on a reference
+// model, as `poot trace --plan --target cuda` prints it: a decode step
+// (one row) and a prefill of fewer than 16 tokens run their projections
+// by the GEMV, a prefill of 16 or more by the tensor-core GEMM (its head,
+// of the last token only, by the GEMV); for a
+// device below sm_80 (a fake capability) the prefill keeps the GEMV, and
+// the host harness runs that module in agreement with the oracle.
+func TestGemmChoice(t *testing.T) {
+	c := openRef(t, "tiny-llama-f16.gguf")
+	for _, tc := range []struct {
+		tokens int
+		gen    GenOptions
+		gemm   bool
+	}{{1, GenOptions{}, false}, {8, GenOptions{}, false}, {20, GenOptions{}, true}, {20, GenOptions{SM: 90}, true},
+		{20, GenOptions{SM: 86}, true}, {20, GenOptions{SM: 75}, false}, {20, GenOptions{NoTensorCores: true}, false}} {
+		g, _ := refStep(t, c.ckpt, c.model, tc.tokens, 32)
+		plan := mustPlan(t, g)
+		m, err := GenerateFor(plan, tc.gen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hasLaunch(m, "gemm_tc_f16_") != tc.gemm || !hasLaunch(m, "gemv_f16_") {
+			t.Errorf("%d tokens, %+v: gemm_tc launched %v, want %v", tc.tokens, tc.gen, hasLaunch(m, "gemm_tc_"), tc.gemm)
+		}
+		if tc.gen == (GenOptions{}) {
+			text, err := PlanString(plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(text, "cuda gemm_tc_f16_") != tc.gemm || !strings.Contains(text, "cuda gemv_f16_") {
+				t.Errorf("%d tokens: the plan runs the GEMM %v, want %v (and the head's GEMV):\n%s", tc.tokens, !tc.gemm, tc.gemm, text)
+			}
+		}
+	}
+	host(t)
+	g, consts := refStep(t, c.ckpt, c.model, 20, 32)
+	in := HostInterpreter{CacheDir: testCache, Gen: GenOptions{SM: 75}}
+	ex, err := in.CompileExec(g, consts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	if hasLaunch(ex.Module(), "gemm_tc_") {
+		t.Errorf("sm_75: the module launches a tensor-core GEMM")
+	}
+	toks := make([]int32, 20)
+	for i := range toks {
+		toks[i] = int32(1 + 7*i%50)
+	}
+	compareStep(t, "sm_75 prefill", g, consts, ex, stepSlots(t, toks, 0), refTol)
+}
+
+type refModel struct {
+	ckpt  *load.Checkpoint
+	model families.Model
+}
+
+// openRef opens a reference checkpoint and its family.
+func openRef(t *testing.T, name string) refModel {
+	t.Helper()
+	c, err := load.Open(filepath.Join(refDir(t), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	m, err := registry.FromGGUF(c.GGUF())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return refModel{c, m}
+}
+
+func mustPlan(t *testing.T, g *poot.Graph) *lower.Plan {
+	t.Helper()
+	plan, err := lower.Build(g, Target(), lower.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// compareStep runs one step of g from the initial state under the oracle
+// and under x, and fails t when the logits differ by more than tol of
+// their range; it returns the difference.
+func compareStep(t *testing.T, what string, g *poot.Graph, consts interp.Consts, x interp.Executable, slots interp.Slots, tol float64) float64 {
+	t.Helper()
+	o, err := interp.Compile(g, consts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	so, err := interp.NewState(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sx := so.Clone()
+	ro, err := o.Run(slots, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx, err := x.Run(slots, sx)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	d := maxRelDiff(rx[0].F32(), ro[0].F32())
+	if d > tol {
+		t.Errorf("%s: logits differ by %.3g of their range, above %.3g", what, d, tol)
+	}
+	return d
+}
