@@ -40,8 +40,9 @@
 // for every other weight (f32's range). Its precision contract, with u
 // the unit roundoff of the half type (2⁻⁸ bf16, 2⁻¹¹ f16) for each operand
 // not exact in it: |y − y_oracle| ≤ (u_x + u_w + u_x·u_w + K·2⁻²²)·Σ|x_k·w_k|
-// (plus 2⁻²⁵·Σ|w_k| for f16 activations under 2⁻¹⁴; activations beyond
-// ±65504 overflow f16); the tests hold every output to it, and the logits
+// (plus 2⁻²⁵·Σ|w_k| for f16 activations under 2⁻¹⁴; a finite activation
+// beyond f16's range faults the step with [ErrHalfRange] instead of
+// turning infinite); the tests hold every output to it, and the logits
 // of reference prefills of 20 tokens to 1.5% of their range (measured:
 // up to 0.63% with bf16, 0.05% with f16). Decode's GEMV stays f32. The
 // choice is made per kernel by [GenOptions]: a device below sm_80 (no

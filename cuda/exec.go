@@ -321,8 +321,11 @@ func (x *Exec) fault(words []byte) error {
 				continue
 			}
 			kind := interp.ErrIndexRange
-			if code == faultDivide {
+			switch code {
+			case faultDivide:
 				kind = interp.ErrDivideByZero
+			case faultHalfRange:
+				kind = ErrHalfRange
 			}
 			eq := x.plan.Kernels[l.Step].Eqns[0]
 			e := x.g.Eqn(eq)

@@ -1,10 +1,17 @@
 package cuda
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/pootlabs/poot"
 )
+
+// ErrHalfRange is the error of a step in which a tensor-core GEMM over F16
+// weights met a finite activation beyond f16's range, which it would have
+// rounded to infinity: the step's outputs are not returned. With
+// Interpreter.NoTensorCores such a MatMul runs in f32.
+var ErrHalfRange = errors.New("cuda: an activation beyond f16's range (±65504) in a tensor-core GEMM over F16 weights")
 
 // GenOptions choose among the kernels Generate may write.
 type GenOptions struct {
@@ -37,8 +44,8 @@ func (o GenOptions) gemm(g *poot.Graph, e poot.Eqn) bool {
 // tensor cores multiply them (exactly, into f32 accumulators). F16
 // weights are read exactly in f16, so only the activations round, to
 // f16's 11 significant bits; this keeps the weight bits a bf16 product
-// would drop, at the price of f16's range (activations beyond ±65504
-// become infinite). Every other weight takes bf16, which keeps f32's
+// would drop, at the price of f16's range: a finite activation that
+// rounds to infinity faults the step with ErrHalfRange. Every other weight takes bf16, which keeps f32's
 // range for the activations and for F32 weights: BF16 weights are then
 // exact, and for packed weights bf16's rounding of the decoded value
 // (2⁻⁹ of it) stays under half the quantization step of every format
@@ -78,6 +85,9 @@ func genGemm(g *poot.Graph, e poot.Eqn) *kgen {
 	kg.line("    float x0 = 0.0f, x1 = 0.0f, w0 = 0.0f, w1 = 0.0f;")
 	kg.line("    if (m < %d) { const float* xr = %s + (long long)m * %d; if (k < %d) x0 = xr[k]; if (k + 1 < %d) x1 = xr[k + 1]; }", M, x, K, K, K)
 	kg.line("    if (n < %d) { const u8* wr = %s + (long long)n * %d; if (k < %d) w0 = %s(wr, k); if (k + 1 < %d) w1 = %s(wr, k + 1); }", N, w, rb, K, dec, K, dec)
+	if half == "f16" {
+		kg.line("    if (f16_overflows(x0) || f16_overflows(x1)) *%s = %d;", kg.fault(), faultHalfRange)
+	}
 	kg.line("    as[r][c] = pack_%s(x0, x1); bs[r][c] = pack_%s(w0, w1); }", half, half)
 	kg.line("  __syncthreads();")
 	// Two k16 steps of eight words. A's registers: rows g and g+8, columns

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -334,5 +336,36 @@ func TestHostGemmReferenceModels(t *testing.T) {
 		d := compareStep(t, s.name, s.g, s.consts, x, stepSlots(t, toks, 0), gemmModelTol)
 		x.(*Exec).Close()
 		t.Logf("%s: prefill logits within %.3g of their range", s.name, d)
+	}
+}
+
+// TestHostGemmHalfRange: a finite activation that f16 cannot hold faults
+// the step of a GEMM over F16 weights with ErrHalfRange rather than turn
+// its outputs infinite; one just inside f16's range, or an infinity
+// (which the oracle's sums carry too), does not fault.
+func TestHostGemmHalfRange(t *testing.T) {
+	in := host(t)
+	for _, tc := range []struct {
+		v     float32
+		fault bool
+	}{{7e4, true}, {-65520, true}, {65519, false}, {float32(math.Inf(1)), false}} {
+		c := newWeightCase(t, poot.F16, 16, 45, 13, "gemm", 31)
+		x := c.slots["x"]
+		x.Data = slices.Clone(x.Data)
+		binary.LittleEndian.PutUint32(x.Data[4*50:], math.Float32bits(tc.v))
+		c.slots["x"] = x
+		ex, err := in.Compile(c.g, c.consts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ex.Run(c.slots, nil)
+		if errors.Is(err, ErrHalfRange) != tc.fault {
+			t.Errorf("activation %v: Run gave %v, want a fault %v", tc.v, err, tc.fault)
+		}
+		if !tc.fault && err == nil && !math.IsInf(float64(tc.v), 0) {
+			if _, err := checkGemm(t, in, c); err != nil {
+				t.Errorf("activation %v: %v", tc.v, err)
+			}
+		}
 	}
 }

@@ -60,8 +60,9 @@ func (m *Module) Source() string {
 
 // Fault codes a kernel writes to its fault word.
 const (
-	faultIndex  = 1
-	faultDivide = 2
+	faultIndex     = 1
+	faultDivide    = 2
+	faultHalfRange = 3 // a tensor-core GEMM's f16 activation overflowed
 )
 
 // UnsupportedError says that a plan kernel has no CUDA kernel yet.

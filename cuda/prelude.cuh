@@ -173,6 +173,8 @@ static __device__ __forceinline__ void mma_16816_bf16(float* d, const u32* a, co
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 #endif
+// A finite x that f32_to_f16 rounds to infinity.
+static __device__ __forceinline__ bool f16_overflows(float x) { return finite_f(x) && (bits_f32(x) & 0x7fffffffu) >= 0x477ff000u; }
 // Two values as the halves of one fragment register: the first (lower
 // k) in the low 16 bits.
 static __device__ __forceinline__ u32 pack_f16(float lo, float hi) { return (u32)f32_to_f16(lo) | ((u32)f32_to_f16(hi) << 16); }
