@@ -117,6 +117,20 @@ func TestNVRTCCompile(t *testing.T) {
 		}
 		t.Logf("%s: %d kernels compiled to %d bytes of CUBIN in %v", arch, len(all.Kernels), len(img), time.Since(start).Round(time.Millisecond))
 	}
+	// The GEMMs' PTX holds the tensor-core instructions themselves.
+	gemms := &Module{}
+	for _, c := range gemmCases(t) {
+		gemms.Kernels = append(gemms.Kernels, mustGenerate(t, c.g, c.String()).Kernels...)
+	}
+	ptx, err := nv.Compile(prelude+dedupe(gemms).Source(), []string{"--gpu-architecture=compute_80"})
+	if err != nil {
+		t.Fatalf("compute_80: %v", err)
+	}
+	for _, ins := range []string{"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"} {
+		if !bytes.Contains(ptx, []byte(ins)) {
+			t.Errorf("the GEMMs' PTX has no %s", ins)
+		}
+	}
 	old := &Module{}
 	for _, name := range refModels {
 		c, err := load.Open(filepath.Join(dir, name))
