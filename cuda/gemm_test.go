@@ -400,3 +400,63 @@ func TestHostGemmSpecials(t *testing.T) {
 		}
 	}
 }
+
+// TestHostMmaNeedsWholeWarp: in the host harness an mma.sync that only
+// part of a warp executes fails the launch, as it is undefined on a GPU,
+// and one the whole warp executes passes.
+func TestHostMmaNeedsWholeWarp(t *testing.T) {
+	host(t)
+	for _, tc := range []struct {
+		cond string
+		ok   bool
+	}{{"true", true}, {"threadIdx.x < 16", false}, {"threadIdx.x != 31 || blockIdx.x == 0", false}} {
+		name := fmt.Sprintf("mma_warp_%d", len(tc.cond))
+		text := "extern \"C\" __global__ void " + name + "(float* a0) {\n" +
+			"  u32 a[4] = {0x3f803f80u, 0, 0, 0}, b[2] = {0x3f803f80u, 0}; float d[4] = {0, 0, 0, 0};\n" +
+			"  if (" + tc.cond + ") mma_16816_bf16(d, a, b);\n" +
+			"  a0[blockIdx.x * 32 + threadIdx.x] = d[0];\n}\n"
+		m := &Module{Kernels: []KernelSource{{Name: name, Params: []string{"float*"}, Text: text}}}
+		d := &hostDevice{cxx: "g++", cache: testCache}
+		fns, err := d.load(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := d.alloc(2 * 32 * 4)
+		if err == nil {
+			err = d.launch(fns[name], &Launch{Grid: [3]uint32{2, 1, 1}, Block: [3]uint32{32, 1, 1}}, hostParams(t, d, out))
+		}
+		if (err == nil) != tc.ok {
+			t.Errorf("mma.sync under %q: launch gave %v", tc.cond, err)
+		}
+		if tc.ok && err == nil {
+			res := make([]byte, 2*32*4)
+			if err := d.download(res, out); err != nil {
+				t.Fatal(err)
+			}
+			// Every lane's first registers hold two bf16 ones, so
+			// A[0..7][0..7] and B[0..7][0..7] are ones, the rest zeros:
+			// lane 0's d[0], D[0][0], is 8.
+			if v := math.Float32frombits(binary.LittleEndian.Uint32(res)); v != 8 {
+				t.Errorf("D[0][0] is %v, want 8", v)
+			}
+		}
+		d.close()
+	}
+}
+
+// hostParams lays out, in host "device" memory, the launch parameters of
+// one pointer argument: the pointer and the array pointing at it.
+func hostParams(t *testing.T, d *hostDevice, arg uint64) uintptr {
+	t.Helper()
+	p, err := d.alloc(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:], arg)
+	binary.LittleEndian.PutUint64(b[8:], p)
+	if err := d.upload(p, b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return uintptr(p + 8)
+}

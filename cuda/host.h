@@ -18,13 +18,13 @@
 #define warpSize 32
 
 struct dim3 { unsigned x, y, z; };
-struct pt_fiber { void* sp; dim3 tid; int done; };
+struct pt_fiber { void* sp; dim3 tid; int done; unsigned mmas; };
 struct pt_state {
   dim3 grid, block, bid;
   unsigned n, cur, alive, arrived, gen;
   unsigned walive[32], warrived[32], wgen[32];
   unsigned long long slot[32][32];
-  unsigned frag[32][32][6];  // per warp and lane: mma A and B fragments
+  unsigned frag[32][32][7];  // per warp and lane: mma A and B fragments, call number
   int fault;                 // an mma.sync without its whole warp
   long progress;
   pt_fiber* f;
@@ -118,6 +118,9 @@ static bool __all_sync(unsigned m, int p) {
 //   B half i: row 2·threadID_in_group + (i&1) (+8 for i >= 2), column groupID;
 //   C, D i:   row groupID (+8 for i >= 2), column 2·threadID_in_group + (i&1).
 // Products of halves are exact in float; the sum runs over k in order.
+// Each lane also leaves the number of its call: a lane that has finished,
+// or waits at another warp barrier, leaves a stale one, and the launch
+// fails (mma.sync.aligned needs the whole warp at the same instruction).
 static float pt_half(unsigned r, int hi, bool bf) {
   unsigned h = hi ? r >> 16 : r & 0xffffu, u;
   if (bf) u = h << 16;
@@ -133,14 +136,16 @@ static float pt_half(unsigned r, int hi, bool bf) {
 }
 static void pt_mma(float* d, const unsigned* a, const unsigned* b, bool bf) {
   unsigned t = pt_linear(), w = t >> 5, lane = t & 31;
-  if (pt->walive[w] != 32) pt->fault = 1;
+  unsigned call = ++pt->f[pt->cur].mmas;
   memcpy(pt->frag[w][lane], a, 4 * sizeof *a);
   memcpy(pt->frag[w][lane] + 4, b, 2 * sizeof *b);
+  pt->frag[w][lane][6] = call;
   pt_warp_sync();
   float A[16][16], B[16][8];
   for (int l = 0; l < 32; l++) {
     int g = l >> 2, q = l & 3;
     const unsigned* f = pt->frag[w][l];
+    if (f[6] != call) pt->fault = 1;
     for (int i = 0; i < 8; i++)
       A[g + ((i & 2) ? 8 : 0)][2 * q + (i & 1) + (i >= 4 ? 8 : 0)] = pt_half(f[i >> 1], i & 1, bf);
     for (int i = 0; i < 4; i++)
@@ -200,9 +205,10 @@ static int pt_run(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned b
         st.bid = dim3{x, y, z};
         st.alive = n; st.arrived = 0;
         memset(st.walive, 0, sizeof st.walive); memset(st.warrived, 0, sizeof st.warrived);
+        memset(st.frag, 0, sizeof st.frag);
         for (unsigned t = 0; t < n; t++) {
           fs[t].tid = dim3{t % bx, (t / bx) % by, t / (bx * by)};
-          fs[t].done = 0;
+          fs[t].done = 0; fs[t].mmas = 0;
           fs[t].sp = pt_stack(stacks + (size_t)(t + 1) * pt_stack_bytes);
           st.walive[t >> 5]++;
         }
