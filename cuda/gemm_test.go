@@ -24,14 +24,14 @@ import (
 // tile; N under and past one 64-column tile, never a multiple of 8; K one
 // block and three blocks of a packed format (a multiple of 256 but not of
 // 512 for the K-quants), and for the unpacked ones lengths that end
-// inside a 32-wide step and inside a fragment register.
+// inside a 32-wide step and inside a fragment register, and one shorter
+// than a fragment.
 func gemmShapes(dt poot.DType) [][3]int {
 	k := max(dt.BlockElems(), 32)
-	ks := []int{k, 3 * k}
-	if !dt.Packed() {
-		ks = []int{45, 101}
+	if dt.Packed() {
+		return [][3]int{{16, k, 13}, {17, 3 * k, 70}, {33, k, 5}, {70, 3 * k, 19}}
 	}
-	return [][3]int{{16, ks[0], 13}, {17, ks[1], 70}, {33, ks[0], 5}, {70, ks[1], 19}}
+	return [][3]int{{16, 45, 13}, {17, 101, 70}, {33, 45, 5}, {70, 101, 19}, {20, 7, 3}}
 }
 
 // gemmCases are the tensor-core MatMuls of every weight dtype the target
