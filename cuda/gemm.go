@@ -45,12 +45,13 @@ func (o GenOptions) gemm(g *poot.Graph, e poot.Eqn) bool {
 // weights are read exactly in f16, so only the activations round, to
 // f16's 11 significant bits; this keeps the weight bits a bf16 product
 // would drop, at the price of f16's range: a finite activation that
-// rounds to infinity faults the step with ErrHalfRange. Every other weight takes bf16, which keeps f32's
-// range for the activations and for F32 weights: BF16 weights are then
-// exact, and for packed weights bf16's rounding of the decoded value
-// (2⁻⁹ of it) stays under half the quantization step of every format
-// (Q8_0's finest is 1/254 of its block's largest), while their decoded
-// values (an f16 scale times the quant) could pass f16's range.
+// rounds to infinity faults the step with ErrHalfRange. Every other
+// weight takes bf16, which keeps f32's range for the activations and for
+// F32 weights; BF16 weights are then exact, and for packed weights bf16's
+// rounding of the decoded value (at most 2⁻⁹ of it) stays under half the
+// quantization step of every format (Q8_0, the finest, steps by 1/127 of
+// its block's largest), while their decoded values (an f16 scale times
+// the quant) could pass f16's range.
 func gemmHalf(w poot.DType) string {
 	if w == poot.F16 {
 		return "f16"
