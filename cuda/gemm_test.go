@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -459,4 +460,57 @@ func hostParams(t *testing.T, d *hostDevice, arg uint64) uintptr {
 		t.Fatal(err)
 	}
 	return uintptr(p + 8)
+}
+
+// TestFakeDriverCapability compiles a prefill of 20 tokens through the
+// driver bindings against the fake libcuda, reporting sm_75 and then
+// sm_80: the Interpreter generates the GEMV for the first and the
+// tensor-core GEMM for the second, and both runs (the fake's launches run
+// the host-harness build) agree with the oracle, to refTol and to
+// gemmModelTol.
+func TestFakeDriverCapability(t *testing.T) {
+	so := fakeCUDA(t)
+	host(t)
+	r := openRef(t, "tiny-llama-f32.gguf")
+	toks := make([]int32, 20)
+	for i := range toks {
+		toks[i] = int32(1 + 7*i%50)
+	}
+	g, consts := refStep(t, r.ckpt, r.model, len(toks), 32)
+	plan := mustPlan(t, g)
+	var mods []*Module
+	for _, sm := range []int{75, 80} {
+		m, err := GenerateFor(plan, GenOptions{SM: sm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mods = append(mods, m)
+	}
+	kernels, err := (&hostDevice{cxx: "g++", cache: testCache}).library(dedupe(&Module{Kernels: append(mods[0].Kernels, mods[1].Kernels...)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FAKE_CUDA_KERNELS", kernels)
+	for _, tc := range []struct {
+		sm   string
+		gemm bool
+		tol  float64
+	}{{"75", false, refTol}, {"80", true, gemmModelTol}} {
+		// OpenDriver keeps one driver per path: each capability has its own.
+		t.Setenv("FAKE_CUDA_SM", tc.sm)
+		drv := so + "." + tc.sm
+		if err := os.Symlink(so, drv); err != nil {
+			t.Fatal(err)
+		}
+		x, err := Interpreter{Driver: drv, NVRTC: so, CacheDir: t.TempDir()}.CompileExec(g, consts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hasLaunch(x.Module(), "gemm_tc_") != tc.gemm {
+			t.Errorf("sm_%s: tensor-core GEMM launched %v, want %v", tc.sm, !tc.gemm, tc.gemm)
+		}
+		d := compareStep(t, "sm_"+tc.sm, g, consts, x, stepSlots(t, toks, 0), tc.tol)
+		t.Logf("sm_%s: logits within %.3g of their range", tc.sm, d)
+		x.Close()
+	}
 }
