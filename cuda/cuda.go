@@ -19,6 +19,9 @@ type Interpreter struct {
 	// NoGraph launches every kernel each step instead of replaying a
 	// captured CUDA graph.
 	NoGraph bool
+	// NoTensorCores keeps prefill's MatMuls on the f32 GEMV (see
+	// GenOptions).
+	NoTensorCores bool
 }
 
 // Name returns "cuda".
@@ -61,5 +64,7 @@ func (in Interpreter) CompileExec(g *poot.Graph, consts interp.Consts) (*Exec, e
 	if err != nil {
 		return nil, err
 	}
-	return compile(dev, g, consts, in.Options)
+	// The device's capability decides the kernels: below sm_80 there is no
+	// tensor-core GEMM (GenOptions.gemm).
+	return compile(dev, g, consts, in.Options, GenOptions{SM: 10*d.Major + d.Minor, NoTensorCores: in.NoTensorCores})
 }

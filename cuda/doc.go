@@ -28,6 +28,29 @@
 // by zero set a fault word per launch, read after the step and reported as
 // the equation's interp.Error.
 //
+// # Tensor cores
+//
+// A MatMul with a rank-2 weight and at least 16 activation rows (prefill;
+// the rows count every leading axis, so latent attention's per-head
+// products qualify in decode too) is instead a tiled GEMM on
+// mma.sync.m16n8k16 (inline PTX, f32 accumulators): 64×64 output tiles per
+// block of four warps, the activations and the weights (packed ones
+// decoded by the GEMV's decoders) staged 32 along K at a time through
+// shared memory, rounded to f16 for F16 weights (read exactly) and to bf16
+// for every other weight (f32's range). Its precision contract, with u
+// the unit roundoff of the half type (2⁻⁸ bf16, 2⁻¹¹ f16) for each operand
+// not exact in it: |y − y_oracle| ≤ (u_x + u_w + u_x·u_w + K·2⁻²²)·Σ|x_k·w_k|
+// (plus 2⁻²⁵·Σ|w_k| for f16 activations under 2⁻¹⁴; a finite activation
+// beyond f16's range faults the step with [ErrHalfRange] instead of
+// turning infinite); the tests hold every output to it, and the logits
+// of reference prefills of 20 tokens to 1.5% of their range (measured:
+// up to 0.63% with bf16, 0.05% with f16). Decode's GEMV stays f32. The
+// choice is made per kernel by [GenOptions]: a device below sm_80 (no
+// m16n8k16, no bf16 mma) or [Interpreter].NoTensorCores keeps the GEMV
+// everywhere. In the host
+// harness mma.sync is the PTX ISA's fragment layout executed by the warp
+// together, so the kernel's fragment loads are checked as on a GPU.
+//
 // # Without a GPU
 //
 // [HostInterpreter] compiles the same kernel text with the system C++
@@ -37,18 +60,18 @@
 // on random graphs and on the reference models. The purego bindings are
 // tested against a fake libcuda built from C at test time.
 //
-// What is not done: tensor-core GEMM for prefill (prefill runs the GEMV
-// once per token), split-K attention for long contexts, Q8_K and MXFP4
-// weights (the planner refuses a MatMul over them with a
-// *lower.LegalizeError, and a plan that still holds one is an
+// What is not done: cp.async or ldmatrix pipelining of the GEMM, tensor
+// cores for IndexedMatMul (experts) and batched MatMuls, split-K attention
+// for long contexts, Q8_K and MXFP4 weights (the planner refuses a MatMul
+// over them with a *lower.LegalizeError, and a plan that still holds one is an
 // *[UnsupportedError], an interp.ErrUnsupported), Broadcast, Transpose,
 // Slice and Concat of packed data (also an *[UnsupportedError]), and
 // device-resident state (each step uploads and downloads the state).
 //
-// Every weight dtype the GEMV reads has a host-harness test of its MatMul,
-// IndexedMatMul and cast against the oracle and package quant on random
-// weights, and its kernels are compiled for sm_80 and sm_90 by
-// scripts/cuda-compile.sh.
+// Every weight dtype the GEMV reads has a host-harness test of its MatMul
+// (GEMV and tensor-core GEMM), IndexedMatMul and cast against the oracle
+// and package quant on random weights, and its kernels are compiled for
+// sm_80 and sm_90 by scripts/cuda-compile.sh.
 package cuda
 
 import (

@@ -54,10 +54,10 @@ type Exec struct {
 	outputs []poot.ValueID
 }
 
-// compile builds the plan of g, generates and loads its kernels on dev,
-// allocates the arena, constants, slots and states, computes the init
-// kernels on the host and uploads them.
-func compile(dev device, g *poot.Graph, consts interp.Consts, opts lower.Options) (*Exec, error) {
+// compile builds the plan of g, generates the kernels gen allows and
+// loads them on dev, allocates the arena, constants, slots and states,
+// computes the init kernels on the host and uploads them.
+func compile(dev device, g *poot.Graph, consts interp.Consts, opts lower.Options, gen GenOptions) (*Exec, error) {
 	if g == nil {
 		return nil, &interp.Error{Eqn: -1, Err: fmt.Errorf("%w: nil graph", interp.ErrUnsupported)}
 	}
@@ -72,7 +72,7 @@ func compile(dev device, g *poot.Graph, consts interp.Consts, opts lower.Options
 		}
 		return nil, &interp.Error{Eqn: -1, Err: fmt.Errorf("%w: %v", interp.ErrUnsupported, err)}
 	}
-	mod, err := Generate(plan)
+	mod, err := GenerateFor(plan, gen)
 	if err != nil {
 		var ue *UnsupportedError
 		if errors.As(err, &ue) && len(plan.Kernels[ue.Step].Eqns) > 0 {
@@ -321,8 +321,11 @@ func (x *Exec) fault(words []byte) error {
 				continue
 			}
 			kind := interp.ErrIndexRange
-			if code == faultDivide {
+			switch code {
+			case faultDivide:
 				kind = interp.ErrDivideByZero
+			case faultHalfRange:
+				kind = ErrHalfRange
 			}
 			eq := x.plan.Kernels[l.Step].Eqns[0]
 			e := x.g.Eqn(eq)

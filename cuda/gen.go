@@ -60,8 +60,9 @@ func (m *Module) Source() string {
 
 // Fault codes a kernel writes to its fault word.
 const (
-	faultIndex  = 1
-	faultDivide = 2
+	faultIndex     = 1
+	faultDivide    = 2
+	faultHalfRange = 3 // a tensor-core GEMM's f16 activation overflowed
 )
 
 // UnsupportedError says that a plan kernel has no CUDA kernel yet.
@@ -87,12 +88,18 @@ func Target() lower.Target {
 		Composites: []string{lower.FusedAttention}}
 }
 
-// Generate writes the CUDA C of every kernel of plan.
-func Generate(plan *lower.Plan) (*Module, error) {
+// Generate writes the CUDA C of every kernel of plan for a device of
+// compute capability 8.0 or later, tensor-core GEMMs included
+// (GenerateFor with the zero GenOptions).
+func Generate(plan *lower.Plan) (*Module, error) { return GenerateFor(plan, GenOptions{}) }
+
+// GenerateFor writes the CUDA C of every kernel of plan with the kernels
+// o allows.
+func GenerateFor(plan *lower.Plan, o GenOptions) (*Module, error) {
 	m := &Module{}
 	seen := map[string]bool{}
 	for i, k := range plan.Kernels {
-		gs, err := genKernel(plan, k)
+		gs, err := genKernel(plan, k, o)
 		if err != nil {
 			return nil, &UnsupportedError{Step: i, Kernel: k.Name(), Reason: err.Error()}
 		}
@@ -337,7 +344,7 @@ func floatExpr(op poot.Op, a [3]string) string {
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // genKernel makes the CUDA kernels (usually one) of a plan kernel.
-func genKernel(plan *lower.Plan, k *lower.Kernel) ([]*kgen, error) {
+func genKernel(plan *lower.Plan, k *lower.Kernel, o GenOptions) ([]*kgen, error) {
 	g := plan.Graph
 	switch k.Kind {
 	case lower.Elementwise:
@@ -380,11 +387,11 @@ func genKernel(plan *lower.Plan, k *lower.Kernel) ([]*kgen, error) {
 		return []*kgen{kg}, nil
 	case lower.Contract:
 		e := g.Eqn(k.Eqns[0])
-		return genContract(g, e)
+		return genContract(g, e, o)
 	case lower.FlashAttention:
 		return genFlash(g, k.Attention), nil
 	case lower.Generic:
-		return genGeneric(plan, g.Eqn(k.Eqns[0]))
+		return genGeneric(plan, g.Eqn(k.Eqns[0]), o)
 	}
 	return nil, fmt.Errorf("kernel kind %v", k.Kind)
 }
@@ -440,13 +447,17 @@ func decoder(d poot.DType) string {
 
 // genContract is the GEMV of a MatMul with a rank-2 weight read as stored
 // (one warp per output element, lanes striding over K) or of an
-// IndexedMatMul, whose rows each read their own expert.
-func genContract(g *poot.Graph, e poot.Eqn) ([]*kgen, error) {
+// IndexedMatMul, whose rows each read their own expert; a MatMul of
+// prefill's many rows is the tensor-core GEMM where opt allows it.
+func genContract(g *poot.Graph, e poot.Eqn, opt GenOptions) ([]*kgen, error) {
 	xs, ws := g.Type(e.Inputs[0]).Shape, g.Type(e.Inputs[1]).Shape
 	wt := g.Type(e.Inputs[1]).DType
 	dec := decoder(wt)
 	if dec == "" {
 		return nil, fmt.Errorf("no decoder for %v weights", wt)
+	}
+	if opt.gemm(g, e) {
+		return []*kgen{genGemm(g, e)}, nil
 	}
 	K := last(xs)
 	T := int(xs.Size()) / K
@@ -548,7 +559,7 @@ func elemKgen(g *poot.Graph, prefix string, n int) *kgen {
 }
 
 // genGeneric makes the kernel of one equation by its primitive.
-func genGeneric(plan *lower.Plan, e poot.Eqn) ([]*kgen, error) {
+func genGeneric(plan *lower.Plan, e poot.Eqn, opt GenOptions) ([]*kgen, error) {
 	g := plan.Graph
 	ot := g.Type(e.Out)
 	n := int(ot.Shape.Size())
@@ -642,7 +653,7 @@ func genGeneric(plan *lower.Plan, e poot.Eqn) ([]*kgen, error) {
 		return genTopK(g, e)
 	case poot.MatMul, poot.IndexedMatMul:
 		if e.Op == poot.IndexedMatMul || len(in(1).Shape) == 2 {
-			return genContract(g, e)
+			return genContract(g, e, opt)
 		}
 		return genBatchedMatMul(g, e)
 	}

@@ -11,7 +11,8 @@ import (
 )
 
 // TestGPUReferenceModels runs every reference model's prefill and four
-// decode steps on the GPU (CUDA graphs on, then off) against the oracle.
+// decode steps on the GPU (CUDA graphs on, then off) against the oracle,
+// and a prefill of 20 tokens, which runs the tensor-core GEMM.
 // It runs only where a GPU, its driver and NVRTC are present
 // (scripts/cuda-check.sh); elsewhere it skips with the reason.
 func TestGPUReferenceModels(t *testing.T) {
@@ -78,7 +79,39 @@ func TestGPUReferenceModels(t *testing.T) {
 				for i := range 4 {
 					next = step("decode", do, dx, stepSlots(t, []int32{next}, len(prompt)+i))
 				}
+				// A prefill of 20 tokens runs its projections on tensor
+				// cores (on sm_80 or later), held to gemmModelTol.
+				long := make([]int32, 20)
+				for i := range long {
+					long[i] = prompt[i%len(prompt)]
+				}
+				lg, lc := refStep(t, c, m, len(long), 32)
+				lx, err := in.CompileExec(lg, lc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer lx.Close()
+				d := compareStep(t, "prefill of 20", lg, lc, lx, stepSlots(t, long, 0), gemmModelTol)
+				t.Logf("prefill of 20 (tensor cores %v): max relative logit difference %.3g", hasLaunch(lx.Module(), "gemm_tc_"), d)
 			})
 		}
+	}
+}
+
+// TestGPUGemm holds the tensor-core GEMM of every weight dtype, at the
+// awkward shapes of TestHostGemm, to gemmBound on the GPU. It runs only
+// where a GPU, its driver and NVRTC are present.
+func TestGPUGemm(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("no GPU here: %v", err)
+	}
+	in := Interpreter{CacheDir: testCache}
+	for _, c := range gemmCases(t) {
+		worst, err := checkGemm(t, in, c)
+		if err != nil {
+			t.Errorf("%v: %v", c, err)
+			continue
+		}
+		t.Logf("%v: largest error %.2f of the bound", c, worst)
 	}
 }

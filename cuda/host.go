@@ -42,6 +42,9 @@ type HostInterpreter struct {
 	// CacheDir keeps compiled modules by a hash of their source (default:
 	// the user cache directory's poot/cuda-host).
 	CacheDir string
+	// Gen chooses the kernels as for a device of capability Gen.SM (the
+	// zero value: sm_80, tensor-core GEMMs included).
+	Gen GenOptions
 }
 
 // Name returns "cuda-host".
@@ -65,7 +68,7 @@ func (in HostInterpreter) CompileExec(g *poot.Graph, consts interp.Consts) (*Exe
 	if err != nil {
 		return nil, &UnavailableError{What: ErrNoCompiler, Detail: err.Error()}
 	}
-	return compile(&hostDevice{cxx: path, cache: in.CacheDir}, g, consts, in.Options)
+	return compile(&hostDevice{cxx: path, cache: in.CacheDir}, g, consts, in.Options, in.Gen)
 }
 
 // HostSource is the C++ translation unit of a module for the host: the
@@ -248,6 +251,8 @@ func (d *hostDevice) launch(fn uintptr, l *Launch, params uintptr) error {
 		return nil
 	case -1:
 		return errors.New("host harness: a block cannot pass a barrier (deadlock)")
+	case -3:
+		return errors.New("host harness: an mma.sync ran without all 32 lanes of its warp")
 	}
 	return fmt.Errorf("host harness: launch failed (%d)", int32(r))
 }

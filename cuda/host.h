@@ -18,12 +18,14 @@
 #define warpSize 32
 
 struct dim3 { unsigned x, y, z; };
-struct pt_fiber { void* sp; dim3 tid; int done; };
+struct pt_fiber { void* sp; dim3 tid; int done; unsigned mmas; };
 struct pt_state {
   dim3 grid, block, bid;
   unsigned n, cur, alive, arrived, gen;
   unsigned walive[32], warrived[32], wgen[32];
   unsigned long long slot[32][32];
+  unsigned frag[32][32][7];  // per warp and lane: mma A and B fragments, call number
+  int fault;                 // an mma.sync without its whole warp
   long progress;
   pt_fiber* f;
   void* sched;
@@ -104,6 +106,63 @@ static bool __all_sync(unsigned m, int p) {
   return __ballot_sync(m, p) == (n == 32 ? 0xffffffffu : (1u << n) - 1u);
 }
 
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: D = A·B + C, executed
+// by the warp together as the PTX ISA defines it by its fragment layout.
+// Each lane leaves its A (4 registers, 8 halves) and B (2 registers) in
+// the warp's slots; past the warp barrier every lane rebuilds A (16×16)
+// and B (16×8) from all 32 lanes' fragments and computes its own four
+// elements of D. With groupID = lane>>2 and threadID_in_group = lane%4,
+// the low half of a register is the element of lower index, and
+//   A half i: row groupID (+8 for i = 2,3,6,7),
+//             column 2·threadID_in_group + (i&1) (+8 for i >= 4);
+//   B half i: row 2·threadID_in_group + (i&1) (+8 for i >= 2), column groupID;
+//   C, D i:   row groupID (+8 for i >= 2), column 2·threadID_in_group + (i&1).
+// Products of halves are exact in float; the sum runs over k in order.
+// Each lane also leaves the number of its call: a lane that has finished,
+// or waits at another warp barrier, leaves a stale one, and the launch
+// fails (mma.sync.aligned needs the whole warp at the same instruction).
+static float pt_half(unsigned r, int hi, bool bf) {
+  unsigned h = hi ? r >> 16 : r & 0xffffu, u;
+  if (bf) u = h << 16;
+  else {
+    unsigned s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1fu) u = s | 0x7f800000u | (m << 13);
+    else if (e == 0) { float v = ldexpf((float)m, -24); return s ? -v : v; }
+    else u = s | ((e + 112u) << 23) | (m << 13);
+  }
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+static void pt_mma(float* d, const unsigned* a, const unsigned* b, bool bf) {
+  unsigned t = pt_linear(), w = t >> 5, lane = t & 31;
+  unsigned call = ++pt->f[pt->cur].mmas;
+  memcpy(pt->frag[w][lane], a, 4 * sizeof *a);
+  memcpy(pt->frag[w][lane] + 4, b, 2 * sizeof *b);
+  pt->frag[w][lane][6] = call;
+  pt_warp_sync();
+  float A[16][16], B[16][8];
+  for (int l = 0; l < 32; l++) {
+    int g = l >> 2, q = l & 3;
+    const unsigned* f = pt->frag[w][l];
+    if (f[6] != call) pt->fault = 1;
+    for (int i = 0; i < 8; i++)
+      A[g + ((i & 2) ? 8 : 0)][2 * q + (i & 1) + (i >= 4 ? 8 : 0)] = pt_half(f[i >> 1], i & 1, bf);
+    for (int i = 0; i < 4; i++)
+      B[2 * q + (i & 1) + (i >= 2 ? 8 : 0)][g] = pt_half(f[4 + (i >> 1)], i & 1, bf);
+  }
+  pt_warp_sync();
+  int g = lane >> 2, q = lane & 3;
+  for (int i = 0; i < 4; i++) {
+    int row = g + (i >= 2 ? 8 : 0), col = 2 * q + (i & 1);
+    float s = d[i];
+    for (int k = 0; k < 16; k++) s += A[row][k] * B[k][col];
+    d[i] = s;
+  }
+}
+static void mma_16816_f16(float* d, const unsigned* a, const unsigned* b) { pt_mma(d, a, b, false); }
+static void mma_16816_bf16(float* d, const unsigned* a, const unsigned* b) { pt_mma(d, a, b, true); }
+
 static void pt_entry() {
   pt->body(pt->args);
   pt_fiber* f = &pt->f[pt->cur];
@@ -122,8 +181,8 @@ static const size_t pt_stack_bytes = 1 << 16;
 static std::mutex pt_mu;
 
 // pt_run runs a grid of blocks of the kernel body; it returns 0, or -1
-// when a block cannot pass a barrier, or -2 for a block of more than 1024
-// threads.
+// when a block cannot pass a barrier, -2 for a block of more than 1024
+// threads, -3 when an mma.sync ran without all 32 lanes of its warp.
 static int pt_run(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                   void (*body)(void**), void** args) {
   std::lock_guard<std::mutex> lock(pt_mu);
@@ -146,9 +205,10 @@ static int pt_run(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned b
         st.bid = dim3{x, y, z};
         st.alive = n; st.arrived = 0;
         memset(st.walive, 0, sizeof st.walive); memset(st.warrived, 0, sizeof st.warrived);
+        memset(st.frag, 0, sizeof st.frag);
         for (unsigned t = 0; t < n; t++) {
           fs[t].tid = dim3{t % bx, (t / bx) % by, t / (bx * by)};
-          fs[t].done = 0;
+          fs[t].done = 0; fs[t].mmas = 0;
           fs[t].sp = pt_stack(stacks + (size_t)(t + 1) * pt_stack_bytes);
           st.walive[t >> 5]++;
         }
@@ -157,6 +217,7 @@ static int pt_run(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned b
           for (unsigned t = 0; t < n; t++)
             if (!fs[t].done) { st.cur = t; pt_swap(&st.sched, fs[t].sp); }
           if (st.alive && st.progress == before) rc = -1;
+          if (st.fault) rc = -3;
           if (rc) break;
         }
       }

@@ -153,3 +153,29 @@ static __device__ __forceinline__ float block_max(float v, float* sh) {
   __syncthreads();
   return t;
 }
+
+// Tensor cores: D += A·B for one warp, mma.sync m16n8k16 with A 16×16
+// row-major, B 16×8 column-major, f32 accumulators. a, b and d are the
+// calling lane's fragments as the PTX ISA lays them out (4, 2 and 4
+// registers; the GEMM in gen.go loads them). Every lane of the warp must
+// call it together. bf16 and m16n8k16 need sm_80; Generate emits no call
+// for an older device. The host harness (host.h) defines both by the
+// fragment layout instead.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+static __device__ __forceinline__ void mma_16816_f16(float* d, const u32* a, const u32* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+static __device__ __forceinline__ void mma_16816_bf16(float* d, const u32* a, const u32* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif
+// A finite x that f32_to_f16 rounds to infinity.
+static __device__ __forceinline__ bool f16_overflows(float x) { return finite_f(x) && (bits_f32(x) & 0x7fffffffu) >= 0x477ff000u; }
+// Two values as the halves of one fragment register: the first (lower
+// k) in the low 16 bits.
+static __device__ __forceinline__ u32 pack_f16(float lo, float hi) { return (u32)f32_to_f16(lo) | ((u32)f32_to_f16(hi) << 16); }
+static __device__ __forceinline__ u32 pack_bf16(float lo, float hi) { return (u32)f32_to_bf16(lo) | ((u32)f32_to_bf16(hi) << 16); }

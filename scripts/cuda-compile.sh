@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Compiles every CUDA kernel the planner emits for the reference models and
-# every family's tiny preset (prefill and decode steps) and for random
-# graphs to CUBIN for sm_80 and sm_90 with NVRTC, which runs ptxas inside,
-# so a kernel that does not compile fails; then runs the host harness on
+# every family's tiny preset (prefill and decode steps), for the GEMV and
+# the tensor-core GEMM of every weight dtype and for random graphs to
+# CUBIN for sm_80 and sm_90 with NVRTC, which runs ptxas inside (so a
+# kernel or an inline mma.sync that does not assemble fails), and the
+# prefills generated for sm_75 for sm_75; then runs the host harness on
 # every family's tiny preset (F32, Q8_0 and K-quant matrices) and the GEMV
-# of every weight dtype against the oracle. No GPU is needed.
+# and GEMM of every weight dtype against the oracle. No GPU is needed.
 #
 # NVRTC 11.8 and ptxas come from Debian 12's non-free section: the script
 # adds the component to apt's sources, downloads only the packages below
@@ -31,4 +33,4 @@ fi
 lib="$root/usr/lib/x86_64-linux-gnu"
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 POOT_NVRTC="$lib/libnvrtc.so.11.2" POOT_CUDA_FAMILIES=1 CGO_ENABLED=0 \
-	go test -count=1 -run "TestNVRTCCompile|TestHostSynthesizedFamilies|TestHostWeightDTypes" -v ./cuda/ | grep -v "^=== RUN"
+	go test -count=1 -run "TestNVRTCCompile|TestHostSynthesizedFamilies|TestHostWeightDTypes|TestHostGemm" -v ./cuda/ | grep -v "^=== RUN"

@@ -25,8 +25,11 @@ CUresult cuInit(unsigned flags) { inited = flags == 0; return inited ? 0 : 1; }
 CUresult cuDriverGetVersion(int* v) { *v = 12040; return 0; }
 CUresult cuDeviceGetCount(int* n) { *n = 1; return 0; }
 CUresult cuDeviceGet(int* d, int ordinal) { *d = ordinal; return ordinal == 0 ? 0 : 101; }
+/* The compute capability is 9.0, or FAKE_CUDA_SM (such as 75). */
 CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
-  if (attr == 75) *v = 9; else if (attr == 76) *v = 0; else *v = 0;
+  const char* sm = getenv("FAKE_CUDA_SM");
+  int cc = sm ? atoi(sm) : 90;
+  if (attr == 75) *v = cc / 10; else if (attr == 76) *v = cc % 10; else *v = 0;
   return dev == 0 ? 0 : 101;
 }
 CUresult cuDeviceGetName(char* name, int len, int dev) { snprintf(name, len, "fake device %d", dev); return 0; }
