@@ -32,6 +32,7 @@ type benchResult struct {
 	Interp            string  `json:"interp"`
 	Threads           int     `json:"threads"`
 	Depth             int     `json:"depth"`
+	CacheType         string  `json:"cache_type"`
 	PromptTokens      int     `json:"prompt_tokens"`
 	GenTokens         int     `json:"gen_tokens"`
 	PromptTokensPerS  float64 `json:"prompt_tokens_per_s"`
@@ -52,6 +53,7 @@ type benchFlags struct {
 	model, interp, cpuProfile         string
 	prompt, gen, depth, threads, reps int
 	json                              bool
+	kv                                *cacheType
 }
 
 // maxThreadsPerCPU bounds --threads: more workers than this many per core
@@ -104,7 +106,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	prefillTime /= time.Duration(bf.reps)
 	genTime /= time.Duration(bf.reps)
-	r := benchResult{Model: bf.model, Interp: bf.interp, Threads: bf.threads, Depth: bf.depth, PromptTokens: bf.prompt, GenTokens: bf.gen,
+	r := benchResult{Model: bf.model, Interp: bf.interp, Threads: bf.threads, Depth: bf.depth, CacheType: bf.kv.String(), PromptTokens: bf.prompt, GenTokens: bf.gen,
 		PromptTokensPerS: float64(bf.prompt) / prefillTime.Seconds(), GenTokensPerS: float64(bf.gen) / genTime.Seconds(),
 		BytesPerToken: b.decodeBytes(), Kernels: kernels.CurrentLevel().String(), KernelFeatures: kernels.Features()}
 	r.GenBandwidthGBs = float64(r.BytesPerToken) * r.GenTokensPerS / 1e9
@@ -118,8 +120,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 // parseBench reads and validates bench's flags.
 func parseBench(args []string, stdout io.Writer) (benchFlags, error) {
 	var bf benchFlags
-	fs := flags("bench", "bench -m MODEL [--interp NAME] [--prompt N] [--gen N] [--depth D] [--threads T] [--reps R] [--json]", stdout)
+	fs := flags("bench", "bench -m MODEL [--interp NAME] [--prompt N] [--gen N] [--depth D] [--cache-type f32|f16] [--threads T] [--reps R] [--json]", stdout)
 	modelFlags(fs, &bf.model, &bf.interp, nil)
+	bf.kv = cacheTypeFlag(fs)
 	fs.IntVar(&bf.prompt, "prompt", 64, "prompt tokens, processed in one prefill step")
 	fs.IntVar(&bf.gen, "gen", 32, "tokens to generate, one decode step each")
 	fs.IntVar(&bf.depth, "depth", 0, "positions already in the cache before the prompt (as llama-bench's -d): attention's cost at long contexts")
@@ -193,7 +196,7 @@ func newBencher(bf benchFlags, bar *bar) (*bencher, error) {
 		return nil, usagef("--depth plus --prompt plus --gen is %d, beyond the model's context %d", b.capacity, mc)
 	}
 	compile := func(n int) (interp.Executable, *poot.Graph, error) {
-		g, err := m.Trace(families.StepSpec{Program: "bench", Shape: families.StepShape{Rows: 1, New: n, Capacity: b.capacity, Logits: families.LastToken}}, poot.Limits{})
+		g, err := m.Trace(families.StepSpec{Program: "bench", Shape: families.StepShape{Rows: 1, New: n, Capacity: b.capacity, Logits: families.LastToken, KV: b.bf.kv.dtype()}}, poot.Limits{})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -291,7 +294,7 @@ func (r benchResult) print(w io.Writer, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(w).Encode(r)
 	}
-	fmt.Fprintf(w, "model %s, interp %s, %d threads, depth %d\n", r.Model, r.Interp, r.Threads, r.Depth)
+	fmt.Fprintf(w, "model %s, interp %s, %d threads, depth %d, %s KV cache\n", r.Model, r.Interp, r.Threads, r.Depth, r.CacheType)
 	fmt.Fprintf(w, "kernels %s\n", r.KernelFeatures)
 	fmt.Fprintf(w, "prompt  %5d tokens  %10.2f tokens/s\n", r.PromptTokens, r.PromptTokensPerS)
 	_, err := fmt.Fprintf(w, "gen     %5d tokens  %10.2f tokens/s  %.2f GB/s of %.2f GB/s read bandwidth (%.0f%%)\n",

@@ -32,7 +32,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 	fs := flags("chat", "chat -m MODEL [--system TEXT] [--chat-template FILE] [-n N] [--temp T] [--seed S] [--ctx N] [--interp NAME] [--threads N]", stdout)
 	var model, interpName string
 	var capacity int
-	modelFlags(fs, &model, &interpName, &capacity)
+	kv := modelFlags(fs, &model, &interpName, &capacity)
 	system := fs.String("system", "", "a system message to start the conversation with")
 	tmplPath := fs.String("chat-template", "", "a Jinja chat template file to use instead of the model's")
 	n := fs.Int("n", 512, "the most tokens of one reply (0: until the end of the context)")
@@ -62,7 +62,7 @@ func cmdChat(args []string, stdout, stderr io.Writer) error {
 		}
 		src = string(data)
 	}
-	s, err := openSession(model, interpName, capacity, stderr)
+	s, err := openSession(model, interpName, capacity, kv, stderr)
 	if err != nil {
 		return err
 	}

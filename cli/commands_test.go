@@ -441,3 +441,44 @@ func TestBenchDepth(t *testing.T) {
 	_, errs, status = runPoot("bench", "-m", tinyModel, "--depth", "100000")
 	oneLineError(t, errs, status, "context")
 }
+
+// TestCacheType: --cache-type f16 halves the caches: bench reports it and
+// reads fewer bytes a token than with f32 caches, generate prints the same
+// greedy text, and a dtype the caches cannot hold is a usage error.
+func TestCacheType(t *testing.T) {
+	var bytes []int64
+	for _, kv := range []string{"f32", "f16"} {
+		out, errs, status := runPoot("bench", "-m", tinyModel, "--prompt", "2", "--gen", "2", "--depth", "32", "--reps", "1", "--json", "--cache-type", kv)
+		if status != 0 {
+			t.Fatalf("status %d: %s", status, errs)
+		}
+		var r struct {
+			CacheType string `json:"cache_type"`
+			Bytes     int64  `json:"bytes_per_token"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.CacheType != kv {
+			t.Errorf("cache_type %q, want %q", r.CacheType, kv)
+		}
+		bytes = append(bytes, r.Bytes)
+	}
+	if bytes[1] >= bytes[0] {
+		t.Errorf("bytes a token: %d with f16 caches, %d with f32", bytes[1], bytes[0])
+	}
+	var texts []string
+	for _, kv := range []string{"f32", "f16"} {
+		out, errs, status := runPoot("generate", "-m", tinyModel, "-p", "Once upon a time", "-n", "12", "--cache-type", kv)
+		if status != 0 {
+			t.Fatalf("status %d: %s", status, errs)
+		}
+		texts = append(texts, out)
+	}
+	if texts[0] != texts[1] {
+		t.Errorf("f16 caches: %q, f32: %q", texts[1], texts[0])
+	}
+	if _, errs, status := runPoot("generate", "-m", tinyModel, "-p", "x", "--cache-type", "q4_0"); status != 2 || !strings.Contains(errs, "want f32 or f16") {
+		t.Errorf("--cache-type q4_0: status %d, %s", status, errs)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver"
 )
 
@@ -98,7 +99,7 @@ func checkCtx(capacity int) error {
 // openSession opens a model, drawing a progress bar on stderr; driver.Open
 // checks the model against its tensor table and its tokenizer against the
 // model.
-func openSession(path, interpName string, capacity int, stderr io.Writer) (*driver.Session, error) {
+func openSession(path, interpName string, capacity int, kv *cacheType, stderr io.Writer) (*driver.Session, error) {
 	if path == "" {
 		return nil, usagef("no model: give -m MODEL (a GGUF file or a safetensors directory)")
 	}
@@ -106,7 +107,7 @@ func openSession(path, interpName string, capacity int, stderr io.Writer) (*driv
 		return nil, err
 	}
 	b := newBar(stderr)
-	s, err := driver.Open(path, driver.Options{Interp: interpName, Capacity: capacity, Progress: func(p driver.Progress) {
+	s, err := driver.Open(path, driver.Options{Interp: interpName, Capacity: capacity, KV: kv.dtype(), Progress: func(p driver.Progress) {
 		b.last = -1
 		b.draw(p.Stage, float64(p.Done)/float64(p.Total))
 	}})
@@ -117,16 +118,55 @@ func openSession(path, interpName string, capacity int, stderr io.Writer) (*driv
 	return s, nil
 }
 
-// modelFlags registers -m/--model, --interp and --ctx.
-func modelFlags(fs *flagSet, model, interpName *string, capacity *int) {
+// modelFlags registers -m/--model, --interp and, for a command that holds
+// a KV cache (capacity not nil), --ctx and --cache-type, whose value it
+// returns.
+func modelFlags(fs *flagSet, model, interpName *string, capacity *int) *cacheType {
 	fs.StringVar(model, "m", "", "the model: a GGUF file or a safetensors directory")
 	fs.StringVar(model, "model", "", "same as -m")
 	if interpName != nil {
 		fs.StringVar(interpName, "interp", driver.DefaultInterpreter, "the interpreter: "+strings.Join(driver.Interpreters(), ", "))
 	}
-	if capacity != nil {
-		fs.IntVar(capacity, "ctx", 0, "context size in tokens (0: the model's, at most 4096)")
+	if capacity == nil {
+		return nil
 	}
+	fs.IntVar(capacity, "ctx", 0, "context size in tokens (0: the model's, at most 4096)")
+	return cacheTypeFlag(fs)
+}
+
+// cacheType is the value of --cache-type: the KV caches' dtype.
+type cacheType struct{ d poot.DType }
+
+// cacheTypeFlag registers --cache-type.
+func cacheTypeFlag(fs *flagSet) *cacheType {
+	c := &cacheType{d: poot.F32}
+	fs.Var(c, "cache-type", "the KV caches' dtype: f32 or f16 (half the memory and the bytes attention reads; as llama.cpp's -ctk f16 -ctv f16)")
+	return c
+}
+
+func (c *cacheType) String() string {
+	if c == nil {
+		return "f32"
+	}
+	return c.d.String()
+}
+
+func (c *cacheType) Set(s string) error {
+	switch d, err := poot.ParseDType(s); {
+	case err != nil || d != poot.F32 && d != poot.F16:
+		return fmt.Errorf("%q: want f32 or f16", s)
+	default:
+		c.d = d
+	}
+	return nil
+}
+
+// dtype is the flag's dtype (F32 when the command has none).
+func (c *cacheType) dtype() poot.DType {
+	if c == nil {
+		return poot.F32
+	}
+	return c.d
 }
 
 // threadsFlag registers --threads.

@@ -49,7 +49,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 	fs := flags("generate", "generate -m MODEL (-p PROMPT | -f FILE) [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--stop S] [--interp NAME]", stdout)
 	var model, interpName string
 	var capacity int
-	modelFlags(fs, &model, &interpName, &capacity)
+	kv := modelFlags(fs, &model, &interpName, &capacity)
 	ps := promptFlags(fs, "the prompt")
 	threads := threadsFlag(fs)
 	n := fs.Int("n", 128, "the most tokens to generate (0: until the end of the context)")
@@ -87,7 +87,7 @@ func cmdGenerate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer restore()
-	s, err := openSession(model, interpName, capacity, stderr)
+	s, err := openSession(model, interpName, capacity, kv, stderr)
 	if err != nil {
 		return err
 	}

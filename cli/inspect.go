@@ -157,7 +157,7 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 	fs := flags("inspect", "inspect -m MODEL [--json] [--check] [--interp NAME]", stdout)
 	var model, interpName string
 	var capacity int
-	modelFlags(fs, &model, &interpName, &capacity)
+	kv := modelFlags(fs, &model, &interpName, &capacity)
 	asJSON := fs.Bool("json", false, "print JSON")
 	threads := threadsFlag(fs)
 	check := fs.Bool("check", false, "scan every tensor's data for NaN and infinite values (and packed blocks' scales), list each bad tensor, and fail if there is one")
@@ -211,7 +211,7 @@ func cmdInspect(args []string, stdout, stderr io.Writer) error {
 		}
 		in.NoModel = "no tensors"
 	default:
-		s, err := openSession(model, interpName, capacity, stderr)
+		s, err := openSession(model, interpName, capacity, kv, stderr)
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,7 @@ func cmdLogits(args []string, stdout, stderr io.Writer) error {
 	fs := flags("logits", "logits -m MODEL (--tokens 1,2,3 | -p TEXT | -f FILE) [--all] [--interp NAME] [--threads N]", stdout)
 	var model, interpName, tokens string
 	var capacity int
-	modelFlags(fs, &model, &interpName, &capacity)
+	kv := modelFlags(fs, &model, &interpName, &capacity)
 	fs.StringVar(&tokens, "tokens", "", "comma-separated token ids, used as given")
 	ps := promptFlags(fs, "a text to score instead of --tokens, tokenized as generate does (BOS included)")
 	all := fs.Bool("all", false, "print the logits of every position, not only the last")
@@ -44,7 +44,7 @@ func cmdLogits(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer restore()
-	s, err := openSession(model, interpName, capacity, stderr)
+	s, err := openSession(model, interpName, capacity, kv, stderr)
 	if err != nil {
 		return err
 	}

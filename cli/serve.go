@@ -30,7 +30,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 	fs := flags("serve", "serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx N] [--interp NAME] [--threads N] [--chat-template FILE]", stdout)
 	var model, interpName string
 	var capacity int
-	modelFlags(fs, &model, &interpName, &capacity)
+	kv := modelFlags(fs, &model, &interpName, &capacity)
 	host := fs.String("host", "127.0.0.1", "the address to listen on")
 	port := fs.Int("port", 8080, "the port to listen on (0: any free port)")
 	parallel := fs.Int("parallel", driver.DefaultParallel, "the most sequences decoded at once (the rows of each batched step)")
@@ -74,7 +74,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		tmplSrc = string(data)
 	}
 	b := newBar(stderr)
-	e, err := driver.OpenEngine(model, driver.EngineOptions{Interp: interpName, Parallel: *parallel, Capacity: capacity,
+	e, err := driver.OpenEngine(model, driver.EngineOptions{Interp: interpName, Parallel: *parallel, Capacity: capacity, KV: kv.dtype(),
 		PrefillChunk: *chunk, Queue: *queue, Progress: func(p driver.Progress) {
 			b.last = -1
 			b.draw(p.Stage, float64(p.Done)/float64(p.Total))

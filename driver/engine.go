@@ -43,6 +43,8 @@ type EngineOptions struct {
 	Queue int
 	// Limits bound what tracing may record.
 	Limits poot.Limits
+	// KV is the dtype of the KV caches, as in Options.
+	KV poot.DType
 	// Progress, when set, is told as opening advances.
 	Progress func(Progress)
 }
@@ -125,6 +127,7 @@ type Engine struct {
 	tokErr error
 	interp interp.Interpreter
 	limits poot.Limits
+	kv     poot.DType
 
 	parallel, capacity, chunk, pageSize, pages, queueMax int
 	scratch                                              int32 // the page rows of no sequence read and write
@@ -182,6 +185,9 @@ func OpenEngine(path string, o EngineOptions) (*Engine, error) {
 			return nil, &OptionError{Option: f.name, Detail: fmt.Sprintf("%d is negative", f.v)}
 		}
 	}
+	if err := checkKV(o.KV); err != nil {
+		return nil, err
+	}
 	in, err := NewInterpreter(o.Interp)
 	if err != nil {
 		return nil, err
@@ -191,7 +197,7 @@ func OpenEngine(path string, o EngineOptions) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{ckpt: ckpt, interp: in, limits: o.Limits, steps: map[families.StepShape]*step{},
+	e := &Engine{ckpt: ckpt, interp: in, limits: o.Limits, kv: o.KV, steps: map[families.StepShape]*step{},
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	ok := false
 	defer func() {
@@ -260,7 +266,7 @@ func bitLen(n int) int {
 func (e *Engine) shape(rows, n int) families.StepShape {
 	logits := families.LastToken
 	return families.StepShape{Rows: rows, New: n, Capacity: e.capacity, Layout: families.Paged,
-		PageSize: e.pageSize, Pages: e.pages + 1, Logits: logits}
+		PageSize: e.pageSize, Pages: e.pages + 1, Logits: logits, KV: e.kv}
 }
 
 // step returns the compiled step of rows rows of n new tokens.

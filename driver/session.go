@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -35,6 +36,10 @@ type Options struct {
 	PrefillChunk int
 	// Limits bound what tracing may record (zero fields: no limit).
 	Limits poot.Limits
+	// KV is the dtype of the KV caches: F32 (zero means F32) or F16,
+	// which halves their memory and the bytes attention reads (see
+	// families.StepShape.KV).
+	KV poot.DType
 	// Progress, when set, is told as opening advances.
 	Progress func(Progress)
 }
@@ -95,6 +100,7 @@ type Session struct {
 	tokErr   error
 	interp   interp.Interpreter
 	capacity int
+	kv       poot.DType
 	chunk    int
 	limits   poot.Limits
 
@@ -125,12 +131,15 @@ func Open(path string, opts Options) (*Session, error) {
 	if opts.Capacity < 0 {
 		return nil, &OptionError{Option: "Capacity", Detail: fmt.Sprintf("%d is negative", opts.Capacity)}
 	}
+	if err := checkKV(opts.KV); err != nil {
+		return nil, err
+	}
 	progress("open", 0)
 	ckpt, err := load.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{ckpt: ckpt, interp: in, limits: opts.Limits, steps: map[families.StepShape]*step{}}
+	s := &Session{ckpt: ckpt, interp: in, limits: opts.Limits, kv: opts.KV, steps: map[families.StepShape]*step{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -278,6 +287,17 @@ func (s *Session) Interpreter() interp.Interpreter { return s.interp }
 // Capacity returns the number of cache positions.
 func (s *Session) Capacity() int { return s.capacity }
 
+// KV is the dtype of the session's KV caches.
+func (s *Session) KV() poot.DType { return cmp.Or(s.kv, poot.F32) }
+
+// checkKV refuses a KV cache dtype other than F32 and F16.
+func checkKV(d poot.DType) error {
+	if d != poot.Invalid && d != poot.F32 && d != poot.F16 {
+		return &OptionError{Option: "KV", Detail: fmt.Sprintf("caches of %v; they hold f32 or f16", d)}
+	}
+	return nil
+}
+
 // Len returns the number of tokens in the cache (0 once closed).
 func (s *Session) Len() int {
 	s.mu.Lock()
@@ -340,7 +360,7 @@ func (s *Session) Step(n int, logits families.LogitsMode) (StepInfo, *poot.Graph
 // step returns the compiled step of n new tokens, tracing, binding and
 // compiling it on first use.
 func (s *Session) step(n int, logits families.LogitsMode, stage func(string)) (*step, error) {
-	shape := families.StepShape{Rows: 1, New: n, Capacity: s.capacity, Logits: logits}
+	shape := families.StepShape{Rows: 1, New: n, Capacity: s.capacity, Logits: logits, KV: s.kv}
 	if st, ok := s.steps[shape]; ok {
 		s.touch(shape)
 		return st, nil

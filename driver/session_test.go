@@ -14,6 +14,7 @@ import (
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver"
 	"github.com/pootlabs/poot/driver/synth"
+	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/interp"
 )
 
@@ -297,11 +298,49 @@ func TestOpenErrors(t *testing.T) {
 		{text, driver.Options{}},
 		{tinyPath, driver.Options{Capacity: -1}},
 		{tinyPath, driver.Options{Capacity: 100000}}, // beyond the model's context
+		{tinyPath, driver.Options{KV: poot.Q8_0}},
 	} {
 		if s, err := driver.Open(c.path, c.o); err == nil {
 			s.Close()
 			t.Errorf("Open(%s, %+v) succeeded", c.path, c.o)
 		}
+	}
+}
+
+// TestHalfKVSession: a session with F16 caches declares them F16, and
+// generates the reference model's greedy text as the F32 session does.
+func TestHalfKVSession(t *testing.T) {
+	path := "../../shared/refmodels/stories260K-f32.gguf"
+	if _, err := os.Stat(path); err != nil {
+		t.Skip("../shared/refmodels is absent")
+	}
+	var texts []string
+	for _, kv := range []poot.DType{poot.F32, poot.F16} {
+		s, err := driver.Open(path, driver.Options{KV: kv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if s.KV() != kv {
+			t.Errorf("KV %v, want %v", s.KV(), kv)
+		}
+		_, g, err := s.Step(1, families.LastToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range g.States() {
+			if d := g.Type(st.In).DType; d != kv {
+				t.Errorf("state %q is %v in a session of %v caches", g.Value(st.In).Name, d, kv)
+			}
+		}
+		var text strings.Builder
+		if _, err := s.Generate(context.Background(), "Once upon a time", driver.GenerateOptions{MaxTokens: 48}, func(p string) { text.WriteString(p) }); err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, text.String())
+	}
+	if texts[0] != texts[1] {
+		t.Errorf("F16 caches: %q, F32: %q", texts[1], texts[0])
 	}
 }
 

@@ -31,6 +31,8 @@ func TestStepShapeValidate(t *testing.T) {
 		{"unknown layout", func(s *families.StepShape) { s.Layout = 7 }, "Layout"},
 		{"unknown logits", func(s *families.StepShape) { s.Logits = 7 }, "Logits"},
 		{"overflow", func(s *families.StepShape) { s.Rows, s.Capacity, s.New = 1<<20, 1<<20, 1 }, "Rows"},
+		{"f16 caches", func(s *families.StepShape) { s.KV = poot.F16 }, ""},
+		{"q8_0 caches", func(s *families.StepShape) { s.KV = poot.Q8_0 }, "KV"},
 	} {
 		s := ok
 		c.edit(&s)

@@ -72,6 +72,19 @@ type StepShape struct {
 	// final norm, f32[rows*new, dim], for steps that carry them (draft
 	// models, multi-token prediction).
 	Hidden bool
+	// KV is the dtype of the caches Step.Cache declares: F32 (the zero
+	// value means F32) or F16, which halves their memory and the bytes
+	// attention reads, at the cost of rounding each cached key and value
+	// to binary16 (llama.cpp's -ctk f16 -ctv f16).
+	KV poot.DType
+}
+
+// CacheDType is the dtype the step's caches hold.
+func (s StepShape) CacheDType() poot.DType {
+	if s.KV == poot.Invalid {
+		return poot.F32
+	}
+	return s.KV
 }
 
 // Tokens is the number of new tokens in the step, Rows*New.
@@ -108,6 +121,8 @@ func (s StepShape) Validate() error {
 		return bad("Layout", "unknown layout %v", s.Layout)
 	case s.Logits != LastToken && s.Logits != AllTokens:
 		return bad("Logits", "unknown logits mode %d", s.Logits)
+	case s.CacheDType() != poot.F32 && s.CacheDType() != poot.F16:
+		return bad("KV", "caches of %v; they hold f32 or f16", s.KV)
 	}
 	if s.Layout == Paged {
 		if s.PageSize < 1 {
@@ -218,21 +233,30 @@ func (s *Step[B]) cacheRows() poot.Traced[B] {
 	return s.writeIdx
 }
 
-// Cache declares the state named name with the width of fresh's columns,
-// writes the step's new rows (fresh, f32[rows*new, width]) into it, records
-// the carry, and returns the cache as the rows see it: f32[rows*capacity,
-// width], logical position p of row r at row r*capacity+p (the layout
-// ops.Attention reads). Positions not yet written hold whatever the state
-// holds (zeros from a fresh state); the attention mask hides them.
+// Cache declares the state named name with the width of fresh's columns
+// (of the shape's cache dtype), writes the step's new rows (fresh,
+// f32[rows*new, width], cast to that dtype) into it, records the carry,
+// and returns the cache as the rows see it: f32[rows*capacity, width],
+// logical position p of row r at row r*capacity+p (the layout
+// ops.Attention reads), cast back to f32 from an f16 cache. Positions not
+// yet written hold whatever the state holds (zeros from a fresh state);
+// the attention mask hides them.
 func (s *Step[B]) Cache(name string, fresh poot.Traced[B]) poot.Traced[B] {
 	b, sh := s.B, s.Shape
 	checkLayerName(b, name)
 	width := b.Dim(fresh, -1)
-	in := b.StateInput(name, poot.T(poot.F32, sh.PoolRows(), width))
+	dt := sh.CacheDType()
+	in := b.StateInput(name, poot.T(dt, sh.PoolRows(), width))
+	if dt != poot.F32 {
+		fresh = b.Cast(fresh, dt)
+	}
 	out := b.WriteRows(in, s.cacheRows(), fresh)
 	s.carries = append(s.carries, poot.Carry[B]{In: in, Out: out})
 	if sh.Layout == Paged {
-		return b.Reshape(b.Gather(out, s.SlotMap), sh.Rows*sh.Capacity, width)
+		out = b.Reshape(b.Gather(out, s.SlotMap), sh.Rows*sh.Capacity, width)
+	}
+	if dt != poot.F32 {
+		out = b.Cast(out, poot.F32)
 	}
 	return out
 }

@@ -43,6 +43,12 @@ func (p *planner) flashAttention() error {
 				drop[ki] = true
 			}
 		}
+		if p.target.HalfKV {
+			for _, ki := range p.halfKV(a, c) {
+				drop[ki] = true
+				k.Eqns = append(k.Eqns, p.kernels[ki].Eqns...) // the casts, done as the kernel reads
+			}
+		}
 		k.Inputs = []poot.ValueID{a.Q, a.K, a.V, a.Mask}
 		if a.Sinks >= 0 {
 			k.Inputs = append(k.Inputs, a.Sinks)
@@ -74,6 +80,48 @@ func (p *planner) flashAttention() error {
 		}
 	}
 	return nil
+}
+
+// halfKV reads an attention whose keys and values are both casts of F16
+// values to F32 (an F16 cache) over those F16 values: it sets a.Half and
+// a.K and a.V to them, and returns the kernels of the casts, which run no
+// more when nothing else reads their results.
+func (p *planner) halfKV(a *Attention, c poot.Composite) []int {
+	src := func(id poot.ValueID) (poot.ValueID, int, bool) {
+		pi := p.prod[id]
+		if pi < 0 || p.eqns[pi].Op != poot.Cast || p.g.Type(p.eqns[pi].Inputs[0]).DType != poot.F16 || p.escapes[id] {
+			return 0, 0, false
+		}
+		return p.eqns[pi].Inputs[0], pi, true
+	}
+	k16, kc, ok1 := src(a.K)
+	v16, vc, ok2 := src(a.V)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	body := 0 // reads of the cast results inside the body
+	for j := c.Lo; j < c.Hi; j++ {
+		for _, in := range p.eqns[j].Inputs {
+			if in == a.K || in == a.V {
+				body++
+			}
+		}
+	}
+	reads := p.readers[a.K]
+	if a.V != a.K {
+		reads += p.readers[a.V]
+	}
+	if reads != body {
+		return nil // another reader needs the F32 values
+	}
+	a.K, a.V, a.Half = k16, v16, true
+	var casts []int
+	for ki, k := range p.kernels {
+		if len(k.Eqns) == 1 && (k.Eqns[0] == kc || k.Eqns[0] == vc) {
+			casts = append(casts, ki)
+		}
+	}
+	return casts
 }
 
 // bodyEscapes reports whether a value the body of c computes, other than

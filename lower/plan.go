@@ -31,6 +31,10 @@ type Target struct {
 	// Composites names the composites the backend runs as fused kernels
 	// (FusedAttention); any other composite runs as its body.
 	Composites []string
+	// HalfKV says the FlashAttention kernel reads F16 keys and values in
+	// place (Attention.Half): an attention over caches cast from F16 reads
+	// the F16 caches, and the casts are not run.
+	HalfKV bool
 }
 
 // FusedAttention is the name of the composite the FlashAttention kernel
@@ -161,6 +165,9 @@ type Attention struct {
 	Rep                  int // Heads / KVHeads: query heads sharing one K/V head
 	D, Dv                int
 	Scale, SoftCap       float32
+	// Half says K and V are F16 values (the caches the composite's F32
+	// operands are cast from), read in place (Target.HalfKV).
+	Half bool
 }
 
 // Loc says where a value is stored.

@@ -982,6 +982,10 @@ func (l *lifter) primitive(e poot.Eqn) {
 		if _, ok := l.constOf(e.Out); ok {
 			return // a weight read as Real: declared where it is read
 		}
+		if d := e.Params.DType; d != poot.F32 {
+			l.preview(e.Out, "cast")
+			l.reject(ErrUnliftable, "a cast to %v (a KV cache of %v?): the language's tensors hold Reals and Ints; lower a step with F32 caches", d, d)
+		}
 	case poot.Gather:
 		l.preview(e.Out, "xe")
 		if _, ok := l.constOf(in(0)); !ok {

@@ -174,3 +174,17 @@ func TestMixersNotLoweredYet(t *testing.T) {
 		t.Errorf("got %v, want an ErrUnliftable naming the mamba2_ssm mixer", err)
 	}
 }
+
+// TestHalfCachesRefused: a step with F16 caches (which the language's
+// Reals cannot hold) is refused naming the cast to F16, never lowered.
+func TestHalfCachesRefused(t *testing.T) {
+	r := synthRef(t, "llama", poot.F32)
+	g, err := r.m.Trace(families.StepSpec{Program: families.Decode, Shape: families.StepShape{Rows: 1, New: 1, Capacity: 16, KV: poot.F16}}, poot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Lower(g, Options{})
+	if !errors.Is(err, ErrUnliftable) || !strings.Contains(err.Error(), "a cast to f16") {
+		t.Errorf("got %v, want an ErrUnliftable naming the cast to f16", err)
+	}
+}

@@ -2,6 +2,9 @@ package cpu
 
 import (
 	"math"
+	"unsafe"
+
+	"github.com/x448/float16"
 
 	"github.com/pootlabs/poot/kernels"
 	"github.com/pootlabs/poot/lower"
@@ -22,6 +25,10 @@ type flash struct {
 	fn                   func(lo, hi int)
 	invCap               float32
 	seen                 []bool // S: positions some query of a sequence sees
+
+	// kr and vr are, per part, a K and a V row widened from F16 caches
+	// (Attention.Half) for the portable path.
+	kr, vr [][]float32
 
 	// The path through package kernels' decode attention (vectorized), for
 	// cores without soft cap or sinks and with D == Dv: one
@@ -46,6 +53,9 @@ func compileFlash(c *compiler, k *lower.Kernel) (func() error, error) {
 		f.m = append(f.m, make([]float32, a.Rep))
 		f.l = append(f.l, make([]float32, a.Rep))
 		f.sc = append(f.sc, make([]float32, a.Rep*a.S))
+		if a.Half {
+			f.kr, f.vr = append(f.kr, make([]float32, a.D)), append(f.vr, make([]float32, a.Dv))
+		}
 	}
 	f.fn = f.do
 	if a.T > 1 {
@@ -81,8 +91,12 @@ func (f *flash) fastRow(p, row int, pool *kernels.Pool) error {
 	at := &f.kat[p]
 	kw := a.KVHeads * a.D
 	at.Q = f.q.f[row*a.Heads*a.D : (row+1)*a.Heads*a.D]
-	at.K = f.k.f[r*a.S*kw : (r+1)*a.S*kw]
-	at.V = f.v.f[r*a.S*kw : (r+1)*a.S*kw]
+	if a.Half {
+		at.K, at.K16, at.V16 = nil, half(f.k)[r*a.S*kw:(r+1)*a.S*kw], half(f.v)[r*a.S*kw:(r+1)*a.S*kw]
+	} else {
+		at.K = f.k.f[r*a.S*kw : (r+1)*a.S*kw]
+		at.V = f.v.f[r*a.S*kw : (r+1)*a.S*kw]
+	}
 	at.Out = f.out.f[row*a.Heads*a.D : (row+1)*a.Heads*a.D]
 	at.Mask = km
 	if pool != nil {
@@ -158,8 +172,8 @@ func (f *flash) hiddenSeen() {
 				if !seen || mask[s] != 0 {
 					continue
 				}
-				for c, x := range f.v.f[(r*S+s)*vw : (r*S+s+1)*vw] {
-					if x-x != 0 { // NaN or ±Inf: 0·x is NaN
+				for c := range vw {
+					if x := f.at(f.v, (r*S+s)*vw+c); x-x != 0 { // NaN or ±Inf: 0·x is NaN
 						g, j := c/Dv, c%Dv
 						for i := range rep {
 							out[(g*rep+i)*Dv+j] = nan
@@ -232,7 +246,7 @@ func (f *flash) part(p, u0, u1 int) {
 			if vis == 0 {
 				continue
 			}
-			kr := f.k.f[(r*S+s)*kw+g*D : (r*S+s)*kw+(g+1)*D]
+			kr := f.row(f.k, f.kr, p, (r*S+s)*kw+g*D, D)
 			for i := range rep {
 				h := g*rep + i
 				x := dot32(f.q.f[row*qw+h*D:row*qw+(h+1)*D], kr) * a.Scale
@@ -252,7 +266,7 @@ func (f *flash) part(p, u0, u1 int) {
 			if vis == 0 {
 				continue
 			}
-			vr := f.v.f[(r*S+s)*vw+g*Dv : (r*S+s)*vw+(g+1)*Dv]
+			vr := f.row(f.v, f.vr, p, (r*S+s)*vw+g*Dv, Dv)
 			for i := range rep {
 				e := expf(sc[i*S+s] - m[i])
 				l[i] += e
@@ -271,6 +285,32 @@ func (f *flash) part(p, u0, u1 int) {
 			}
 		}
 	}
+}
+
+// half views an F16 buffer as its binary16 values.
+func half(b *buf) []uint16 {
+	if len(b.b) < 2 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b.b))), len(b.b)/2)
+}
+
+// row returns n values of a K or V buffer from element off: in place, or
+// widened from F16 into part p's scratch.
+func (f *flash) row(b *buf, scratch [][]float32, p, off, n int) []float32 {
+	if !f.a.Half {
+		return b.f[off : off+n]
+	}
+	kernels.F16RowToF32(scratch[p][:n], half(b)[off:off+n])
+	return scratch[p][:n]
+}
+
+// at returns element i of a K or V buffer.
+func (f *flash) at(b *buf, i int) float32 {
+	if !f.a.Half {
+		return b.f[i]
+	}
+	return float16.Frombits(half(b)[i]).Float32()
 }
 
 // dot32 is a float32 dot product with four independent sums.

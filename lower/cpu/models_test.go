@@ -31,6 +31,8 @@ func refDir(t testing.TB) string {
 type model struct {
 	m families.Model
 	c *load.Checkpoint
+	// kv is the caches' dtype (zero: F32).
+	kv poot.DType
 }
 
 func openModel(t testing.TB, name string) *model {
@@ -49,7 +51,7 @@ func openModel(t testing.TB, name string) *model {
 
 func (md *model) step(t testing.TB, newTokens, capacity int) (*poot.Graph, interp.Consts) {
 	t.Helper()
-	g, err := md.m.Trace(families.StepSpec{Program: "test", Shape: families.StepShape{Rows: 1, New: newTokens, Capacity: capacity, Logits: families.LastToken}}, poot.Limits{})
+	g, err := md.m.Trace(families.StepSpec{Program: "test", Shape: families.StepShape{Rows: 1, New: newTokens, Capacity: capacity, Logits: families.LastToken, KV: md.kv}}, poot.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
