@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -40,7 +41,13 @@ func refDir(t testing.TB) string {
 // refStep traces and binds one step shape of a reference checkpoint.
 func refStep(t testing.TB, c *load.Checkpoint, m families.Model, newTokens, capacity int) (*poot.Graph, interp.Consts) {
 	t.Helper()
-	g, err := m.Trace(families.StepSpec{Program: "test", Shape: families.StepShape{Rows: 1, New: newTokens, Capacity: capacity, Logits: families.LastToken}}, poot.Limits{})
+	return refStepKV(t, c, m, newTokens, capacity, poot.F32)
+}
+
+// refStepKV is refStep with caches of dtype kv.
+func refStepKV(t testing.TB, c *load.Checkpoint, m families.Model, newTokens, capacity int, kv poot.DType) (*poot.Graph, interp.Consts) {
+	t.Helper()
+	g, err := m.Trace(families.StepSpec{Program: "test", Shape: families.StepShape{Rows: 1, New: newTokens, Capacity: capacity, Logits: families.LastToken, KV: kv}}, poot.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,5 +189,32 @@ func TestHostReferenceModels(t *testing.T) {
 				next = compare("decode", ro, rc)
 			}
 		})
+	}
+}
+
+// TestHostHalfKV: a step over F16 caches (the casts to and from F16 and
+// the F16 cache writes run as generic kernels; the fused attention reads
+// the casts' F32 results) agrees with the oracle in the host harness.
+func TestHostHalfKV(t *testing.T) {
+	host(t)
+	c, err := load.Open(filepath.Join(refDir(t), "tiny-llama-f32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := registry.FromGGUF(c.GGUF())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 4} {
+		g, consts := refStepKV(t, c, m, n, 16, poot.F16)
+		ex, err := (HostInterpreter{CacheDir: testCache}).CompileExec(g, consts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks := []int32{1, 5, 9, 13}[:n]
+		d := compareStep(t, fmt.Sprintf("%d tokens over F16 caches", n), g, consts, ex, stepSlots(t, toks, 0), refTol)
+		ex.Close()
+		t.Logf("%d tokens: max relative logit difference %.3g", n, d)
 	}
 }
