@@ -119,18 +119,6 @@ func TestLatentAttentionDeployments(t *testing.T) {
 	}
 }
 
-// TestLatentAttentionTPRefused: a tensor-parallel deployment of a latent
-// attention model is a *TPError naming latent attention, never a bundle.
-func TestLatentAttentionTPRefused(t *testing.T) {
-	r := synthRef(t, "deepseek2", poot.F32)
-	g, consts := r.step(t, 1, 16, families.LastToken)
-	_, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, TP: 2})
-	var tpe *TPError
-	if !errors.As(err, &tpe) || !strings.Contains(err.Error(), "latent attention") {
-		t.Errorf("tensor-parallel: got %v, want a *TPError naming latent attention", err)
-	}
-}
-
 // TestLatentAttentionSafetensors: a Hugging Face checkpoint of DeepSeek's
 // tiny preset (kv_b_proj whole) lowers with every weight bound to a byte
 // range of its safetensors file (the experts' stacks to the ranges of

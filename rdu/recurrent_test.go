@@ -111,15 +111,18 @@ func TestRecurrentBatched(t *testing.T) {
 	}
 }
 
-// TestRecurrentTPRefused: a tensor-parallel deployment of a recurrent
-// model is a *TPError naming the mixer, never a bundle.
-func TestRecurrentTPRefused(t *testing.T) {
-	r := synthRef(t, "qwen35", poot.F32)
-	g, consts := r.step(t, 1, 16, families.LastToken)
-	_, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, TP: 2})
-	var tpe *TPError
-	if !errors.As(err, &tpe) || !strings.Contains(err.Error(), "recurrent mixer") {
-		t.Errorf("tensor-parallel: got %v, want a *TPError naming the recurrent mixer", err)
+// TestMixersTPRefused: a tensor-parallel deployment of a recurrent model
+// or of a latent attention model is a *TPError naming the mixer, never a
+// bundle.
+func TestMixersTPRefused(t *testing.T) {
+	for family, mixer := range map[string]string{"qwen35": "recurrent mixer", "deepseek2": "latent attention"} {
+		r := synthRef(t, family, poot.F32)
+		g, consts := r.step(t, 1, 16, families.LastToken)
+		_, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, TP: 2})
+		var tpe *TPError
+		if !errors.As(err, &tpe) || !strings.Contains(err.Error(), mixer) {
+			t.Errorf("%s over 2 chips: got %v, want a *TPError naming the %s", family, err, mixer)
+		}
 	}
 }
 
