@@ -14,34 +14,99 @@
 	VHADDPS x, x, x \
 	VHADDPS x, x, x
 
-// Q4K_CHUNK handles 64 elements: the 32 bytes at 16+32c of the block hold
-// sub-block 2c in their low nibbles and 2c+1 in their high nibbles.
-#define Q4K_CHUNK(c) \
+// Constants for the Q4_K kernels. k4shift and k4mask turn the dwords
+// [D0, D2, D1, D2] of the twelve scale bytes (D0 = bytes 0-3, ...) into the
+// low bits of the 8 scales and 8 mins; k4high masks the top two bits that
+// bytes 0-7 give scales and mins 4-7 (shifted down by 2 from [D0, D0, D1,
+// D1]). With the 16 resulting bytes [scales, mins] in both 128-bit lanes,
+// VPSHUFB with k4sc+64c (+32) spreads scale 2c (2c+1) over every int16
+// lane and with k4min makes the int16 pairs (m_j, m_j) that VPMADDWD takes
+// against the 16-element activation sums.
+DATA k4shift<>+0(SB)/8, $0
+DATA k4shift<>+8(SB)/8, $0x0000000400000000
+GLOBL k4shift<>(SB), RODATA|NOPTR, $16
+DATA k4mask<>+0(SB)/8, $0x0f0f0f0f3f3f3f3f
+DATA k4mask<>+8(SB)/8, $0x0f0f0f0f3f3f3f3f
+GLOBL k4mask<>(SB), RODATA|NOPTR, $16
+DATA k4high<>+0(SB)/8, $0x3030303000000000
+DATA k4high<>+8(SB)/8, $0x3030303000000000
+GLOBL k4high<>(SB), RODATA|NOPTR, $16
+DATA k4min<>+0(SB)/8, $0x8009800980088008
+DATA k4min<>+8(SB)/8, $0x800b800b800a800a
+DATA k4min<>+16(SB)/8, $0x800d800d800c800c
+DATA k4min<>+24(SB)/8, $0x800f800f800e800e
+GLOBL k4min<>(SB), RODATA|NOPTR, $32
+#define K4SC(off, j) \
+	DATA k4sc<>+(off)(SB)/8, $(0x8000800080008000 + j*0x0001000100010001) \
+	DATA k4sc<>+(off+8)(SB)/8, $(0x8000800080008000 + j*0x0001000100010001) \
+	DATA k4sc<>+(off+16)(SB)/8, $(0x8000800080008000 + j*0x0001000100010001) \
+	DATA k4sc<>+(off+24)(SB)/8, $(0x8000800080008000 + j*0x0001000100010001)
+K4SC(0, 0)
+K4SC(32, 1)
+K4SC(64, 2)
+K4SC(96, 3)
+K4SC(128, 4)
+K4SC(160, 5)
+K4SC(192, 6)
+K4SC(224, 7)
+GLOBL k4sc<>(SB), RODATA|NOPTR, $256
+// Sign mask for lanes 2 and 3 of each 128-bit lane.
+DATA k4neg<>+0(SB)/8, $0
+DATA k4neg<>+8(SB)/8, $0x8000000080000000
+DATA k4neg<>+16(SB)/8, $0
+DATA k4neg<>+24(SB)/8, $0x8000000080000000
+GLOBL k4neg<>(SB), RODATA|NOPTR, $32
+
+// K4SCALES(off) sets Y9 to the 8 scales and 8 mins of the super-block at
+// off(BX) as bytes [scales, mins] in both 128-bit lanes (uses X6).
+#define K4SCALES(off) \
+	VMOVDQU (off+4)(BX), X9 \
+	VPSHUFD $0x50, X9, X6 \
+	VPSHUFD $0x98, X9, X9 \
+	VPSRLVD k4shift<>(SB), X9, X9 \
+	VPAND k4mask<>(SB), X9, X9 \
+	VPSRLD $2, X6, X6 \
+	VPAND k4high<>(SB), X6, X6 \
+	VPOR X6, X9, X9 \
+	VINSERTI128 $1, X9, Y9, Y9
+
+// Q4K1_CHUNK(c, s0, s1) adds chunk c's scaled sums (sub-blocks 2c, 2c+1)
+// to Y1; s0 and s1 hold (or address) the shuffles k4sc+64c and k4sc+64c+32.
+#define Q4K1_CHUNK(c, s0, s1) \
 	VMOVDQU (16+32*c)(BX), Y2 \
 	VPSRLW $4, Y2, Y3 \
-	VPAND Y10, Y2, Y2 \
-	VPAND Y10, Y3, Y3 \
+	VPAND Y15, Y2, Y2 \
+	VPAND Y15, Y3, Y3 \
 	VPMADDUBSW (64*c)(SI), Y2, Y2 \
 	VPMADDUBSW (64*c+32)(SI), Y3, Y3 \
-	VPBROADCASTW (4*c)(SP), Y7 \
-	VPBROADCASTW (4*c+2)(SP), Y8 \
-	VPMADDWD Y7, Y2, Y2 \
-	VPMADDWD Y8, Y3, Y3 \
+	VPSHUFB s0, Y9, Y4 \
+	VPSHUFB s1, Y9, Y5 \
+	VPMADDWD Y4, Y2, Y2 \
+	VPMADDWD Y5, Y3, Y3 \
 	VPADDD Y2, Y1, Y1 \
 	VPADDD Y3, Y1, Y1
 
 // func dotQ4_Kx1(w *byte, nb int, aq *int8, ad *float32, bs *int16) float32
-TEXT ·dotQ4_Kx1(SB), NOSPLIT, $16-44
+// Per super-block: the scales are unpacked with vector shifts, the mins
+// meet the activation sums in one VPMADDWD, and VPHADDD folds the scaled
+// sums and the min sums into one vector [s, s, -m, -m] that meets
+// [d, d, dmin, dmin] times the activation scale in one FMA.
+TEXT ·dotQ4_Kx1(SB), NOSPLIT, $0-44
 	MOVQ w+0(FP), BX
 	MOVQ nb+8(FP), CX
 	MOVQ aq+16(FP), SI
 	MOVQ ad+24(FP), DI
 	MOVQ bs+32(FP), R8
-	VPCMPEQW Y11, Y11, Y11
-	VPSRLW $15, Y11, Y11
 	MOVL $0x0f0f0f0f, AX
-	VMOVQ AX, X10
-	VPBROADCASTD X10, Y10
+	VMOVQ AX, X15
+	VPBROADCASTD X15, Y15
+	VMOVDQU k4neg<>(SB), Y14
+	VMOVDQU k4sc<>+0(SB), Y7
+	VMOVDQU k4sc<>+32(SB), Y8
+	VMOVDQU k4sc<>+64(SB), Y10
+	VMOVDQU k4sc<>+96(SB), Y11
+	VMOVDQU k4sc<>+128(SB), Y12
+	VMOVDQU k4sc<>+160(SB), Y13
 	VXORPS Y0, Y0, Y0
 	TESTQ CX, CX
 	JZ done
@@ -53,57 +118,34 @@ loop:
 	PREFETCHT0 1024(BX)
 	PREFETCHT0 1088(BX)
 	PREFETCHT0 1152(BX)
-	// Unpack the twelve scale bytes into 8 six-bit scales and 8 mins.
-	MOVL 4(BX), AX
-	MOVL 8(BX), DX
-	MOVL 12(BX), R9
-	MOVL AX, R10
-	ANDL $0x3f3f3f3f, R10
-	MOVL DX, R11
-	ANDL $0x3f3f3f3f, R11
-	MOVL R9, R12
-	ANDL $0x0f0f0f0f, R12
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	ORL AX, R12
-	SHRL $4, R9
-	ANDL $0x0f0f0f0f, R9
-	SHRL $6, DX
-	ANDL $0x03030303, DX
-	SHLL $4, DX
-	ORL DX, R9
-	SHLQ $32, R12
-	ORQ R10, R12
-	SHLQ $32, R9
-	ORQ R11, R9
-	VMOVQ R12, X12
-	VPMOVZXBW X12, X12
-	VMOVDQU X12, 0(SP)
+	K4SCALES(0)
+	VPSHUFB k4min<>(SB), Y9, Y6
+	VPMADDWD (R8), Y6, Y6
 
-	// Mins: m_j times the sum of the activation quants of sub-block j.
-	VMOVQ R9, X13
-	VPMOVZXBD X13, Y13
-	VPMADDWD (R8), Y11, Y12
-	VPMULLD Y13, Y12, Y13
-	VCVTDQ2PS Y13, Y13
+	VMOVDQU 16(BX), Y2
+	VPSRLW $4, Y2, Y3
+	VPAND Y15, Y2, Y2
+	VPAND Y15, Y3, Y3
+	VPMADDUBSW (SI), Y2, Y2
+	VPMADDUBSW 32(SI), Y3, Y3
+	VPSHUFB Y7, Y9, Y4
+	VPSHUFB Y8, Y9, Y5
+	VPMADDWD Y4, Y2, Y2
+	VPMADDWD Y5, Y3, Y3
+	VPADDD Y2, Y3, Y1
+	Q4K1_CHUNK(1, Y10, Y11)
+	Q4K1_CHUNK(2, Y12, Y13)
+	Q4K1_CHUNK(3, k4sc<>+192(SB), k4sc<>+224(SB))
 
-	VPXOR Y1, Y1, Y1
-	Q4K_CHUNK(0)
-	Q4K_CHUNK(1)
-	Q4K_CHUNK(2)
-	Q4K_CHUNK(3)
-
-	VBROADCASTSS (DI), Y4
-	VPBROADCASTW (BX), X5
-	VCVTPH2PS X5, Y5
-	VMULPS Y4, Y5, Y5
-	VPBROADCASTW 2(BX), X6
-	VCVTPH2PS X6, Y6
-	VMULPS Y4, Y6, Y6
+	VPHADDD Y6, Y1, Y1
 	VCVTDQ2PS Y1, Y1
+	VPBROADCASTD (BX), X5
+	VCVTPH2PS X5, Y5
+	VPERMILPS $0x50, Y5, Y5
+	VXORPS Y14, Y5, Y5
+	VBROADCASTSS (DI), Y4
+	VMULPS Y4, Y5, Y5
 	VFMADD231PS Y1, Y5, Y0
-	VFNMADD231PS Y13, Y6, Y0
 
 	ADDQ $144, BX
 	ADDQ $256, SI

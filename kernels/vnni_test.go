@@ -98,13 +98,13 @@ func BenchmarkQ8_0Levels(b *testing.B) {
 
 // BenchmarkQ4_KLevels measures Q4_K products on one thread at every level:
 // prompt processing (64 activation rows by 2048x2048 weights, GFLOP/s) and
-// decode (one row by 2048x8192 weights, 9.4 MB that stay in L3: GB/s of
-// weight bytes).
+// decode (one row by 2048x8192 weights, 9.4 MB that stay in L3, and by
+// 256x4096, 0.6 MB that stay in L2: GB/s of weight bytes).
 func BenchmarkQ4_KLevels(b *testing.B) {
 	for _, c := range []struct {
 		name    string
 		T, N, K int
-	}{{"prompt", 64, 2048, 2048}, {"gemv", 1, 2048, 8192}} {
+	}{{"prompt", 64, 2048, 2048}, {"gemv", 1, 2048, 8192}, {"gemvL2", 1, 256, 4096}} {
 		x := randActs(rand.New(rand.NewPCG(3, 4)), c.T*c.K)
 		y := make([]float32, c.T*c.N)
 		w := benchWeights(poot.Q4_K, c.N, c.K)
