@@ -1,6 +1,6 @@
 // Constants and the scale unpacking shared by the Q4_K kernels
-// (kquant_amd64.s, kquant4_amd64.s, kquant512_amd64.s); each file that
-// includes this gets its own copy of the tables.
+// (kquant_amd64.s, kquant4_amd64.s); each file that includes this gets its
+// own copy of the tables.
 
 // Constants for the Q4_K kernels. k4shift and k4mask turn the dwords
 // [D0, D2, D1, D2] of the twelve scale bytes (D0 = bytes 0-3, ...) into the
