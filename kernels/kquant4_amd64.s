@@ -2,10 +2,12 @@
 // processing: each weight super-block is unpacked once and multiplied with
 // four activation rows. Registers: Y0..Y3 the rows' int32 sums for the
 // current super-block, Y4..Y7 their float accumulators, Y8..Y13 scratch,
-// Y14 the nibble mask, Y15 int16 ones. The per-row pointers that are needed
-// once a super-block (scales, block sums) live in the frame.
+// Y14 the nibble mask, Y15 int16 ones (Q5_K) or the scales and mins as
+// bytes (Q4_K). Q5_K and Q6_K keep the per-row pointers that are needed once
+// a super-block (scales, block sums) in the frame.
 
 #include "textflag.h"
+#include "kq4_amd64.h"
 
 #define HSUM(y, x) \
 	VEXTRACTF128 $1, y, X15 \
@@ -21,20 +23,15 @@
 #define BSP 80 // activation block sums of row 0, advancing
 #define LDB 88 // bytes between rows' block sums
 
-// Q4K4_ROWS multiplies unsigned quants Y8 (sub-block 2c) and Y9 (2c+1) with
-// the four rows' activations, scaled by Y10 and Y11.
-#define Q4K4_ROW(aq, i) \
-	VPMADDUBSW aq, Y8, Y12 \
-	VPMADDWD Y10, Y12, Y12 \
-	VPADDD Y12, i, i
-
+// Q4K4_CHUNK(c) multiplies chunk c's unsigned quants (Y8: sub-block 2c,
+// Y9: 2c+1) with the four rows' activations, scaled by Y10 and Y11.
 #define Q4K4_CHUNK(c) \
 	VMOVDQU (16+32*c)(BX), Y8 \
 	VPSRLW $4, Y8, Y9 \
 	VPAND Y14, Y8, Y8 \
 	VPAND Y14, Y9, Y9 \
-	VPBROADCASTW (SC+4*c)(SP), Y10 \
-	VPBROADCASTW (SC+4*c+2)(SP), Y11 \
+	VPSHUFB k4sc<>+(64*c)(SB), Y15, Y10 \
+	VPSHUFB k4sc<>+(64*c+32)(SB), Y15, Y11 \
 	VPMADDUBSW (64*c)(SI), Y8, Y12 \
 	VPMADDUBSW (64*c+32)(SI), Y9, Y13 \
 	VPMADDWD Y10, Y12, Y12 \
@@ -103,37 +100,32 @@
 	VPADDD Y12, Y3, Y3 \
 	VPADDD Y13, Y3, Y3
 
-// Q4K4_FINISH folds row i's integer sums (sumi) into its accumulator acc:
-// acc += d*da*sumi - dmin*da*(mins · pair sums of the block sums at (DX)).
-// Y8 holds d and Y9 dmin; AX points at the row's activation scale.
-#define Q4K4_FINISH(sumi, acc) \
-	VBROADCASTSS (AX), Y10 \
-	VMULPS Y8, Y10, Y11 \
-	VMULPS Y9, Y10, Y10 \
+// Q4K4_FINISH folds row i's integer sums (sumi) into its accumulator acc
+// as dotQ4_Kx1 does: VPHADDD makes [s, s, -m, -m] of the scaled sums and
+// the min sums (mins Y8 against the block sums at bs), which meet Y9 = [d,
+// d, dmin, dmin] (signs flipped) times the row's activation scale at ad.
+#define Q4K4_FINISH(sumi, bs, ad, acc) \
+	VPMADDWD bs, Y8, Y12 \
+	VPHADDD Y12, sumi, sumi \
 	VCVTDQ2PS sumi, sumi \
-	VFMADD231PS sumi, Y11, acc \
-	VPMADDWD (DX), Y15, Y12 \
-	VPMULLD (MN)(SP), Y12, Y12 \
-	VCVTDQ2PS Y12, Y12 \
-	VFNMADD231PS Y12, Y10, acc
+	VBROADCASTSS ad, Y10 \
+	VMULPS Y9, Y10, Y10 \
+	VFMADD231PS sumi, Y10, acc
 
 // func dotQ4_Kx4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, out *[4]float32)
-TEXT ·dotQ4_Kx4(SB), NOSPLIT, $96-72
+// Y15 holds the super-block's scales and mins as bytes (K4UNPACK).
+TEXT ·dotQ4_Kx4(SB), NOSPLIT, $0-72
 	MOVQ w+0(FP), BX
 	MOVQ nb+8(FP), CX
 	MOVQ aq+16(FP), SI
 	MOVQ lda+24(FP), R8
 	LEAQ (R8)(R8*2), R10
-	MOVQ ad+32(FP), AX
-	MOVQ AX, ADP(SP)
-	MOVQ ldd+40(FP), AX
-	MOVQ AX, LDD(SP)
-	MOVQ bs+48(FP), AX
-	MOVQ AX, BSP(SP)
-	MOVQ ldb+56(FP), AX
-	MOVQ AX, LDB(SP)
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW $15, Y15, Y15
+	MOVQ ad+32(FP), DI
+	MOVQ ldd+40(FP), R9
+	LEAQ (R9)(R9*2), R11
+	MOVQ bs+48(FP), DX
+	MOVQ ldb+56(FP), R12
+	LEAQ (R12)(R12*2), R13
 	MOVL $0x0f0f0f0f, AX
 	VMOVQ AX, X14
 	VPBROADCASTD X14, Y14
@@ -145,37 +137,8 @@ TEXT ·dotQ4_Kx4(SB), NOSPLIT, $96-72
 	JZ done
 
 loop:
-	// Scales and mins, as in dotQ4_Kx1.
-	MOVL 4(BX), AX
-	MOVL 8(BX), DX
-	MOVL 12(BX), R9
-	MOVL AX, R11
-	ANDL $0x3f3f3f3f, R11
-	MOVL DX, R12
-	ANDL $0x3f3f3f3f, R12
-	MOVL R9, R13
-	ANDL $0x0f0f0f0f, R13
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	ORL AX, R13
-	SHRL $4, R9
-	ANDL $0x0f0f0f0f, R9
-	SHRL $6, DX
-	ANDL $0x03030303, DX
-	SHLL $4, DX
-	ORL DX, R9
-	SHLQ $32, R13
-	ORQ R11, R13
-	SHLQ $32, R9
-	ORQ R12, R9
-	VMOVQ R13, X12
-	VPMOVZXBW X12, X12
-	VMOVDQU X12, SC(SP)
-	VMOVQ R9, X13
-	VPMOVZXBD X13, Y13
-	VMOVDQU Y13, MN(SP)
-
+	K4UNPACK(BX, X15, X8)
+	VINSERTI128 $1, X15, Y15, Y15
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
@@ -185,29 +148,20 @@ loop:
 	Q4K4_CHUNK(2)
 	Q4K4_CHUNK(3)
 
-	VPBROADCASTW (BX), X8
-	VCVTPH2PS X8, Y8
-	VPBROADCASTW 2(BX), X9
+	VPSHUFB k4min<>(SB), Y15, Y8
+	VPBROADCASTD (BX), X9
 	VCVTPH2PS X9, Y9
-	MOVQ ADP(SP), AX
-	MOVQ BSP(SP), DX
-	MOVQ LDD(SP), R11
-	MOVQ LDB(SP), R12
-	Q4K4_FINISH(Y0, Y4)
-	ADDQ R11, AX
-	ADDQ R12, DX
-	Q4K4_FINISH(Y1, Y5)
-	ADDQ R11, AX
-	ADDQ R12, DX
-	Q4K4_FINISH(Y2, Y6)
-	ADDQ R11, AX
-	ADDQ R12, DX
-	Q4K4_FINISH(Y3, Y7)
+	VPERMILPS $0x50, Y9, Y9
+	VXORPS k4neg<>(SB), Y9, Y9
+	Q4K4_FINISH(Y0, (DX), (DI), Y4)
+	Q4K4_FINISH(Y1, (DX)(R12*1), (DI)(R9*1), Y5)
+	Q4K4_FINISH(Y2, (DX)(R12*2), (DI)(R9*2), Y6)
+	Q4K4_FINISH(Y3, (DX)(R13*1), (DI)(R11*1), Y7)
 
-	ADDQ $4, ADP(SP)
-	ADDQ $32, BSP(SP)
 	ADDQ $144, BX
 	ADDQ $256, SI
+	ADDQ $4, DI
+	ADDQ $32, DX
 	DECQ CX
 	JNZ loop
 
@@ -223,6 +177,20 @@ done:
 	VMOVSS X7, 12(DX)
 	VZEROUPPER
 	RET
+
+// Q5K4_FINISH folds row i's integer sums (sumi) into its accumulator acc:
+// acc += d*da*sumi - dmin*da*(mins · pair sums of the block sums at (DX)).
+// Y8 holds d and Y9 dmin; AX points at the row's activation scale.
+#define Q5K4_FINISH(sumi, acc) \
+	VBROADCASTSS (AX), Y10 \
+	VMULPS Y8, Y10, Y11 \
+	VMULPS Y9, Y10, Y10 \
+	VCVTDQ2PS sumi, sumi \
+	VFMADD231PS sumi, Y11, acc \
+	VPMADDWD (DX), Y15, Y12 \
+	VPMULLD (MN)(SP), Y12, Y12 \
+	VCVTDQ2PS Y12, Y12 \
+	VFNMADD231PS Y12, Y10, acc
 
 // func dotQ5_Kx4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, out *[4]float32)
 TEXT ·dotQ5_Kx4(SB), NOSPLIT, $96-72
@@ -300,16 +268,16 @@ loop:
 	MOVQ BSP(SP), DX
 	MOVQ LDD(SP), R11
 	MOVQ LDB(SP), R12
-	Q4K4_FINISH(Y0, Y4)
+	Q5K4_FINISH(Y0, Y4)
 	ADDQ R11, AX
 	ADDQ R12, DX
-	Q4K4_FINISH(Y1, Y5)
+	Q5K4_FINISH(Y1, Y5)
 	ADDQ R11, AX
 	ADDQ R12, DX
-	Q4K4_FINISH(Y2, Y6)
+	Q5K4_FINISH(Y2, Y6)
 	ADDQ R11, AX
 	ADDQ R12, DX
-	Q4K4_FINISH(Y3, Y7)
+	Q5K4_FINISH(Y3, Y7)
 
 	ADDQ $4, ADP(SP)
 	ADDQ $32, BSP(SP)

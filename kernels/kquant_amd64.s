@@ -14,34 +14,45 @@
 	VHADDPS x, x, x \
 	VHADDPS x, x, x
 
-// Q4K_CHUNK handles 64 elements: the 32 bytes at 16+32c of the block hold
-// sub-block 2c in their low nibbles and 2c+1 in their high nibbles.
-#define Q4K_CHUNK(c) \
+#include "kq4_amd64.h"
+
+// Q4K1_CHUNK(c, s0, s1) adds chunk c's scaled sums (sub-blocks 2c, 2c+1)
+// to Y1; s0 and s1 hold (or address) the shuffles k4sc+64c and k4sc+64c+32.
+#define Q4K1_CHUNK(c, s0, s1) \
 	VMOVDQU (16+32*c)(BX), Y2 \
 	VPSRLW $4, Y2, Y3 \
-	VPAND Y10, Y2, Y2 \
-	VPAND Y10, Y3, Y3 \
+	VPAND Y15, Y2, Y2 \
+	VPAND Y15, Y3, Y3 \
 	VPMADDUBSW (64*c)(SI), Y2, Y2 \
 	VPMADDUBSW (64*c+32)(SI), Y3, Y3 \
-	VPBROADCASTW (4*c)(SP), Y7 \
-	VPBROADCASTW (4*c+2)(SP), Y8 \
-	VPMADDWD Y7, Y2, Y2 \
-	VPMADDWD Y8, Y3, Y3 \
+	VPSHUFB s0, Y9, Y4 \
+	VPSHUFB s1, Y9, Y5 \
+	VPMADDWD Y4, Y2, Y2 \
+	VPMADDWD Y5, Y3, Y3 \
 	VPADDD Y2, Y1, Y1 \
 	VPADDD Y3, Y1, Y1
 
 // func dotQ4_Kx1(w *byte, nb int, aq *int8, ad *float32, bs *int16) float32
-TEXT ·dotQ4_Kx1(SB), NOSPLIT, $16-44
+// Per super-block: the scales are unpacked with vector shifts, the mins
+// meet the activation sums in one VPMADDWD, and VPHADDD folds the scaled
+// sums and the min sums into one vector [s, s, -m, -m] that meets
+// [d, d, dmin, dmin] times the activation scale in one FMA.
+TEXT ·dotQ4_Kx1(SB), NOSPLIT, $0-44
 	MOVQ w+0(FP), BX
 	MOVQ nb+8(FP), CX
 	MOVQ aq+16(FP), SI
 	MOVQ ad+24(FP), DI
 	MOVQ bs+32(FP), R8
-	VPCMPEQW Y11, Y11, Y11
-	VPSRLW $15, Y11, Y11
 	MOVL $0x0f0f0f0f, AX
-	VMOVQ AX, X10
-	VPBROADCASTD X10, Y10
+	VMOVQ AX, X15
+	VPBROADCASTD X15, Y15
+	VMOVDQU k4neg<>(SB), Y14
+	VMOVDQU k4sc<>+0(SB), Y7
+	VMOVDQU k4sc<>+32(SB), Y8
+	VMOVDQU k4sc<>+64(SB), Y10
+	VMOVDQU k4sc<>+96(SB), Y11
+	VMOVDQU k4sc<>+128(SB), Y12
+	VMOVDQU k4sc<>+160(SB), Y13
 	VXORPS Y0, Y0, Y0
 	TESTQ CX, CX
 	JZ done
@@ -53,57 +64,35 @@ loop:
 	PREFETCHT0 1024(BX)
 	PREFETCHT0 1088(BX)
 	PREFETCHT0 1152(BX)
-	// Unpack the twelve scale bytes into 8 six-bit scales and 8 mins.
-	MOVL 4(BX), AX
-	MOVL 8(BX), DX
-	MOVL 12(BX), R9
-	MOVL AX, R10
-	ANDL $0x3f3f3f3f, R10
-	MOVL DX, R11
-	ANDL $0x3f3f3f3f, R11
-	MOVL R9, R12
-	ANDL $0x0f0f0f0f, R12
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	ORL AX, R12
-	SHRL $4, R9
-	ANDL $0x0f0f0f0f, R9
-	SHRL $6, DX
-	ANDL $0x03030303, DX
-	SHLL $4, DX
-	ORL DX, R9
-	SHLQ $32, R12
-	ORQ R10, R12
-	SHLQ $32, R9
-	ORQ R11, R9
-	VMOVQ R12, X12
-	VPMOVZXBW X12, X12
-	VMOVDQU X12, 0(SP)
+	K4UNPACK(BX, X9, X6)
+	VINSERTI128 $1, X9, Y9, Y9
+	VPSHUFB k4min<>(SB), Y9, Y6
+	VPMADDWD (R8), Y6, Y6
 
-	// Mins: m_j times the sum of the activation quants of sub-block j.
-	VMOVQ R9, X13
-	VPMOVZXBD X13, Y13
-	VPMADDWD (R8), Y11, Y12
-	VPMULLD Y13, Y12, Y13
-	VCVTDQ2PS Y13, Y13
+	VMOVDQU 16(BX), Y2
+	VPSRLW $4, Y2, Y3
+	VPAND Y15, Y2, Y2
+	VPAND Y15, Y3, Y3
+	VPMADDUBSW (SI), Y2, Y2
+	VPMADDUBSW 32(SI), Y3, Y3
+	VPSHUFB Y7, Y9, Y4
+	VPSHUFB Y8, Y9, Y5
+	VPMADDWD Y4, Y2, Y2
+	VPMADDWD Y5, Y3, Y3
+	VPADDD Y2, Y3, Y1
+	Q4K1_CHUNK(1, Y10, Y11)
+	Q4K1_CHUNK(2, Y12, Y13)
+	Q4K1_CHUNK(3, k4sc<>+192(SB), k4sc<>+224(SB))
 
-	VPXOR Y1, Y1, Y1
-	Q4K_CHUNK(0)
-	Q4K_CHUNK(1)
-	Q4K_CHUNK(2)
-	Q4K_CHUNK(3)
-
-	VBROADCASTSS (DI), Y4
-	VPBROADCASTW (BX), X5
-	VCVTPH2PS X5, Y5
-	VMULPS Y4, Y5, Y5
-	VPBROADCASTW 2(BX), X6
-	VCVTPH2PS X6, Y6
-	VMULPS Y4, Y6, Y6
+	VPHADDD Y6, Y1, Y1
 	VCVTDQ2PS Y1, Y1
+	VPBROADCASTD (BX), X5
+	VCVTPH2PS X5, Y5
+	VPERMILPS $0x50, Y5, Y5
+	VXORPS Y14, Y5, Y5
+	VBROADCASTSS (DI), Y4
+	VMULPS Y4, Y5, Y5
 	VFMADD231PS Y1, Y5, Y0
-	VFNMADD231PS Y13, Y6, Y0
 
 	ADDQ $144, BX
 	ADDQ $256, SI
