@@ -213,3 +213,18 @@ func flashModules(t *testing.T) []*Module {
 	}
 	return mods
 }
+
+// TestGPUFlashSplit runs flashCases on the GPU against the oracle. It runs
+// only where a GPU, its driver and NVRTC are present
+// (scripts/cuda-check.sh); elsewhere it skips with the reason.
+func TestGPUFlashSplit(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("no GPU here: %v", err)
+	}
+	for _, c := range flashCases {
+		g, consts, slots := c.build(t)
+		if err := pootest.Compare(interp.Oracle{}, Interpreter{}, g, consts, slots, nil, pootest.Default); err != nil {
+			t.Errorf("%v: %v", c, err)
+		}
+	}
+}
