@@ -19,7 +19,7 @@
 // elementwise programs one thread per element; Reduce and Rows kernels
 // (RMSNorm, softmax) one block per row, sums in double; contractions a
 // GEMV, one warp per output, reading F32, F16, BF16, Q8_0, Q4_0, Q4_1,
-// Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights as stored (each lane decodes its
+// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K and MXFP4 weights as stored (each lane decodes its
 // element from the block as GGUF lays it out, so the 32 lanes of a warp
 // read 32 neighbouring quants and share their sub-block's scale; the same
 // decoders serve batched MatMuls and casts to F32); fused attention one
@@ -79,7 +79,7 @@
 //
 // What is not done: cp.async or ldmatrix pipelining of the GEMM, tensor
 // cores for IndexedMatMul (experts) and batched MatMuls, split-K for
-// prefill attention, Q8_K and MXFP4 weights (the planner refuses a MatMul
+// prefill attention, Q8_K weights (the planner refuses a MatMul
 // over them with a *lower.LegalizeError, and a plan that still holds one is an
 // *[UnsupportedError], an interp.ErrUnsupported), Broadcast, Transpose,
 // Slice and Concat of packed data (also an *[UnsupportedError]), and

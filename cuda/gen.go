@@ -93,7 +93,7 @@ func (e *UnsupportedError) Unwrap() error { return interp.ErrUnsupported }
 
 // Target is the CUDA backend's description for the planner.
 func Target() lower.Target {
-	w := []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K}
+	w := []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4}
 	return lower.Target{Name: "cuda", MatMulWeights: w, Fallback: w,
 		Kinds:      []lower.Kind{lower.Contract, lower.Elementwise, lower.Reduce, lower.FlashAttention, lower.Rows},
 		Composites: []string{lower.FusedAttention}, HalfKV: true}
@@ -462,7 +462,7 @@ func (kg *kgen) reduceRow(k *lower.Kernel, L int) {
 // d, or "" when there is none.
 func decoder(d poot.DType) string {
 	switch d {
-	case poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K:
+	case poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4:
 		return "ld_" + strings.ToLower(d.String())
 	}
 	return ""
