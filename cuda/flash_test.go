@@ -21,17 +21,20 @@ import (
 // a mask [R·T, S] hiding random positions and, in row 0, the whole second
 // chunk of splitChunk positions; nanV plants NaN in a visible V row of
 // sequence 0, and in every row a NaN and an infinity in V rows hidden from
-// it; blind hides every position from the last row.
+// it; blind hides every position from the last row; negInf makes every
+// score of sequence 0's third chunk -Inf (positive queries against keys
+// of -3e38) and plants NaN in one of its visible V rows, which must reach
+// the output as 0·NaN.
 type flashCase struct {
 	R, T, S, H, KV, D, Dv int
 	cap                   float64
 	sinks, nanV, blind    bool
-	half                  bool
+	half, negInf          bool
 }
 
 func (c flashCase) String() string {
-	return fmt.Sprintf("R%d_T%d_S%d_H%d_KV%d_D%d_Dv%d_cap%g_sinks%v_nan%v_blind%v_half%v",
-		c.R, c.T, c.S, c.H, c.KV, c.D, c.Dv, c.cap, c.sinks, c.nanV, c.blind, c.half)
+	return fmt.Sprintf("R%d_T%d_S%d_H%d_KV%d_D%d_Dv%d_cap%g_sinks%v_nan%v_blind%v_half%v_neginf%v",
+		c.R, c.T, c.S, c.H, c.KV, c.D, c.Dv, c.cap, c.sinks, c.nanV, c.blind, c.half, c.negInf)
 }
 
 func (c flashCase) build(t *testing.T) (*poot.Graph, interp.Consts, interp.Slots) {
@@ -67,6 +70,19 @@ func (c flashCase) build(t *testing.T) (*poot.Graph, interp.Consts, interp.Slots
 				}
 			}
 		}
+	}
+	if c.negInf {
+		for i := range qv {
+			qv[i] = float32(math.Abs(float64(qv[i]))) + 0.5
+		}
+		for s := 2 * splitChunk; s < min(3*splitChunk, c.S); s++ {
+			for j := range c.KV * c.D {
+				kv[s*c.KV*c.D+j] = -3e38
+			}
+		}
+		s := 2*splitChunk + 5
+		mask[s] = true
+		vv[s*vw+2] = float32(math.NaN())
 	}
 	slots := interp.Slots{}
 	slotF32 := func(name string, shape poot.Shape, v []float32) {
@@ -142,6 +158,7 @@ func f16Bits(f float32) uint16 {
 // also over F16 caches.
 var flashCases = []flashCase{
 	{R: 1, T: 1, S: 600, H: 4, KV: 4, D: 32, Dv: 32},
+	{R: 1, T: 1, S: 600, H: 4, KV: 4, D: 32, Dv: 32, negInf: true},
 	{R: 2, T: 1, S: 600, H: 8, KV: 2, D: 40, Dv: 36, nanV: true, blind: true},
 	{R: 1, T: 1, S: 2100, H: 8, KV: 2, D: 64, Dv: 64, cap: 5, sinks: true},
 	{R: 2, T: 1, S: 2100, H: 4, KV: 4, D: 16, Dv: 48, sinks: true, blind: true},

@@ -602,10 +602,11 @@ func genFlash(g *poot.Graph, a *lower.Attention) []*kgen {
 // second, a warp per sequence and head, rescales the chunks to their
 // common maximum (and the sink's, which enters the denominator here,
 // once) and writes the output. A chunk whose maximum is -Inf (no visible
-// position, or only -Inf scores) weighs its sums by 0 in both kernels, so
-// that a visible row of -Inf score still passes a non-finite V value on
-// as 0·NaN does; every other NaN or infinity propagates as in the one-pass
-// kernel, and a row that sees nothing is NaN.
+// position, or only -Inf scores) weighs its rows by 0, not exp(-Inf+Inf),
+// so that a visible row of -Inf score still passes a non-finite V value
+// on as 0·NaN does, and the combine weighs the chunk by exp(-Inf - max),
+// 0 (or NaN where the maximum is -Inf too: a row that sees nothing is
+// NaN); every other NaN or infinity propagates as in the one-pass kernel.
 func genFlashSplit(g *poot.Graph, a *lower.Attention) []*kgen {
 	C := ceilDiv(a.S, splitChunk)
 	W := min(a.Rep, splitWarps)
@@ -655,7 +656,7 @@ func genFlashSplit(g *poot.Graph, a *lower.Attention) []*kgen {
 	}
 	cb.line("float acc[%d]; for (int c = 0; c < %d; c++) acc[c] = 0.0f;", cols, cols)
 	cb.line("for (int ch = 0; ch < %d; ch++) { const float* pc = p + ch * %d;", C, stride)
-	cb.line("  float f = pc[0] == %s ? 0.0f : expf(pc[0] - m); l += pc[1] * f;", negInf)
+	cb.line("  float f = expf(pc[0] - m); l += pc[1] * f;")
 	cb.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += pc[2 + j] * f; } }", cols, a.Dv)
 	cb.line("float inv = l == 0.0f ? f32_bits(0x7fc00000u) : 1.0f / l;")
 	cb.line("float* out = %s + (long long)r * %d + h * %d;", cb.ptr(a.Out, false), a.Heads*a.Dv, a.Dv)
