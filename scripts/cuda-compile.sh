@@ -5,7 +5,7 @@
 # CUBIN for sm_80 and sm_90 with NVRTC, which runs ptxas inside (so a
 # kernel or an inline mma.sync that does not assemble fails), and the
 # prefills generated for sm_75 for sm_75; then runs the host harness on
-# every family's tiny preset (F32, Q8_0 and K-quant matrices), the GEMV
+# every family's tiny preset (F32, Q8_0, K-quant and MXFP4 matrices), the GEMV
 # and GEMM of every weight dtype, and fused attention (split-K for long
 # decode caches; F16 caches read in place) against the oracle. No GPU is
 # needed.
