@@ -19,12 +19,14 @@
 // elementwise programs one thread per element; Reduce and Rows kernels
 // (RMSNorm, softmax) one block per row, sums in double; contractions a
 // GEMV, one warp per output, reading F32, F16, BF16, Q8_0, Q4_0, Q4_1,
-// Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights as stored (each lane decodes its
+// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K and MXFP4 weights as stored (each lane decodes its
 // element from the block as GGUF lays it out, so the 32 lanes of a warp
 // read 32 neighbouring quants and share their sub-block's scale; the same
-// decoders serve batched MatMuls and casts to F32); fused attention one warp per query row
-// and head over the KV cache (n_rep query heads per K/V head); every other
-// primitive one thread per output element. Index faults and I32 division
+// decoders serve batched MatMuls and casts to F32); fused attention one
+// warp per query row and head over the KV cache (n_rep query heads per
+// K/V head), reading F16 caches in place (lower.Target.HalfKV: the
+// planner drops their casts); every other primitive one thread per output
+// element. Index faults and I32 division
 // by zero set a fault word per launch, read after the step and reported as
 // the equation's interp.Error.
 //
@@ -60,9 +62,24 @@
 // on random graphs and on the reference models. The purego bindings are
 // tested against a fake libcuda built from C at test time.
 //
+// # Split-K decode attention
+//
+// A decode step (one query row per sequence) over a cache of 512
+// positions or more runs as two kernels instead: blocks over (chunk of
+// 256 positions, K/V head, sequence), a warp per query head, write each
+// chunk's maximum score, sum of exponentials and weighted sum of V rows
+// to a scratch region the module places after the plan's arena
+// ([Module].Scratch); a combine kernel, a warp per sequence and head,
+// rescales the chunks by exp(m_c − max) (the sink entering the
+// denominator there, once) and writes the output. Masked positions
+// contribute nothing, NaN and infinities propagate as in the one-pass
+// kernel, and a row that sees no position is NaN. Below two chunks the
+// one-pass kernel's serial walk is short and the extra launch would not
+// pay (a choice, not a measurement).
+//
 // What is not done: cp.async or ldmatrix pipelining of the GEMM, tensor
-// cores for IndexedMatMul (experts) and batched MatMuls, split-K attention
-// for long contexts, Q8_K and MXFP4 weights (the planner refuses a MatMul
+// cores for IndexedMatMul (experts) and batched MatMuls, split-K for
+// prefill attention, Q8_K weights (the planner refuses a MatMul
 // over them with a *lower.LegalizeError, and a plan that still holds one is an
 // *[UnsupportedError], an interp.ErrUnsupported), Broadcast, Transpose,
 // Slice and Concat of packed data (also an *[UnsupportedError]), and

@@ -99,6 +99,9 @@ func compile(dev device, g *poot.Graph, consts interp.Consts, opts lower.Options
 		x.first = append(x.first, len(vals))
 		for _, a := range l.Args {
 			v := x.faults + 4*uint64(a.Fault)
+			if a.Value == argScratch {
+				v = x.arena + uint64(scratchOffset(x.plan))
+			}
 			if a.Value >= 0 {
 				if v = x.addr[a.Value]; v == 0 {
 					x.Close()
@@ -145,7 +148,7 @@ func (r release) run() {
 func (x *Exec) allocate(consts interp.Consts) error {
 	g, plan := x.g, x.plan
 	var err error
-	if x.arena, err = x.dev.alloc(max(plan.ArenaBytes, 64)); err != nil {
+	if x.arena, err = x.dev.alloc(max(scratchOffset(plan)+x.mod.Scratch, 64)); err != nil {
 		return err
 	}
 	x.zeros = make([]byte, 4*max(x.mod.Faults, 1))
@@ -198,6 +201,10 @@ func (x *Exec) allocate(consts interp.Consts) error {
 	}
 	return nil
 }
+
+// scratchOffset is where the module's scratch starts in the arena: after
+// the plan's values, aligned to 256 bytes.
+func scratchOffset(plan *lower.Plan) int64 { return (plan.ArenaBytes + 255) &^ 255 }
 
 // Plan returns the plan the executable runs.
 func (x *Exec) Plan() *lower.Plan { return x.plan }
@@ -313,7 +320,7 @@ func (x *Exec) writeback() error {
 func (x *Exec) fault(words []byte) error {
 	for i, l := range x.mod.Launches {
 		for _, a := range l.Args {
-			if a.Value >= 0 {
+			if a.Value != argFault {
 				continue
 			}
 			code := binary.LittleEndian.Uint32(words[4*a.Fault:])

@@ -114,8 +114,8 @@ func TestHostSynthesizedFamilies(t *testing.T) {
 }
 
 // synthTypes are the matrix types of the synthesized checkpoints the host
-// harness and the NVRTC check run: F32, Q8_0 and the K-quants.
-var synthTypes = []poot.DType{poot.F32, poot.Q8_0, poot.Q4_K, poot.Q5_K, poot.Q6_K}
+// harness and the NVRTC check run: F32, Q8_0, the K-quants and MXFP4.
+var synthTypes = []poot.DType{poot.F32, poot.Q8_0, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4}
 
 // synthFile writes the tiny checkpoint of preset p with matrices of type
 // dt; false when dt is a K-quant that none of the preset's row lengths

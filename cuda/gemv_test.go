@@ -208,3 +208,50 @@ func TestUnsupportedWeights(t *testing.T) {
 		}
 	}
 }
+
+// TestHostMXFP4Codes decodes every MXFP4 code at every position of a
+// block under the extreme exponents (0 and 1, float32 subnormal scales;
+// 253 and more, where the largest codes overflow; 255, which ggml reads
+// as 2^127) in the host harness, bit for bit as quant.DequantizeRow does.
+func TestHostMXFP4Codes(t *testing.T) {
+	in := host(t)
+	exps := []byte{0, 1, 2, 100, 127, 128, 200, 252, 253, 254, 255}
+	const K = 32
+	w, err := tensor.New(poot.T(poot.MXFP4, 2*len(exps), K))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range exps {
+		for half := range 2 {
+			b := w.Data[(2*i+half)*17:]
+			b[0] = e
+			for j := range 16 {
+				b[1+j] = byte((j+half)%16) | byte((15-j)%16)<<4
+			}
+		}
+	}
+	b := poot.NewBuilder[struct{}](poot.Limits{})
+	y := b.Cast(b.Constant("w", w.Type), poot.F32)
+	g, err := b.Finish(poot.Out(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := in.CompileExec(g, interp.ConstMap{"w": w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ex.Close()
+	out, err := ex.Run(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, 2*len(exps)*K)
+	if err := quant.DequantizeRow(poot.MXFP4, want, w.Data); err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range out[0].F32() {
+		if math.Float32bits(x) != math.Float32bits(want[i]) {
+			t.Errorf("element %d (exponent %d): %v, quant.DequantizeRow gives %v", i, exps[i/(2*K)], x, want[i])
+		}
+	}
+}

@@ -22,6 +22,10 @@ type Module struct {
 	// launch that can fault: an index out of range, an I32 division by
 	// zero).
 	Faults int
+	// Scratch is the bytes of device scratch the launches share (split-K
+	// attention's partial results), placed after the plan's arena; each
+	// launch that uses it finishes with it before the next one starts.
+	Scratch int64
 }
 
 // KernelSource is one __global__ function. Its Name is a prefix naming
@@ -42,8 +46,9 @@ type Launch struct {
 	Args        []Arg
 }
 
-// Arg is a launch argument: the storage of a value, or (Value -1) the
-// launch's fault word Fault.
+// Arg is a launch argument: the storage of a value, or (Value argFault)
+// the launch's fault word Fault, or (Value argScratch) the module's
+// scratch.
 type Arg struct {
 	Value poot.ValueID
 	Fault int
@@ -57,6 +62,12 @@ func (m *Module) Source() string {
 	}
 	return sb.String()
 }
+
+// The Values of an Arg that is not a value's storage.
+const (
+	argFault   poot.ValueID = -1
+	argScratch poot.ValueID = -2
+)
 
 // Fault codes a kernel writes to its fault word.
 const (
@@ -82,10 +93,10 @@ func (e *UnsupportedError) Unwrap() error { return interp.ErrUnsupported }
 
 // Target is the CUDA backend's description for the planner.
 func Target() lower.Target {
-	w := []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K}
+	w := []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4}
 	return lower.Target{Name: "cuda", MatMulWeights: w, Fallback: w,
 		Kinds:      []lower.Kind{lower.Contract, lower.Elementwise, lower.Reduce, lower.FlashAttention, lower.Rows},
-		Composites: []string{lower.FusedAttention}}
+		Composites: []string{lower.FusedAttention}, HalfKV: true}
 }
 
 // Generate writes the CUDA C of every kernel of plan for a device of
@@ -107,7 +118,7 @@ func GenerateFor(plan *lower.Plan, o GenOptions) (*Module, error) {
 			ks, l := kg.finish()
 			l.Step = i
 			for a := range l.Args {
-				if l.Args[a].Value < 0 {
+				if l.Args[a].Value == argFault {
 					l.Args[a].Fault = m.Faults
 					m.Faults++
 				}
@@ -117,6 +128,7 @@ func GenerateFor(plan *lower.Plan, o GenOptions) (*Module, error) {
 				m.Kernels = append(m.Kernels, ks)
 			}
 			m.Launches = append(m.Launches, l)
+			m.Scratch = max(m.Scratch, kg.scratchBytes)
 		}
 	}
 	return m, nil
@@ -132,6 +144,8 @@ type kgen struct {
 	block  int
 	sb     strings.Builder
 	n      int
+	// scratchBytes is how much of the module's scratch the kernel uses.
+	scratchBytes int64
 }
 
 func newKgen(g *poot.Graph, prefix string, block int, grid ...int) *kgen {
@@ -165,7 +179,14 @@ func (kg *kgen) ptr(id poot.ValueID, raw bool) string {
 }
 
 // fault returns the parameter of the fault word.
-func (kg *kgen) fault() string { return kg.ptr(-1, false) }
+func (kg *kgen) fault() string { return kg.ptr(argFault, false) }
+
+// scratch returns the parameter of the module's scratch (float*), of which
+// the kernel uses n bytes.
+func (kg *kgen) scratch(n int64) string {
+	kg.scratchBytes = max(kg.scratchBytes, n)
+	return kg.ptr(argScratch, false)
+}
 
 func ctype(d poot.DType) string {
 	switch d {
@@ -185,8 +206,10 @@ func (kg *kgen) finish() (KernelSource, Launch) {
 	for i, id := range kg.params {
 		t := "u8*"
 		switch {
-		case id < 0:
+		case id == argFault:
 			t = "int*"
+		case id == argScratch:
+			t = "float*"
 		case !kg.raw[i]:
 			t = ctype(kg.g.Type(id).DType) + "*"
 		}
@@ -439,7 +462,7 @@ func (kg *kgen) reduceRow(k *lower.Kernel, L int) {
 // d, or "" when there is none.
 func decoder(d poot.DType) string {
 	switch d {
-	case poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K:
+	case poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4:
 		return "ld_" + strings.ToLower(d.String())
 	}
 	return ""
@@ -483,17 +506,57 @@ func genContract(g *poot.Graph, e poot.Eqn, opt GenOptions) ([]*kgen, error) {
 	return []*kgen{kg}, nil
 }
 
+// splitChunk is the positions a block of split-K attention covers, and
+// splitMinS the least cache length (two chunks) that a decode step (T = 1)
+// runs split-K: the one-pass kernel launches only R·Heads warps, each
+// walking all S positions in order, which leaves most of a GPU idle and
+// takes time linear in S; splitting adds a second launch and a scratch
+// round trip of (Dv+2) floats per chunk and head, a cost worth paying only
+// when each warp's walk is long. Shorter caches, and prefill (whose T
+// query rows already fill the grid), keep the one-pass kernel.
+const (
+	splitChunk = 256
+	splitMinS  = 2 * splitChunk
+	splitWarps = 8 // query heads (one warp each) per block of split-K
+)
+
+// kvElem returns the C type of a K or V row and the conversion of one of
+// its elements to float: F32, or F16 read in place (Attention.Half).
+func kvElem(a *lower.Attention) (string, func(string) string) {
+	if a.Half {
+		return "u16", func(x string) string { return "f16_to_f32(" + x + ")" }
+	}
+	return "float", func(x string) string { return x }
+}
+
+// flashScore emits the score x of query q against the K row of position s
+// of sequence r and K/V head g, the warp's lanes striding over D.
+func flashScore(kg *kgen, a *lower.Attention, kc string) {
+	typ, el := kvElem(a)
+	kg.line("  const %s* kr = %s + ((long long)r * %d + s) * %d + g * %d;", typ, kc, a.S, a.KVHeads*a.D, a.D)
+	kg.line("  float d = 0.0f; for (int c = lane; c < %d; c += 32) d += q[c] * %s;", a.D, el("kr[c]"))
+	kg.line("  float x = warp_sum(d) * %s;", lit(a.Scale))
+	if a.SoftCap != 0 {
+		kg.line("  x = tanhf(x * %s) * %s;", lit(1/a.SoftCap), lit(a.SoftCap))
+	}
+}
+
 // genFlash is fused attention: one warp per query row and head, a pass
 // over the visible cache rows for the maximum score, a second for the
 // weights and the weighted sum of V, each lane holding Dv/32 output
 // columns; the NaN rule of lower.Attention (a V row hidden from this query
 // but seen by another of its sequence still turns its non-finite columns
-// NaN) in a third pass over the hidden rows.
+// NaN) in a third pass over the hidden rows. A decode step over a long
+// cache is split-K instead (genFlashSplit).
 func genFlash(g *poot.Graph, a *lower.Attention) []*kgen {
+	if a.T == 1 && a.S >= splitMinS {
+		return genFlashSplit(g, a)
+	}
 	kg := newKgen(g, "flash_attention", 32, a.Heads, a.R*a.T)
 	q, kc, vc, mk := kg.ptr(a.Q, false), kg.ptr(a.K, false), kg.ptr(a.V, false), kg.ptr(a.Mask, false)
+	typ, el := kvElem(a)
 	cols := ceilDiv(a.Dv, 32)
-	kw, vw := a.KVHeads*a.D, a.KVHeads*a.Dv
+	vw := a.KVHeads * a.Dv
 	kg.line("int h = blockIdx.x, row = blockIdx.y, lane = threadIdx.x, r = row / %d, g = h / %d;", a.T, a.Rep)
 	kg.line("const float* q = %s + (long long)row * %d + h * %d;", q, a.Heads*a.D, a.D)
 	kg.line("const u8* mrow = %s + (long long)row * %d;", mk, a.S)
@@ -501,16 +564,8 @@ func genFlash(g *poot.Graph, a *lower.Attention) []*kgen {
 	if a.Sinks >= 0 {
 		kg.line("float sink = %s[h]; m = sink;", kg.ptr(a.Sinks, false))
 	}
-	score := func() {
-		kg.line("  const float* kr = %s + ((long long)r * %d + s) * %d + g * %d;", kc, a.S, kw, a.D)
-		kg.line("  float d = 0.0f; for (int c = lane; c < %d; c += 32) d += q[c] * kr[c];", a.D)
-		kg.line("  float x = warp_sum(d) * %s;", lit(a.Scale))
-		if a.SoftCap != 0 {
-			kg.line("  x = tanhf(x * %s) * %s;", lit(1/a.SoftCap), lit(a.SoftCap))
-		}
-	}
 	kg.line("for (int s = 0; s < %d; s++) { if (!mrow[s]) continue;", a.S)
-	score()
+	flashScore(kg, a, kc)
 	kg.line("  m = max_nan(m, x); }")
 	if a.Sinks >= 0 {
 		kg.line("float l = expf(sink - m);")
@@ -519,23 +574,94 @@ func genFlash(g *poot.Graph, a *lower.Attention) []*kgen {
 	}
 	kg.line("float acc[%d]; for (int c = 0; c < %d; c++) acc[c] = 0.0f;", cols, cols)
 	kg.line("for (int s = 0; s < %d; s++) { if (!mrow[s]) continue;", a.S)
-	score()
+	flashScore(kg, a, kc)
 	kg.line("  float e = expf(x - m); l += e;")
-	kg.line("  const float* vr = %s + ((long long)r * %d + s) * %d + g * %d;", vc, a.S, vw, a.Dv)
-	kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += e * vr[j]; } }", cols, a.Dv)
+	kg.line("  const %s* vr = %s + ((long long)r * %d + s) * %d + g * %d;", typ, vc, a.S, vw, a.Dv)
+	kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += e * %s; } }", cols, a.Dv, el("vr[j]"))
 	if a.T > 1 {
 		kg.line("for (int s = 0; s < %d; s++) { if (mrow[s]) continue;", a.S)
-		kg.line("  const float* vr = %s + ((long long)r * %d + s) * %d + g * %d;", vc, a.S, vw, a.Dv)
-		kg.line("  bool bad = false; for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d && !finite_f(vr[j])) bad = true; }", cols, a.Dv)
+		kg.line("  const %s* vr = %s + ((long long)r * %d + s) * %d + g * %d;", typ, vc, a.S, vw, a.Dv)
+		kg.line("  bool bad = false; for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d && !finite_f(%s)) bad = true; }", cols, a.Dv, el("vr[j]"))
 		kg.line("  if (!__any_sync(0xffffffffu, bad)) continue;")
 		kg.line("  bool seen = false; for (int t = 0; t < %d && !seen; t++) seen = %s[((long long)r * %d + t) * %d + s] != 0;", a.T, mk, a.T, a.S)
 		kg.line("  if (!seen) continue;")
-		kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d && !finite_f(vr[j])) acc[c] = f32_bits(0x7fc00000u); } }", cols, a.Dv)
+		kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d && !finite_f(%s)) acc[c] = f32_bits(0x7fc00000u); } }", cols, a.Dv, el("vr[j]"))
 	}
 	kg.line("float inv = l == 0.0f ? f32_bits(0x7fc00000u) : 1.0f / l;")
 	kg.line("float* out = %s + (long long)row * %d + h * %d;", kg.ptr(a.Out, false), a.Heads*a.Dv, a.Dv)
 	kg.line("for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) out[j] = acc[c] * inv; }", cols, a.Dv)
 	return []*kgen{kg}
+}
+
+// genFlashSplit is decode attention (T = 1) split along the cache: the
+// first kernel runs a block per sequence, K/V head (and group of up to
+// splitWarps of its query heads) and chunk of splitChunk positions, a warp
+// per query head computing the chunk's visible scores (kept in shared
+// memory), their maximum m, sum of exponentials l and weighted sum of V
+// rows into the scratch, (Dv+2) floats per chunk, sequence and head; the
+// second, a warp per sequence and head, rescales the chunks to their
+// common maximum (and the sink's, which enters the denominator here,
+// once) and writes the output. A chunk whose maximum is -Inf (no visible
+// position, or only -Inf scores) weighs its rows by 0, not exp(-Inf+Inf),
+// so that a visible row of -Inf score still passes a non-finite V value
+// on as 0·NaN does, and the combine weighs the chunk by exp(-Inf - max),
+// 0 (or NaN where the maximum is -Inf too: a row that sees nothing is
+// NaN); every other NaN or infinity propagates as in the one-pass kernel.
+func genFlashSplit(g *poot.Graph, a *lower.Attention) []*kgen {
+	C := ceilDiv(a.S, splitChunk)
+	W := min(a.Rep, splitWarps)
+	groups := ceilDiv(a.Rep, W)
+	cols := ceilDiv(a.Dv, 32)
+	stride := a.Dv + 2
+	bytes := int64(a.R) * int64(a.Heads) * int64(C) * int64(stride) * 4
+	negInf := lit(float32(math.Inf(-1)))
+	typ, el := kvElem(a)
+
+	kg := newKgen(g, "flash_split", 32*W, C, a.KVHeads*groups, a.R)
+	q, kc, vc, mk := kg.ptr(a.Q, false), kg.ptr(a.K, false), kg.ptr(a.V, false), kg.ptr(a.Mask, false)
+	sp := kg.scratch(bytes)
+	kg.line("__shared__ float sc[%d][%d];", W, splitChunk)
+	kg.line("int ch = blockIdx.x, g = blockIdx.y / %d, w = threadIdx.x >> 5, i = (blockIdx.y %% %d) * %d + w, r = blockIdx.z, lane = threadIdx.x & 31;", groups, groups, W)
+	kg.line("if (i >= %d) return;", a.Rep) // a whole warp leaves; no block barrier follows
+	kg.line("int h = g * %d + i, s0 = ch * %d, s1 = s0 + %d < %d ? s0 + %d : %d;", a.Rep, splitChunk, splitChunk, a.S, splitChunk, a.S)
+	kg.line("const float* q = %s + (long long)r * %d + h * %d;", q, a.Heads*a.D, a.D)
+	kg.line("const u8* mrow = %s + (long long)r * %d;", mk, a.S)
+	kg.line("float m = %s;", negInf)
+	kg.line("for (int s = s0; s < s1; s++) { if (!mrow[s]) continue;")
+	flashScore(kg, a, kc)
+	kg.line("  if (lane == 0) sc[w][s - s0] = x; m = max_nan(m, x); }")
+	kg.line("__syncwarp();")
+	kg.line("float l = 0.0f, acc[%d]; for (int c = 0; c < %d; c++) acc[c] = 0.0f;", cols, cols)
+	kg.line("for (int s = s0; s < s1; s++) { if (!mrow[s]) continue;")
+	kg.line("  float e = m == %s ? 0.0f : expf(sc[w][s - s0] - m); l += e;", negInf)
+	kg.line("  const %s* vr = %s + ((long long)r * %d + s) * %d + g * %d;", typ, vc, a.S, a.KVHeads*a.Dv, a.Dv)
+	kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += e * %s; } }", cols, a.Dv, el("vr[j]"))
+	kg.line("float* o = %s + ((long long)(r * %d + h) * %d + ch) * %d;", sp, a.Heads, C, stride)
+	kg.line("if (lane == 0) { o[0] = m; o[1] = l; }")
+	kg.line("for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) o[2 + j] = acc[c]; }", cols, a.Dv)
+
+	cb := newKgen(g, "flash_combine", 32, a.Heads, a.R)
+	sp = cb.scratch(bytes)
+	cb.line("int h = blockIdx.x, r = blockIdx.y, lane = threadIdx.x;")
+	cb.line("const float* p = %s + (long long)(r * %d + h) * %d;", sp, a.Heads, C*stride)
+	cb.line("float m = %s;", negInf)
+	if a.Sinks >= 0 {
+		cb.line("float sink = %s[h]; m = sink;", cb.ptr(a.Sinks, false))
+	}
+	cb.line("for (int c = 0; c < %d; c++) m = max_nan(m, p[c * %d]);", C, stride)
+	if a.Sinks >= 0 {
+		cb.line("float l = expf(sink - m);")
+	} else {
+		cb.line("float l = 0.0f;")
+	}
+	cb.line("float acc[%d]; for (int c = 0; c < %d; c++) acc[c] = 0.0f;", cols, cols)
+	cb.line("for (int ch = 0; ch < %d; ch++) { const float* pc = p + ch * %d;", C, stride)
+	cb.line("  float f = expf(pc[0] - m); l += pc[1] * f;")
+	cb.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += pc[2 + j] * f; } }", cols, a.Dv)
+	cb.line("float inv = l == 0.0f ? f32_bits(0x7fc00000u) : 1.0f / l;")
+	cb.line("float* out = %s + (long long)r * %d + h * %d;", cb.ptr(a.Out, false), a.Heads*a.Dv, a.Dv)
+	cb.line("for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) out[j] = acc[c] * inv; }", cols, a.Dv)
+	return []*kgen{kg, cb}
 }
 
 // rowMajor returns the row-major strides of s.

@@ -112,7 +112,8 @@ var randomGen = GenOptions{NoTensorCores: true}
 // TestHostAgreesOnRandomGraphs holds the generated kernels, run by the
 // host harness, to the oracle on random graphs of every primitive, with
 // every planner pass on and each off in turn. Graphs the backend does not
-// run (K-quant and MXFP4 data) are counted, and must stay a minority.
+// run (packed data it cannot read or move) are counted, and must stay a
+// minority.
 func TestHostAgreesOnRandomGraphs(t *testing.T) {
 	host(t)
 	type run struct {

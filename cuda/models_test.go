@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pootlabs/poot"
@@ -192,9 +194,10 @@ func TestHostReferenceModels(t *testing.T) {
 	}
 }
 
-// TestHostHalfKV: a step over F16 caches (the casts to and from F16 and
-// the F16 cache writes run as generic kernels; the fused attention reads
-// the casts' F32 results) agrees with the oracle in the host harness.
+// TestHostHalfKV: a step over F16 caches (the casts of the new keys and
+// values to F16 and the cache writes run as generic kernels; the fused
+// attention reads the F16 caches in place, so the plan casts no F16 value
+// to F32) agrees with the oracle in the host harness.
 func TestHostHalfKV(t *testing.T) {
 	host(t)
 	c, err := load.Open(filepath.Join(refDir(t), "tiny-llama-f32.gguf"))
@@ -211,6 +214,14 @@ func TestHostHalfKV(t *testing.T) {
 		ex, err := (HostInterpreter{CacheDir: testCache}).CompileExec(g, consts)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, l := range ex.Module().Launches {
+			if strings.HasPrefix(l.Kernel, "cast_f16_f32_") {
+				t.Errorf("%d tokens: the plan casts an F16 value to F32 (launch %s)", n, l.Kernel)
+			}
+		}
+		if !slices.ContainsFunc(ex.Plan().Kernels, func(k *lower.Kernel) bool { return k.Attention != nil && k.Attention.Half }) {
+			t.Errorf("%d tokens: no fused attention reads the F16 caches", n)
 		}
 		toks := []int32{1, 5, 9, 13}[:n]
 		d := compareStep(t, fmt.Sprintf("%d tokens over F16 caches", n), g, consts, ex, stepSlots(t, toks, 0), refTol)

@@ -53,7 +53,8 @@ func mustGenerate(t *testing.T, g *poot.Graph, what string) *Module {
 // reference models, for the tiny synthesized model of every family (its
 // matrices stored as each of synthTypes that its shapes take), for the
 // GEMV, tensor-core GEMM and decoding cast of every weight dtype the
-// target reads (weightCases, gemmCases) and for random graphs, to CUBIN
+// target reads (weightCases, gemmCases), for fused attention one-pass and
+// split-K over F32 and F16 caches (flashCases) and for random graphs, to CUBIN
 // for sm_80 and sm_90 with a real NVRTC (which runs ptxas, checking the
 // mma.sync inline PTX); and the reference models' prefills generated for
 // sm_75, which keep the GEMV, for sm_75. It runs when POOT_NVRTC names the
@@ -87,6 +88,7 @@ func TestNVRTCCompile(t *testing.T) {
 			mods = append(mods, modelModules(t, file)...)
 		}
 	}
+	mods = append(mods, flashModules(t)...)
 	for _, c := range append(weightCases(t), gemmCases(t)...) {
 		mods = append(mods, mustGenerate(t, c.g, c.String()))
 	}

@@ -129,6 +129,19 @@ static __device__ __forceinline__ float ld_q6_k(const u8* r, int k) {
   return ds * (float)((lo | (hi << 4)) - 32);
 }
 
+// MXFP4 (OCP Microscaling, FP4 E2M1 elements, as ggml stores it): blocks
+// of 32 in 17 bytes, an E8M0 exponent e (bias 127) and 16 bytes of 4-bit
+// codes split as the legacy nibbles. A code is a sign bit above three
+// magnitude bits naming 0, 0.5, 1, 1.5, 2, 3, 4, 6; taken doubled (0, 1,
+// 2, 3, 4, 6, 8, 12) it multiplies half the block's scale, 2^(e−128),
+// exactly (e of 0 and 1 give float32 subnormals; 255 is 2^127, not NaN).
+static __device__ __forceinline__ float e8m0_half(u32 e) { return e < 2u ? f32_bits(1u << (21u + e)) : f32_bits((e - 1u) << 23); }
+static __device__ __forceinline__ float ld_mxfp4(const u8* r, int k) {
+  const u8* b = r + (k >> 5) * 17; int c = nibble(b + 1, k & 31), m = c & 7;
+  int v = m < 4 ? m : (2 + (m & 1)) << ((m >> 1) - 1);
+  return (float)(c & 8 ? -v : v) * e8m0_half(b[0]);
+}
+
 // Reductions over a warp and over a block (whose size is a multiple of
 // 32); every thread gets the result, summed in a fixed order.
 static __device__ __forceinline__ float warp_sum(float v) {

@@ -2,7 +2,9 @@
 # The CUDA backend's check on a GPU machine (UNTESTED: no GPU was at hand
 # when it was written). In one run:
 #  1. runs --interp cuda against the oracle on every reference model
-#     (prefill and decode logits within cuda's refTol, CUDA graphs on and off);
+#     (prefill and decode logits within cuda's refTol, CUDA graphs on and off),
+#     the tensor-core GEMM and fused attention (split-K decode over long
+#     caches, F16 caches), and the same attention cases in the host harness;
 #  2. benchmarks decode (batch 1) and prefill (512 tokens) on synthesized
 #     Llama-3.2-1B-shaped models (F16, Q8_0) and, with BIG=1, 8B-shaped
 #     ones (LLAMA8B_CONFIG names a Llama-3.1-8B config.json: there is no
@@ -21,7 +23,7 @@ fi
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 export CGO_ENABLED=0
 echo "== reference models: --interp cuda against the oracle"
-go test -count=1 -run 'TestGPUReferenceModels' -v ./cuda/ 2>&1 | grep -E 'device|difference|FAIL|ok|SKIP|---' | tail -60
+go test -count=1 -run 'TestGPUReferenceModels|TestGPUGemm|TestGPUFlashSplit|TestHostFlashSplit|TestHostHalfKV' -v ./cuda/ 2>&1 | grep -E 'device|difference|FAIL|ok|SKIP|---' | tail -60
 go build -o /tmp/poot-cuda-check ./cmd/poot
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

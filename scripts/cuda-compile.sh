@@ -5,8 +5,10 @@
 # CUBIN for sm_80 and sm_90 with NVRTC, which runs ptxas inside (so a
 # kernel or an inline mma.sync that does not assemble fails), and the
 # prefills generated for sm_75 for sm_75; then runs the host harness on
-# every family's tiny preset (F32, Q8_0 and K-quant matrices) and the GEMV
-# and GEMM of every weight dtype against the oracle. No GPU is needed.
+# every family's tiny preset (F32, Q8_0, K-quant and MXFP4 matrices), the GEMV
+# and GEMM of every weight dtype, and fused attention (split-K for long
+# decode caches; F16 caches read in place) against the oracle. No GPU is
+# needed.
 #
 # NVRTC 11.8 and ptxas come from Debian 12's non-free section: the script
 # adds the component to apt's sources, downloads only the packages below
@@ -33,4 +35,4 @@ fi
 lib="$root/usr/lib/x86_64-linux-gnu"
 export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 POOT_NVRTC="$lib/libnvrtc.so.11.2" POOT_CUDA_FAMILIES=1 CGO_ENABLED=0 \
-	go test -count=1 -run "TestNVRTCCompile|TestHostSynthesizedFamilies|TestHostWeightDTypes|TestHostGemm" -v ./cuda/ | grep -v "^=== RUN"
+	go test -count=1 -run "TestNVRTCCompile|TestHostSynthesizedFamilies|TestHostWeightDTypes|TestHostGemm|TestHostFlashSplit|TestHostHalfKV" -v ./cuda/ | grep -v "^=== RUN"
