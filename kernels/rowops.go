@@ -217,3 +217,23 @@ func RoPE(x []float32, headDim int, cos, sin []float32, neox bool) error {
 	}
 	return nil
 }
+
+// XorWords returns the xor of every word of x, read with the widest loads
+// the kernel level has: a streaming read no compiler can leave out, for
+// measuring the machine's read bandwidth.
+func XorWords(x []uint64) uint64 { return xorVec(x) }
+
+func xorGo(x []uint64) uint64 {
+	var s [4]uint64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s[0] ^= x[i]
+		s[1] ^= x[i+1]
+		s[2] ^= x[i+2]
+		s[3] ^= x[i+3]
+	}
+	for ; i < len(x); i++ {
+		s[0] ^= x[i]
+	}
+	return s[0] ^ s[1] ^ s[2] ^ s[3]
+}

@@ -547,3 +547,24 @@ func quantizeMatchesGo(t *testing.T, l kernels.Level) {
 		}
 	}
 }
+
+// TestXorWords: the xor of every word, at every length (the assembly's
+// blocks of 16 and the tail) and at every level, is the naive xor.
+func TestXorWords(t *testing.T) { modes(t, testXorWords) }
+
+func testXorWords(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	x := make([]uint64, 300)
+	for i := range x {
+		x[i] = r.Uint64()
+	}
+	for n := range len(x) {
+		var want uint64
+		for _, v := range x[:n] {
+			want ^= v
+		}
+		if got := kernels.XorWords(x[:n]); got != want {
+			t.Fatalf("%d words: %#x, want %#x", n, got, want)
+		}
+	}
+}

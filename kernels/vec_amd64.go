@@ -11,6 +11,18 @@ func axpyF32(y *float32, x *float32, a float32, n int)
 //go:noescape
 func f16ToF32Row(dst *float32, src *uint16, n int)
 
+//go:noescape
+func xorWords(p *uint64, n int) uint64
+
+// xorVec is xorGo through the assembly when it is on.
+func xorVec(x []uint64) uint64 {
+	n16 := len(x) &^ 15
+	if !useAsm || n16 == 0 {
+		return xorGo(x)
+	}
+	return xorWords(&x[0], n16) ^ xorGo(x[n16:])
+}
+
 // dotVec is dotF32 through the assembly when it is on.
 func dotVec(a, b []float32) float32 {
 	n16 := len(a) &^ 15

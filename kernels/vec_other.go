@@ -7,6 +7,7 @@ import "math"
 func dotVec(a, b []float32) float32              { return dotF32(a, b) }
 func axpyVec(y, x []float32, a float32)          { axpy(y, x, a) }
 func f16RowVec(dst []float32, src []uint16) bool { return false }
+func xorVec(x []uint64) uint64                   { return xorGo(x) }
 
 func expSubSumVec(x []float32, sub float32) float32 {
 	var s float32
