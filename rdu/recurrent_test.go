@@ -79,7 +79,9 @@ func TestRecurrentQ8_0(t *testing.T) {
 // batched deployment, each sequence's convolution and delta rule over its
 // own block of the states, and certifies against the oracle, each kind and
 // the whole bundle (within DefaultTolerance: the oracle's batched expert
-// mixture sums in another order).
+// mixture sums in another order); and each row's logits are exactly the
+// decode bundle's for that sequence run alone, at different positions in
+// one run.
 func TestRecurrentBatched(t *testing.T) {
 	for _, family := range []string{"qwen3next", "qwen35"} {
 		t.Run(family, func(t *testing.T) {
@@ -107,6 +109,7 @@ func TestRecurrentBatched(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%s batched (3 sequences): max |Δlogit| %.3g of %.3g", family, cert.MaxDiff, cert.MaxLogit)
+			checkRowsAlone(t, r, 3, 16)
 		})
 	}
 }
