@@ -12,6 +12,7 @@ import (
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver"
+	"github.com/pootlabs/poot/families"
 )
 
 // stdin is the commands' standard input (tests replace it).
@@ -152,12 +153,11 @@ func (c *cacheType) String() string {
 }
 
 func (c *cacheType) Set(s string) error {
-	switch d, err := poot.ParseDType(s); {
-	case err != nil || d != poot.F32 && d != poot.F16:
+	d, err := poot.ParseDType(s)
+	if err != nil || d == poot.Invalid || families.CheckCacheDType(d) != nil {
 		return fmt.Errorf("%q: want f32 or f16", s)
-	default:
-		c.d = d
 	}
+	c.d = d
 	return nil
 }
 

@@ -292,8 +292,8 @@ func (s *Session) KV() poot.DType { return cmp.Or(s.kv, poot.F32) }
 
 // checkKV refuses a KV cache dtype other than F32 and F16.
 func checkKV(d poot.DType) error {
-	if d != poot.Invalid && d != poot.F32 && d != poot.F16 {
-		return &OptionError{Option: "KV", Detail: fmt.Sprintf("caches of %v; they hold f32 or f16", d)}
+	if err := families.CheckCacheDType(d); err != nil {
+		return &OptionError{Option: "KV", Detail: err.Error()}
 	}
 	return nil
 }

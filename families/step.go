@@ -79,6 +79,15 @@ type StepShape struct {
 	KV poot.DType
 }
 
+// CheckCacheDType refuses a cache dtype other than F32 and F16 (the zero
+// DType means F32).
+func CheckCacheDType(d poot.DType) error {
+	if d != poot.Invalid && d != poot.F32 && d != poot.F16 {
+		return fmt.Errorf("caches of %v; they hold f32 or f16", d)
+	}
+	return nil
+}
+
 // CacheDType is the dtype the step's caches hold.
 func (s StepShape) CacheDType() poot.DType {
 	if s.KV == poot.Invalid {
@@ -121,8 +130,8 @@ func (s StepShape) Validate() error {
 		return bad("Layout", "unknown layout %v", s.Layout)
 	case s.Logits != LastToken && s.Logits != AllTokens:
 		return bad("Logits", "unknown logits mode %d", s.Logits)
-	case s.CacheDType() != poot.F32 && s.CacheDType() != poot.F16:
-		return bad("KV", "caches of %v; they hold f32 or f16", s.KV)
+	case CheckCacheDType(s.KV) != nil:
+		return bad("KV", "%v", CheckCacheDType(s.KV))
 	}
 	if s.Layout == Paged {
 		if s.PageSize < 1 {

@@ -44,7 +44,7 @@ func (p *planner) flashAttention() error {
 			}
 		}
 		if p.target.HalfKV {
-			for _, ki := range p.halfKV(a, c) {
+			for _, ki := range p.halfKV(a, c, pos) {
 				drop[ki] = true
 				k.Eqns = append(k.Eqns, p.kernels[ki].Eqns...) // the casts, done as the kernel reads
 			}
@@ -85,8 +85,8 @@ func (p *planner) flashAttention() error {
 // halfKV reads an attention whose keys and values are both casts of F16
 // values to F32 (an F16 cache) over those F16 values: it sets a.Half and
 // a.K and a.V to them, and returns the kernels of the casts, which run no
-// more when nothing else reads their results.
-func (p *planner) halfKV(a *Attention, c poot.Composite) []int {
+// more when nothing else reads their results (pos: equation -> kernel).
+func (p *planner) halfKV(a *Attention, c poot.Composite, pos map[int]int) []int {
 	src := func(id poot.ValueID) (poot.ValueID, int, bool) {
 		pi := p.prod[id]
 		if pi < 0 || p.eqns[pi].Op != poot.Cast || p.g.Type(p.eqns[pi].Inputs[0]).DType != poot.F16 || p.escapes[id] {
@@ -115,11 +115,9 @@ func (p *planner) halfKV(a *Attention, c poot.Composite) []int {
 		return nil // another reader needs the F32 values
 	}
 	a.K, a.V, a.Half = k16, v16, true
-	var casts []int
-	for ki, k := range p.kernels {
-		if len(k.Eqns) == 1 && (k.Eqns[0] == kc || k.Eqns[0] == vc) {
-			casts = append(casts, ki)
-		}
+	casts := []int{pos[kc]}
+	if vc != kc {
+		casts = append(casts, pos[vc])
 	}
 	return casts
 }

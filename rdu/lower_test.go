@@ -389,17 +389,7 @@ func checkPrefill(t *testing.T, r *refModel, f string, mode families.LogitsMode)
 	if err != nil {
 		return nil, err
 	}
-	m, err := sim.New(b, sim.Files{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := CertifyKinds(m, g, consts, 3, DefaultTolerance); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := CertifyMachine(m, g, consts, 3, DefaultTolerance)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, cert := certifyAll(t, b, g, consts, 3, 3)
 	t.Logf("%s, logits %v: %d chunks of %d, max |Δlogit| %.3g", f, mode, cert.Steps, chunk, cert.MaxDiff)
 	if mode == families.AllTokens {
 		return b, nil
@@ -433,6 +423,25 @@ func checkPrefill(t *testing.T, r *refModel, f string, mode families.LogitsMode)
 		}
 	}
 	return b, nil
+}
+
+// certifyAll loads b on the simulator and certifies it against the
+// oracle on g: each kind over kindSteps runs, then the whole bundle over
+// steps runs.
+func certifyAll(t *testing.T, b *bundle.Bundle, g *poot.Graph, consts interp.ConstMap, kindSteps, steps int) (*sim.Machine, Certificate) {
+	t.Helper()
+	m, err := sim.New(b, sim.Files{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CertifyKinds(m, g, consts, kindSteps, DefaultTolerance); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := CertifyMachine(m, g, consts, steps, DefaultTolerance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, cert
 }
 
 // oracleLogits runs toks through the oracle token by token and returns the

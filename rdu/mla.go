@@ -114,15 +114,11 @@ func (l *lifter) part(s strided, base string) string {
 	if s.after == 0 && s.n == s.e {
 		return x
 	}
-	cs := lang.Columns{N: s.n, After: s.after, Every: s.e, X: x}
-	if s.after > 0 && s.after+s.n == s.e {
-		cs.Last, cs.After = true, 0
-	}
 	if base == "" {
 		base = l.baseOf(x) + "c"
 	}
 	name := l.fresh(base)
-	l.emit(lang.Let{Name: name, Expr: cs})
+	l.emit(lang.Let{Name: name, Expr: s.expr(x)})
 	return name
 }
 

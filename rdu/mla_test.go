@@ -100,17 +100,7 @@ func TestLatentAttentionDeployments(t *testing.T) {
 				t.Fatal(err)
 			}
 			deepseekKinds(t, b)
-			m, err := sim.New(b, sim.Files{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := CertifyKinds(m, g, consts, 2, DefaultTolerance); err != nil {
-				t.Fatal(err)
-			}
-			cert, err := CertifyMachine(m, g, consts, 3, DefaultTolerance)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, cert := certifyAll(t, b, g, consts, 2, 3)
 			if cert.MaxDiff > 1e-5 || math.IsNaN(cert.MaxDiff) {
 				t.Errorf("max |Δlogit| %g, want ≤ 1e-5", cert.MaxDiff)
 			}

@@ -80,15 +80,21 @@ func (l *lifter) columns(out poot.ValueID, s strided) {
 	c := l.cols(s.x)
 	base := l.baseOf(x) + "c"
 	l.preview(out, base)
-	cs := lang.Columns{N: s.n, After: s.after, Every: s.e, X: x}
-	if s.after > 0 && s.after+s.n == s.e {
-		cs.Last, cs.After = true, 0
-	}
 	if s.e == c && s.after == 0 && s.n == c {
 		l.alias[out] = l.root(s.x)
 		return
 	}
-	l.emit(lang.Let{Name: l.bind(out, base), Expr: cs})
+	l.emit(lang.Let{Name: l.bind(out, base), Expr: s.expr(x)})
+}
+
+// expr is the statement's form of the view, over x: "the first N", "the
+// last N", or "the N after the first A" of every E.
+func (s strided) expr(x string) lang.Columns {
+	cs := lang.Columns{N: s.n, After: s.after, Every: s.e, X: x}
+	if s.after > 0 && s.after+s.n == s.e {
+		cs.Last, cs.After = true, 0
+	}
+	return cs
 }
 
 // recurrentState declares the state a recurrent statement reads and

@@ -97,17 +97,7 @@ func TestRecurrentBatched(t *testing.T) {
 					t.Errorf("the batched delta-rule program lacks %q:\n%s", want, text)
 				}
 			}
-			m, err := sim.New(b, sim.Files{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := CertifyKinds(m, g, consts, 2, DefaultTolerance); err != nil {
-				t.Fatal(err)
-			}
-			cert, err := CertifyMachine(m, g, consts, 3, DefaultTolerance)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, cert := certifyAll(t, b, g, consts, 2, 3)
 			t.Logf("%s batched (3 sequences): max |Δlogit| %.3g of %.3g", family, cert.MaxDiff, cert.MaxLogit)
 			checkRowsAlone(t, r, 3, 16)
 		})

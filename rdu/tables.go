@@ -69,14 +69,7 @@ func (l *lifter) positionTable(id poot.ValueID) string {
 // binds its row at the position: sequence b's in a batch, else the step's
 // (b < 0).
 func (l *lifter) positionRow(id poot.ValueID, b int) string {
-	low := l.low
-	d := l.v.coneDigest(id)
-	t, ok := low.positional[d]
-	if !ok {
-		t = low.newTable(l, id, fmt.Sprintf("Tab%d", len(low.positional)), "a table of the step's positions")
-		low.positional[d] = t
-	}
-	l.declareTable(t)
+	t := l.positional(id)
 	name, pos := "", ""
 	if b >= 0 {
 		name, pos = l.n.freshSeq("tr", b), l.seqPos(b)
@@ -91,14 +84,7 @@ func (l *lifter) positionRow(id poot.ValueID, b int) string {
 // and binds, in a prefill program, its rows at the chunk's positions (the
 // runtime input poss).
 func (l *lifter) positionRows(id poot.ValueID) string {
-	low := l.low
-	d := l.v.coneDigest(id)
-	t, ok := low.positional[d]
-	if !ok {
-		t = low.newTable(l, id, fmt.Sprintf("Tab%d", len(low.positional)), "a table of the step's positions")
-		low.positional[d] = t
-	}
-	l.declareTable(t)
+	t := l.positional(id)
 	if _, ok := l.res.decls["poss"]; !ok {
 		l.n.fixed("poss")
 		l.emit(lang.Declare{Name: "poss", Rows: 1, Cols: l.rows(), Elem: lang.Int})
@@ -107,6 +93,20 @@ func (l *lifter) positionRows(id poot.ValueID) string {
 	name := l.fresh("tr")
 	l.emit(lang.Let{Name: name, Expr: lang.Rows{Indices: "poss", X: t.name}})
 	return name
+}
+
+// positional declares, at its first read, the host table of a step table
+// of the positions (one table for every equal cone) and returns it.
+func (l *lifter) positional(id poot.ValueID) *table {
+	low := l.low
+	d := l.v.coneDigest(id)
+	t, ok := low.positional[d]
+	if !ok {
+		t = low.newTable(l, id, fmt.Sprintf("Tab%d", len(low.positional)), "a table of the step's positions")
+		low.positional[d] = t
+	}
+	l.declareTable(t)
+	return t
 }
 
 func (low *lowering) coneDigestOf(t *table) [32]byte { return low.v.coneDigest(t.value) }
