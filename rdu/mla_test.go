@@ -2,6 +2,7 @@ package rdu
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/driver/synth"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/rdu/bundle"
@@ -165,4 +167,42 @@ func TestHalfCachesRefused(t *testing.T) {
 	if !errors.Is(err, ErrUnliftable) || !strings.Contains(err.Error(), "a cast to f16") {
 		t.Errorf("got %v, want an ErrUnliftable naming the cast to f16", err)
 	}
+}
+
+// TestLatentAttentionPlainQueries: DeepSeek-V2-Lite's shape (queries
+// projected whole, no q_lora_rank; softmax gating without groups; no YaRN)
+// lowers and certifies within 1e-5 of the oracle too.
+func TestLatentAttentionPlainQueries(t *testing.T) {
+	p, err := synth.FindPreset("deepseek2", "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := maps.Clone(p.Config)
+	delete(cfg, "q_lora_rank")
+	delete(cfg, "rope_scaling")
+	cfg["architectures"], cfg["model_type"] = []any{"DeepseekV2ForCausalLM"}, "deepseek_v2"
+	cfg["scoring_func"], cfg["topk_method"], cfg["n_group"], cfg["topk_group"] = "softmax", "greedy", 1, 1
+	m, err := synth.Model("deepseek2", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "lite.gguf")
+	if err := synth.Write(m, path, synth.Options{Seed: 11}); err != nil {
+		t.Fatal(err)
+	}
+	r := openModel(t, path)
+	g, consts := r.step(t, 1, 16, families.LastToken)
+	b := r.lower(t, g, consts)
+	deepseekKinds(t, b)
+	if text := lang.Format(b.Programs["kind0"]); strings.Contains(text, "Wqa0") || !strings.Contains(text, "matmul Wq0.") {
+		t.Errorf("the program does not project the queries whole:\n%s", text)
+	}
+	cert, err := Certify(b, g, consts, sim.Files{}, 4, DefaultTolerance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.MaxDiff > 1e-5 || math.IsNaN(cert.MaxDiff) {
+		t.Errorf("max |Δlogit| %g, want ≤ 1e-5", cert.MaxDiff)
+	}
+	t.Logf("max |Δlogit| %.3g of %.3g", cert.MaxDiff, cert.MaxLogit)
 }
