@@ -10,6 +10,11 @@
 # rapid writes each failure it finds to testdata/rapid/<Test>/ in the
 # failing package; commit those files with the fix, and every later run
 # (CI's included) replays them before drawing new cases.
+#
+# It then fuzzes every Fuzz target for FUZZ_EXECS inputs each (a count, not
+# a duration: Go 1.26 can fail a time-limited run at its deadline with no
+# crasher). A crasher lands in testdata/fuzz/<Target>/ of its package;
+# commit it with the fix and go test replays it from then on.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +27,17 @@ echo "== property tests with fresh seeds, $checks cases each: ${pkgs[*]}"
 RAPID_CHECKS="$checks" go test -count=1 -timeout 60m "${pkgs[@]}"
 status=$?
 
-found=$(git ls-files --others --exclude-standard -- '*testdata/rapid/*')
+execs="${FUZZ_EXECS:-20000}"
+while read -r file target; do
+	pkg="./$(dirname "$file")"
+	if [ ${#pkgs[@]} -gt 0 ] && [ "${pkgs[*]}" != "./..." ] && [[ " ${pkgs[*]} " != *" $pkg "* ]]; then
+		continue
+	fi
+	echo "== fuzz $pkg $target, $execs inputs"
+	go test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "${execs}x" -fuzzminimizetime 100x || status=1
+done < <(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sed 's|^\./||; s|:func | |')
+
+found=$(git ls-files --others --exclude-standard -- '*testdata/rapid/*' '*testdata/fuzz/*')
 if [ -n "$found" ]; then
 	echo "== new failure files (fix the failure, then commit them):"
 	echo "$found"
