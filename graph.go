@@ -165,9 +165,35 @@ func (g *Graph) Eqn(i int) Eqn {
 
 // Eqns returns a copy of every equation, in evaluation order.
 func (g *Graph) Eqns() []Eqn {
+	// The copies share two backing arrays, each slice capped at its own
+	// end, so a caller appending to one never writes into another; two
+	// allocations instead of several an equation keep reading a deep
+	// graph cheap.
+	nIn, nInt := 0, 0
+	for _, e := range g.eqns {
+		p := e.Params
+		nIn += len(e.Inputs)
+		nInt += len(p.Perm) + len(p.Shape) + len(p.Start) + len(p.Limit)
+	}
+	ins, ints := make([]ValueID, 0, nIn), make([]int, 0, nInt)
+	take := func(s []int) []int {
+		if s == nil {
+			return nil
+		}
+		n := len(ints)
+		ints = append(ints, s...)
+		return ints[n:len(ints):len(ints)]
+	}
 	out := make([]Eqn, len(g.eqns))
 	for i, e := range g.eqns {
-		out[i] = e.clone()
+		if e.Inputs != nil {
+			n := len(ins)
+			ins = append(ins, e.Inputs...)
+			e.Inputs = ins[n:len(ins):len(ins)]
+		}
+		e.Params.Perm, e.Params.Start, e.Params.Limit = take(e.Params.Perm), take(e.Params.Start), take(e.Params.Limit)
+		e.Params.Shape = take(e.Params.Shape)
+		out[i] = e
 	}
 	return out
 }

@@ -109,10 +109,43 @@ func StepRows(g *poot.Graph) int {
 // the same model. A graph the lowering cannot write is a *StructureError
 // or a *Reject.
 func Lower(g *poot.Graph, opts Options) (*bundle.Bundle, error) {
+	r, err := readStep(g)
+	if err != nil {
+		return nil, err
+	}
+	return r.lower(opts)
+}
+
+// stepRead is what lowering learns from reading every layer of a step:
+// its programs, the layer kinds and how values flow between them. It is
+// the part of lowering whose cost grows with depth (as tracing's does);
+// what follows it works a kind at a time.
+type stepRead struct {
+	g     *poot.Graph
+	v     *stepView
+	kinds []Kind
+	flow  *flowInfo
+}
+
+func readStep(g *poot.Graph) (*stepRead, error) {
 	v, err := analyse(g)
 	if err != nil {
 		return nil, err
 	}
+	kinds, err := v.kinds()
+	if err != nil {
+		return nil, err
+	}
+	flow, err := v.flow()
+	if err != nil {
+		return nil, err
+	}
+	return &stepRead{g: g, v: v, kinds: kinds, flow: flow}, nil
+}
+
+// lower writes the bundle of a step read by readStep.
+func (r *stepRead) lower(opts Options) (*bundle.Bundle, error) {
+	g, v, kinds, flow := r.g, r.v, r.kinds, r.flow
 	low := &lowering{v: v, rotations: map[[32]byte][2]*table{}, positional: map[[32]byte]*table{}, tokenDep: map[poot.ValueID]bool{}, cacheIndex: map[[32]byte]int{}}
 	rows := StepRows(g)
 	switch opts.Deployment {
@@ -150,14 +183,6 @@ func Lower(g *poot.Graph, opts Options) (*bundle.Bundle, error) {
 	}
 	if !havePos || !haveTok || v.tokens < 1 {
 		return nil, structureErr("the step has no token and position slots")
-	}
-	kinds, err := v.kinds()
-	if err != nil {
-		return nil, err
-	}
-	flow, err := v.flow()
-	if err != nil {
-		return nil, err
 	}
 	embed, err := low.lift("embed", v.embed, -1, flow.out[0])
 	if err != nil {

@@ -321,8 +321,19 @@ func (b *Bundle) Names() []string {
 	return append(out, b.Manifest.Head.Name)
 }
 
-// Write writes the bundle into dir, creating it.
+// Write writes the bundle into dir, creating it: WritePrograms, then
+// WriteManifest.
 func (b *Bundle) Write(dir string) error {
+	if err := b.WritePrograms(dir); err != nil {
+		return err
+	}
+	return b.WriteManifest(dir)
+}
+
+// WritePrograms writes the bundle's program files and host tables into
+// dir, creating it: the part of a bundle whose size does not grow with
+// depth.
+func (b *Bundle) WritePrograms(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -343,10 +354,13 @@ func (b *Bundle) Write(dir string) error {
 			return err
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tables.bin"), b.Tables, 0o644); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(m, "", "  ")
+	return os.WriteFile(filepath.Join(dir, "tables.bin"), b.Tables, 0o644)
+}
+
+// WriteManifest writes manifest.json into dir, which must exist: the
+// part of a bundle that binds every layer.
+func (b *Bundle) WriteManifest(dir string) error {
+	js, err := json.MarshalIndent(b.Manifest, "", "  ")
 	if err != nil {
 		return err
 	}
