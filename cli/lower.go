@@ -187,7 +187,7 @@ func writeSummary(w io.Writer, b *bundle.Bundle, dir string, kinds []rdu.KindCer
 			types[l.Kind] = t
 		}
 		for name, bd := range l.Bindings {
-			if key := fmt.Sprint(bd.State, "@", bd.Row, "+", bd.Col); bd.Source == bundle.SourceState && !states[key] {
+			if key := fmt.Sprint(bd.State, "@", bd.Row, bd.Slices); bd.Source == bundle.SourceState && !states[key] {
 				states[key] = true
 				t := types[l.Kind].Types[name]
 				kv += 4 * int64(t.Rows) * int64(t.Cols)

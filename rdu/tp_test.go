@@ -47,7 +47,7 @@ func checkTPManifest(t *testing.T, b *bundle.Bundle) {
 		got := map[string]int64{}
 		full := map[string]int64{}
 		for name, bd := range l.Bindings {
-			if bd.Slice == nil {
+			if len(bd.Slices) == 0 || bd.Source != bundle.SourceWeight {
 				continue
 			}
 			k := b.Manifest.Kinds[0]
@@ -59,7 +59,9 @@ func checkTPManifest(t *testing.T, b *bundle.Bundle) {
 			if _, ok := k.Placement[name]; !ok {
 				t.Errorf("layer %d: the slice %s is on no chip", l.Layer, name)
 			}
-			got[bd.Tensor] += bd.Slice.Bytes * bd.Slice.Count
+			for _, sl := range bd.Slices {
+				got[bd.Tensor] += sl.Bytes * sl.Count
+			}
 			full[bd.Tensor] = bd.Bytes
 		}
 		for tn, n := range got {

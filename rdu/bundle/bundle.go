@@ -27,7 +27,7 @@ import (
 )
 
 // Format identifies the manifest's format.
-const Format = "poot-rdu-bundle/1"
+const Format = "poot-rdu-bundle/2"
 
 // ErrBundle is wrapped by the errors of a bundle that is not well formed.
 var ErrBundle = errors.New("malformed bundle")
@@ -135,21 +135,29 @@ type AllReduce struct {
 	Folds    []string `json:"folds"`
 }
 
-// Slice is the part of a stored tensor one chip loads: the declared
-// matrix's rows (Axis "rows") or columns ("cols") From … From+N-1
-// (counting from 0), which the checkpoint holds as Count runs of Bytes
-// bytes every Stride bytes from Offset bytes after the tensor's first
-// byte, stored as Shape (poot order). A packed type is cut only at its
-// block boundaries.
+// Slice is one run of the part of a tensor or state one chip of a
+// tensor-parallel bundle holds: the declared matrix's rows (Axis "rows")
+// or columns ("cols") From … From+N-1 (counting from 0). A chip's part is
+// the list of its slices (Binding.Slices), joined along their one axis in
+// order: a fused projection's chip holds several runs of its columns (its
+// heads' queries, keys and values), a tiled gated delta's chip several
+// runs of value heads.
+//
+// A weight's slice says where the checkpoint holds the run: Count runs of
+// Bytes bytes every Stride bytes from Offset bytes after the tensor's
+// first byte, stored as Shape (poot order). A packed type is cut only at
+// its block boundaries. A state's slice names the run alone (the state is
+// not stored): the chip keeps those rows or columns of the state, in its
+// own storage.
 type Slice struct {
 	Axis   string `json:"axis"`
 	From   int    `json:"from"`
 	N      int    `json:"n"`
-	Shape  []int  `json:"shape"`
-	Offset int64  `json:"offset"`
-	Bytes  int64  `json:"bytes"`
-	Count  int64  `json:"count"`
-	Stride int64  `json:"stride"`
+	Shape  []int  `json:"shape,omitempty"`
+	Offset int64  `json:"offset,omitempty"`
+	Bytes  int64  `json:"bytes,omitempty"`
+	Count  int64  `json:"count,omitempty"`
+	Stride int64  `json:"stride,omitempty"`
 }
 
 // Layer binds one layer to its kind: every name the kind's program declares
@@ -205,9 +213,10 @@ type Binding struct {
 	// a gated delta rule's matrices): not a cache of ctx positions, but
 	// the whole state, which its statement reads and rewrites every run.
 	Recurrent bool `json:"recurrent,omitempty"`
-	// Slice is the part of the tensor a chip of a tensor-parallel bundle
-	// loads (nil: all of it).
-	Slice *Slice `json:"slice,omitempty"`
+	// Slices are the runs of the tensor or state a chip of a
+	// tensor-parallel bundle holds, joined along their axis in order (none:
+	// all of it). A state's Row counts rows of the chip's own storage.
+	Slices []Slice `json:"slices,omitempty"`
 	// Parts, for a tensor stacked from tensors of one shape and dtype
 	// (per-expert matrices stored one a tensor), are those tensors in
 	// order; Bytes is their sum, and File and Offset are unset.
@@ -216,14 +225,60 @@ type Binding struct {
 	// the stored tensor (a latent attention's per-head products); the
 	// host fills it dense.
 	Heads *HeadCut `json:"heads,omitempty"`
-	// Col and Cols are the columns of a state a chip of a tensor-parallel
-	// bundle holds (Cols 0: every column): its heads' part of a cache.
-	Col  int `json:"col,omitempty"`
-	Cols int `json:"cols,omitempty"`
 	// Table is the host table's name.
 	Table string `json:"table,omitempty"`
 	// From is the program whose output an input is.
 	From string `json:"from,omitempty"`
+}
+
+// SliceAxis is the axis of a binding's slices, and N the rows or columns
+// they hold together; an error when they are not runs of one axis.
+func (b Binding) SliceAxis() (axis string, n int, err error) {
+	for i, s := range b.Slices {
+		if s.Axis != "rows" && s.Axis != "cols" || s.From < 0 || s.N < 1 || i > 0 && s.Axis != axis {
+			return "", 0, fmt.Errorf("%w: %s: slice %d of %s, rows or columns %d…%d", ErrBundle, b.Name, i, s.Axis, s.From, s.From+s.N-1)
+		}
+		axis, n = s.Axis, n+s.N
+	}
+	return axis, n, nil
+}
+
+// StoredCut is the stored axis (poot order) a weight's slices cut: its
+// rows when they are the declared matrix's columns of a transposed weight
+// or its rows of one stored as declared, else its last axis.
+func (b Binding) StoredCut() int {
+	if len(b.Shape) == 2 && len(b.Slices) > 0 && (b.Slices[0].Axis == "cols") == b.Transposed {
+		return 0
+	}
+	return len(b.Shape) - 1
+}
+
+// StoredShape is the stored shape (poot order) of the part of a weight a
+// binding reads: the tensor's, or its slices' shapes joined along the
+// stored axis they cut. ok is false when the slices' shapes do not join
+// into a part of the tensor.
+func (b Binding) StoredShape() (shape []int, ok bool) {
+	if len(b.Slices) == 0 {
+		return b.Shape, true
+	}
+	cut := b.StoredCut()
+	shape = slices.Clone(b.Shape)
+	if cut < 0 {
+		return nil, false
+	}
+	shape[cut] = 0
+	for _, s := range b.Slices {
+		if len(s.Shape) != len(b.Shape) {
+			return nil, false
+		}
+		for a := range s.Shape {
+			if a != cut && s.Shape[a] != b.Shape[a] {
+				return nil, false
+			}
+		}
+		shape[cut] += s.Shape[cut]
+	}
+	return shape, shape[cut] <= b.Shape[cut]
 }
 
 // Part is one stored tensor of a stacked weight: its name, file and byte

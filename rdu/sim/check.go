@@ -173,16 +173,25 @@ func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bo
 		}
 		return nil
 	case bundle.SourceState:
+		if ty.Scalar || ty.Elem != lang.Real || b.State == "" || b.Row < 0 {
+			return fmt.Errorf("state %q (from row %d) declared %v", b.State, b.Row, ty)
+		}
+		if len(b.Slices) > 0 {
+			axis, n, err := b.SliceAxis()
+			if err != nil {
+				return err
+			}
+			if want := map[string]int{"rows": ty.Rows, "cols": ty.Cols}[axis]; m.Deployment.TP == 0 || n != want {
+				return fmt.Errorf("%s of state %q, %d together, declared %v in a deployment over %d chips", axis, b.State, n, ty, m.Deployment.TP)
+			}
+		}
 		if b.Recurrent {
-			if ty.Scalar || ty.Elem != lang.Real || b.State == "" || b.Row < 0 || b.Row%max(ty.Rows, 1) != 0 || b.Cols != 0 || m.Deployment.TP != 0 {
-				return fmt.Errorf("recurrent state %q declared %v (from row %d, columns %d) in a deployment over %d chips", b.State, ty, b.Row, b.Cols, m.Deployment.TP)
+			if b.Row%max(ty.Rows, 1) != 0 {
+				return fmt.Errorf("recurrent state %q declared %v from row %d", b.State, ty, b.Row)
 			}
 			return nil
 		}
-		if b.Cols != 0 && (m.Deployment.TP == 0 || b.Cols != ty.Cols || b.Col < 0) {
-			return fmt.Errorf("columns %d…%d of state %q declared %v", b.Col, b.Col+b.Cols, b.State, ty)
-		}
-		if ty.Scalar || ty.Elem != lang.Real || b.State == "" || ty.Rows != m.Deployment.Ctx || b.Row < 0 || b.Row%ty.Rows != 0 {
+		if ty.Rows != m.Deployment.Ctx || b.Row%ty.Rows != 0 {
 			return fmt.Errorf("state %q (from row %d) declared %v; a cache holds %d positions of Reals", b.State, b.Row, ty, m.Deployment.Ctx)
 		}
 		return nil
@@ -201,15 +210,14 @@ func checkBinding(m *bundle.Manifest, b bundle.Binding, ty lang.Type, isInput bo
 		if ty.Scalar || ty.Elem != lang.Real {
 			return fmt.Errorf("a weight declared %v", ty)
 		}
-		s := b.Shape
-		if b.Slice != nil {
-			s = b.Slice.Shape
+		s, ok := b.StoredShape()
+		if _, _, err := b.SliceAxis(); err != nil || !ok || len(b.Slices) > 0 && m.Deployment.TP == 0 {
+			return fmt.Errorf("tensor %q stored %v cut in slices %+v", b.Tensor, b.Shape, b.Slices)
 		}
-		var ok bool
 		switch {
 		case b.Heads != nil:
 			r, c := b.Heads.Declared()
-			ok = !b.Transposed && b.Slice == nil && b.Heads.Valid() && r == ty.Rows && c == ty.Cols &&
+			ok = !b.Transposed && len(b.Slices) == 0 && b.Heads.Valid() && r == ty.Rows && c == ty.Cols &&
 				(poot.Shape(s)).Size() == int64(b.Heads.Heads*b.Heads.Rows*b.Heads.Cols)
 		case b.Transposed:
 			ok = len(s) == 2 && s[0] == ty.Cols && s[1] == ty.Rows

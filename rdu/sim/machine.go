@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/pootlabs/poot/rdu/bundle"
 	"github.com/pootlabs/poot/rdu/lang"
@@ -126,7 +127,7 @@ func (m *Machine) load(in *instance) error {
 		}
 		ty := in.types.Types[decl]
 		key := bd.Const + "\x00" + bd.File + "\x00" + fmt.Sprint(bd.Offset)
-		if sl := bd.Slice; sl != nil {
+		for _, sl := range bd.Slices {
 			key += fmt.Sprint("\x00", sl.Offset, "+", sl.Bytes, "x", sl.Count)
 		}
 		if c := bd.Heads; c != nil {
@@ -181,12 +182,18 @@ func (m *Machine) state(name string) *matrix {
 }
 
 // stateKey names the storage a state binding reads: the state, or in a
-// tensor-parallel bundle one chip's columns of it ("cache.k.0[16+16]").
+// tensor-parallel bundle one chip's part of it ("cache.k.0[cols 16+16]",
+// "cache.delta.0[rows 0+16 32+16]").
 func stateKey(bd bundle.Binding) string {
-	if bd.Cols > 0 {
-		return fmt.Sprintf("%s[%d+%d]", bd.State, bd.Col, bd.Cols)
+	if len(bd.Slices) == 0 {
+		return bd.State
 	}
-	return bd.State
+	var sb strings.Builder
+	sb.WriteString(bd.State + "[" + bd.Slices[0].Axis)
+	for _, sl := range bd.Slices {
+		fmt.Fprintf(&sb, " %d+%d", sl.From, sl.N)
+	}
+	return sb.String() + "]"
 }
 
 // States lists the caches' names.

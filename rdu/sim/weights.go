@@ -24,7 +24,7 @@ type Files struct{ Dir string }
 // Read reads b's byte range of b's file, or its parts' ranges, stacked.
 func (f Files) Read(b bundle.Binding) ([]byte, error) {
 	if len(b.Parts) > 0 {
-		if b.Slice != nil {
+		if len(b.Slices) > 0 {
 			return nil, fmt.Errorf("rdu/sim: %s (%s): a slice of a stacked tensor", b.Name, b.Tensor)
 		}
 		var out []byte
@@ -52,49 +52,65 @@ func (f Files) Read(b bundle.Binding) ([]byte, error) {
 		return nil, err
 	}
 	defer fh.Close()
-	off, n, count, stride := b.Offset, b.Bytes, int64(1), int64(0)
-	if sl := b.Slice; sl != nil {
-		if err := checkRuns(b); err != nil {
+	if len(b.Slices) == 0 {
+		buf := make([]byte, b.Bytes)
+		if err := readAt(fh, buf, b.Offset, b, path); err != nil {
 			return nil, err
 		}
-		off, n, count, stride = b.Offset+sl.Offset, sl.Bytes, sl.Count, sl.Stride
+		return buf, nil
 	}
-	buf := make([]byte, n*count)
-	for i := range count {
-		at := off + i*stride
-		if _, err := fh.ReadAt(buf[i*n:(i+1)*n], at); err != nil {
-			if err == io.EOF {
-				return nil, fmt.Errorf("rdu/sim: %s: %s ends before bytes %d…%d of %s", b.Name, path, at, at+n, b.Tensor)
+	var out []byte
+	for i, sl := range b.Slices {
+		if err := checkRuns(b, i); err != nil {
+			return nil, err
+		}
+		buf := make([]byte, sl.Bytes*sl.Count)
+		for r := range sl.Count {
+			if err := readAt(fh, buf[r*sl.Bytes:(r+1)*sl.Bytes], b.Offset+sl.Offset+r*sl.Stride, b, path); err != nil {
+				return nil, err
 			}
-			return nil, err
 		}
+		out = append(out, buf...)
 	}
-	return buf, nil
+	return out, nil
 }
 
-// checkRuns checks that a slice's byte runs lie inside its tensor.
-func checkRuns(b bundle.Binding) error {
-	sl := b.Slice
+// readAt fills buf from the file at offset at.
+func readAt(fh *os.File, buf []byte, at int64, b bundle.Binding, path string) error {
+	if _, err := fh.ReadAt(buf, at); err != nil {
+		if err == io.EOF {
+			return fmt.Errorf("rdu/sim: %s: %s ends before bytes %d…%d of %s", b.Name, path, at, at+int64(len(buf)), b.Tensor)
+		}
+		return err
+	}
+	return nil
+}
+
+// checkRuns checks that slice i's byte runs lie inside its tensor.
+func checkRuns(b bundle.Binding, i int) error {
+	sl := b.Slices[i]
 	if sl.Count < 1 || sl.Bytes < 1 || sl.Offset < 0 || sl.Stride < 0 || sl.Offset+(sl.Count-1)*sl.Stride+sl.Bytes > b.Bytes {
 		return fmt.Errorf("rdu/sim: %s: a slice of %d runs of %d bytes every %d from %d outside %s's %d bytes", b.Name, sl.Count, sl.Bytes, sl.Stride, sl.Offset, b.Tensor, b.Bytes)
 	}
 	return nil
 }
 
-// runs gathers a slice's byte runs from a whole tensor's bytes.
+// runs gathers a binding's slices' byte runs, one slice after another,
+// from a whole tensor's bytes.
 func runs(b bundle.Binding, data []byte) ([]byte, error) {
-	if b.Slice == nil {
+	if len(b.Slices) == 0 {
 		return data, nil
 	}
 	b.Bytes = int64(len(data))
-	if err := checkRuns(b); err != nil {
-		return nil, err
-	}
-	sl := b.Slice
-	out := make([]byte, 0, sl.Bytes*sl.Count)
-	for i := range sl.Count {
-		at := sl.Offset + i*sl.Stride
-		out = append(out, data[at:at+sl.Bytes]...)
+	var out []byte
+	for i, sl := range b.Slices {
+		if err := checkRuns(b, i); err != nil {
+			return nil, err
+		}
+		for r := range sl.Count {
+			at := sl.Offset + r*sl.Stride
+			out = append(out, data[at:at+sl.Bytes]...)
+		}
 	}
 	return out, nil
 }
@@ -121,27 +137,66 @@ func (m InMemory) Read(b bundle.Binding) ([]byte, error) {
 
 // decode turns a weight's stored bytes into Real values, in the stored
 // order, row by row (a packed format's blocks run along the last axis).
+// A chip's slices are decoded one by one and joined along the stored axis
+// they cut.
 func decode(b bundle.Binding, data []byte) ([]float32, error) {
+	if len(b.Slices) == 0 {
+		return decodeRuns(b, b.Shape, data)
+	}
+	shape, ok := b.StoredShape()
+	if !ok {
+		return nil, fmt.Errorf("rdu/sim: %s: slices that do not join into a part of %s%v", b.Name, b.DType, b.Shape)
+	}
+	cut := b.StoredCut()
+	var parts [][]float32
+	for _, sl := range b.Slices {
+		n := sl.Bytes * sl.Count
+		if n < 0 || n > int64(len(data)) {
+			return nil, fmt.Errorf("rdu/sim: %s: %d bytes for its slices", b.Name, len(data))
+		}
+		part, err := decodeRuns(b, sl.Shape, data[:n])
+		if err != nil {
+			return nil, err
+		}
+		parts, data = append(parts, part), data[n:]
+	}
+	if len(data) != 0 {
+		return nil, fmt.Errorf("rdu/sim: %s: %d bytes past its slices", b.Name, len(data))
+	}
+	var out []float32
+	if cut == 0 || len(shape) == 1 {
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out, nil
+	}
+	for r := range shape[0] {
+		for i, p := range parts {
+			w := b.Slices[i].Shape[1]
+			out = append(out, p[r*w:(r+1)*w]...)
+		}
+	}
+	return out, nil
+}
+
+// decodeRuns decodes the bytes of a stored shape.
+func decodeRuns(b bundle.Binding, shape poot.Shape, data []byte) ([]float32, error) {
 	dt, err := poot.ParseDType(b.DType)
 	if err != nil {
 		return nil, fmt.Errorf("rdu/sim: %s: %w", b.Name, err)
 	}
-	if b.Slice != nil {
-		b.Shape = b.Slice.Shape
-	}
-	if len(b.Shape) == 0 {
+	if len(shape) == 0 {
 		return nil, fmt.Errorf("rdu/sim: %s: no stored shape", b.Name)
 	}
-	shape := poot.Shape(b.Shape)
 	n := shape.Size()
-	last := b.Shape[len(b.Shape)-1]
+	last := shape[len(shape)-1]
 	if last < 1 || n < 1 || n > 1<<31 {
-		return nil, fmt.Errorf("rdu/sim: %s: stored shape %v", b.Name, b.Shape)
+		return nil, fmt.Errorf("rdu/sim: %s: stored shape %v", b.Name, shape)
 	}
 	rowBytes := dt.RowBytes(int64(last))
 	rows := int(n) / last
 	if rowBytes < 0 || int64(len(data)) != rowBytes*int64(rows) {
-		return nil, fmt.Errorf("rdu/sim: %s: %d bytes for %s%v", b.Name, len(data), b.DType, b.Shape)
+		return nil, fmt.Errorf("rdu/sim: %s: %d bytes for %s%v", b.Name, len(data), b.DType, shape)
 	}
 	out := make([]float32, n)
 	for r := range rows {
