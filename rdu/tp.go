@@ -305,6 +305,7 @@ func (p *tpPlan) bindings(one map[string]bundle.Binding) map[string]bundle.Bindi
 		if split {
 			use = tpUse{axis: "cols", like: name}
 		}
+		p.stmt = p.decl[name]
 		for c := range p.tp {
 			cb := bd
 			cb.Name = chipName(bd.Name, c)

@@ -17,9 +17,16 @@ import (
 // whole, against the oracle; a refusal is returned.
 func certifyTP(t *testing.T, r *refModel, g *poot.Graph, consts interp.ConstMap, deployment string, tp int) (*bundle.Bundle, error) {
 	t.Helper()
+	b, _, err := certifyTPCert(t, r, g, consts, deployment, tp)
+	return b, err
+}
+
+// certifyTPCert is certifyTP with the whole bundle's certificate.
+func certifyTPCert(t *testing.T, r *refModel, g *poot.Graph, consts interp.ConstMap, deployment string, tp int) (*bundle.Bundle, Certificate, error) {
+	t.Helper()
 	b, err := Lower(g, Options{Locate: CheckpointLocator(r.c, r.m.Weights().Resolver()), Consts: consts, Deployment: deployment, TP: tp})
 	if err != nil {
-		return nil, err
+		return nil, Certificate{}, err
 	}
 	checkTPManifest(t, b)
 	m, err := sim.New(b, sim.Files{})
@@ -35,7 +42,7 @@ func certifyTP(t *testing.T, r *refModel, g *poot.Graph, consts interp.ConstMap,
 	}
 	w, kv := ChipBytes(b)
 	t.Logf("tp %d: max |Δlogit| %.3g of %.3g; weights per chip %v, KV per chip %v", tp, cert.MaxDiff, cert.MaxLogit, w, kv)
-	return b, nil
+	return b, cert, nil
 }
 
 // checkTPManifest: every chip's slices of a tensor together are the whole

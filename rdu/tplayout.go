@@ -68,11 +68,12 @@ type tpPlan struct {
 	blocks  []tpBlock
 	chipOf  []int32 // after resolve: the chip of each node
 	parts   map[string][][]tpRun
+	decl    map[string]int // declared name -> its statement
 }
 
 func newTPPlan(tp int, kind string, types map[string]lang.Type, bind map[string]bundle.Binding) *tpPlan {
 	return &tpPlan{tp: tp, kind: kind, types: types, bind: bind, cols: map[string][]int32{}, partial: map[string]string{},
-		slices: map[string]tpUse{}, units: map[int32]tpUnit{}, parts: map[string][][]tpRun{}}
+		slices: map[string]tpUse{}, units: map[int32]tpUnit{}, parts: map[string][][]tpRun{}, decl: map[string]int{}}
 }
 
 func (p *tpPlan) fail(format string, args ...any) {
@@ -173,6 +174,9 @@ func (p *tpPlan) use(name, axis, like string) {
 // partials an all-reduce sums.
 func (p *tpPlan) classify(prog *lang.Program) {
 	for i, s := range prog.Stmts {
+		if d, ok := s.(lang.Declare); ok {
+			p.decl[d.Name] = i
+		}
 		if l, ok := s.(lang.Let); ok {
 			p.stmt, p.binder = i, l.Name
 			if _, moe := l.Expr.(lang.MoE); moe {
