@@ -40,15 +40,23 @@
 // over tp chips ([TensorParallel], Options.TP): the embedding and the head
 // on the replicated spine, each kind's program over the chips, every chip
 // its own attention heads (a run of key-value heads with their query
-// heads) and feed-forward columns, each chip's partial of the output
+// heads), its own key heads of a gated delta rule (each with its value
+// heads), and its feed-forward columns, each chip's partial of the output
 // projection and of the down projection summed by an all-reduce, two a
-// layer. The chips' names carry _c{c} (Wq0_c1, Kc0_c1); the manifest
-// places each on its chip, lists the all-reduces, and binds each chip's
-// slice of a weight to its byte runs in the checkpoint (a packed type cut
-// only at its block boundaries) and of a cache to its columns. A model
-// that does not split over tp chips is a *TPError saying why: heads too
-// few for the chips, a packed block cut, an expert mixture, a fused
-// projection's columns, an attention with sinks.
+// layer. The split is found column by column through the kind's program,
+// so a fused projection (Falcon's, GPT-NeoX's and Phi-3's query, key and
+// value columns, Qwen3-Next's q, k, v and z, its beta and alpha) splits
+// as its heads do: a chip's part of it is several runs of its columns,
+// and the column views that cut it are written over the chip's part with
+// the chip's counts. The chips' names carry _c{c} (Wq0_c1, Kc0_c1); the
+// manifest places each on its chip, lists the all-reduces, and binds each
+// chip's part of a weight to its slices, the byte runs in the checkpoint
+// of each run of rows or columns (a packed type cut only at its block
+// boundaries), and of a cache or recurrent state to its runs of columns
+// or rows. A model that does not split over tp chips is a *TPError naming
+// the kind, the statement, its binder and why: heads or key heads too few
+// for the chips, a packed block cut, an expert mixture, a latent
+// attention, an attention with sinks.
 //
 // Lifting reads the graph's composite records: an rmsnorm or layernorm, a
 // rope, an attention core, a swiglu, a gelu or a mixture of experts becomes
@@ -71,7 +79,14 @@
 // attention layers, as the decode, the prefill and the batched
 // deployments (batched: the convolution and the delta rule written once a
 // sequence over its block of the states, Cs0_s1 from position
-// pos_s1); a tensor-parallel one is a *TPError.
+// pos_s1), and over chips: each chip its key heads with their value
+// heads (h/(H/G), or h mod G in llama.cpp's tiled order), its columns of
+// the q, k and v projections and of the causal conv's filter and window,
+// its columns of the decay's bias and rate, of beta and of the gate, its
+// value heads' rows of the delta rule's state, the per-head norm whole,
+// and its rows of the output projection, whose partials an all-reduce
+// sums as attention's are. Over more chips than key heads it is a
+// *TPError; so is Qwen3-Next's expert mixture.
 //
 // DeepSeek-V2's and V3's latent attention lifts in the seed's absorbed
 // form, whichever form the graph computes: the compressed keys (the

@@ -17,8 +17,9 @@
 // (Check): a statement runs on the chip of the name it binds, reads only
 // that chip's slices and the spine's values, and crosses chips only in an
 // all-reduce, whose folds sum one partial a chip in chip order; each chip
-// reads only its byte runs of a weight and keeps only its columns of a
-// cache.
+// reads only its slices of a weight (the byte runs of each, joined along
+// the axis they cut) and keeps only its slices of a cache or a recurrent
+// state, in storage of its own.
 //
 // The recurrent mixer's statements (causal conv, decay, gated delta) run as
 // the language defines them, written here from that definition: the
