@@ -197,6 +197,10 @@ func TestCheckComposition(t *testing.T) {
 		{bundle.Binding{Name: "W0", Source: bundle.SourceWeight, DType: "f32", Shape: []int{3, 2}, Storage: bundle.StorageDense, Transposed: true}, "stored [3 2]"},
 		{bundle.Binding{Name: "W0", Source: bundle.SourceWeight, DType: "f16", Shape: []int{2, 2}, Storage: bundle.StorageQ8_0, Transposed: true}, "declared Q8_0"},
 		{bundle.Binding{Name: "W0", Source: bundle.SourceState, State: "s"}, "a cache holds"},
+		{bundle.Binding{Name: "W0", Source: bundle.SourceWeight, DType: "f32", Shape: []int{2, 2}, Storage: bundle.StorageDense, Transposed: true,
+			Slices: []bundle.Slice{{Axis: "cols", From: 0, N: 2, Shape: []int{2, 2}, Bytes: 16, Count: 1, Stride: 8}}}, "cut in slices"},
+		{bundle.Binding{Name: "W0", Source: bundle.SourceState, State: "s", Recurrent: true, Slices: []bundle.Slice{{Axis: "cols", N: 2}}}, "over 0 chips"},
+		{bundle.Binding{Name: "W0", Source: bundle.SourceState, State: "s", Recurrent: true, Slices: []bundle.Slice{{Axis: "diagonal", N: 2}}}, "slice 0 of diagonal"},
 	} {
 		err := Check(mk(c.w))
 		var ce *CompositionError
