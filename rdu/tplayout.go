@@ -52,6 +52,9 @@ type tpBlock struct {
 // columns) a chip holds.
 type tpRun struct{ from, n int }
 
+// tpPlan is the split of one kind's program over tp chips: what classify
+// finds of its values, weights and states, then the chip resolve deals
+// each column to.
 type tpPlan struct {
 	tp     int
 	kind   string
@@ -60,17 +63,19 @@ type tpPlan struct {
 	types  map[string]lang.Type
 	bind   map[string]bundle.Binding
 
-	cols    map[string][]int32 // split value -> the node of each of its columns
-	partial map[string]string  // row-parallel product -> its split operand
-	slices  map[string]tpUse   // sliced declared tensor -> how
-	parent  []int32            // union-find over the nodes
-	units   map[int32]tpUnit   // a component's root -> what it is
-	blocks  []tpBlock
-	chipOf  []int32 // after resolve: the chip of each node
-	parts   map[string][][]tpRun
-	decl    map[string]int // declared name -> its statement
+	cols    map[string][]int32   // split value -> the node of each of its columns
+	partial map[string]string    // row-parallel product -> its split operand
+	slices  map[string]tpUse     // sliced declared tensor -> how
+	parent  []int32              // union-find over the nodes
+	units   map[int32]tpUnit     // a component's root -> what it is
+	blocks  []tpBlock            // the products' nodes, in program order
+	chipOf  []int32              // after resolve: the chip of each node
+	parts   map[string][][]tpRun // split value -> each chip's runs of its columns
+	decl    map[string]int       // declared name -> its statement
 }
 
+// newTPPlan starts the split of a kind's program, typed types, its first
+// layer's bindings bind.
 func newTPPlan(tp int, kind string, types map[string]lang.Type, bind map[string]bundle.Binding) *tpPlan {
 	return &tpPlan{tp: tp, kind: kind, types: types, bind: bind, cols: map[string][]int32{}, partial: map[string]string{},
 		slices: map[string]tpUse{}, units: map[int32]tpUnit{}, parts: map[string][][]tpRun{}, decl: map[string]int{}}
