@@ -154,8 +154,20 @@ func exactDot(wt poot.DType, row []byte, x []float32) float32 {
 	return float32(s)
 }
 
-// fastRows runs the product's kernel for the dtype.
+// fastRows runs the product's kernel for the dtype. At the avx512 level
+// the one-activation-row kernels take the rows past the last whole group
+// of four, and the others see a product of the rows before them.
 func fastRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
+	if useAVX512 {
+		if head, ok := decodeRows512(wt, y, w, a, N, n0, n1); ok {
+			if head == 0 {
+				return
+			}
+			prompt := *a
+			prompt.T = head
+			a = &prompt
+		}
+	}
 	switch wt {
 	case poot.F32:
 		if useAsm {
