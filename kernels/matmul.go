@@ -156,6 +156,9 @@ func exactDot(wt poot.DType, row []byte, x []float32) float32 {
 
 // fastRows runs the product's kernel for the dtype.
 func fastRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
+	if useAVX512 && gemmRowsZ(wt, y, w, a, N, n0, n1) {
+		return
+	}
 	switch wt {
 	case poot.F32:
 		if useAsm {
