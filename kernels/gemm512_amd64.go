@@ -35,6 +35,9 @@ func packF16Z(dst *float32, src unsafe.Pointer, lds int, k8 int)
 func packBF16Z(dst *float32, src unsafe.Pointer, lds int, k8 int)
 
 //go:noescape
+func prefetchRowsZ(src unsafe.Pointer, lds int, rows int, n int)
+
+//go:noescape
 func gemmFloatZ(x *float32, ldx int, p *float32, kc int, y *float32, ldy int, rows int, nv int, mask uint64, add int)
 
 // gemmRowsZ runs the avx512 level's tiled product for the rows [n0,n1) of
@@ -81,6 +84,12 @@ func floatRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 		for k0 := 0; k0 < K; k0 += zFloatKC {
 			kc := min(zFloatKC, K-k0)
 			packFloatPanel(wt, &panel, w[n*ldw+k0*size:], ldw, nr, kc)
+			// Fetch what the next packing reads while the tiles run.
+			if k0+kc < K {
+				prefetchRowsZ(unsafe.Pointer(&w[n*ldw+(k0+kc)*size]), ldw, nr, min(zFloatKC, K-k0-kc)*size)
+			} else if n+nr < n1 {
+				prefetchRowsZ(unsafe.Pointer(&w[(n+nr)*ldw]), ldw, min(zFloatNR, n1-n-nr), min(zFloatKC, K)*size)
+			}
 			add := 0
 			if k0 > 0 {
 				add = 1
@@ -232,6 +241,11 @@ func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 				packQ8_0Z(&panel[0], &src[0], lds, nbk, &idx)
 			} else {
 				packQ4_KZ(&panel[0], &src[0], lds, nbk, &idx)
+			}
+			if b0+nbk < nb {
+				prefetchRowsZ(unsafe.Pointer(&w[n*rb+(b0+nbk)*bb]), rb, nr, min(kb, nb-b0-nbk)*bb)
+			} else if n+nr < n1 {
+				prefetchRowsZ(unsafe.Pointer(&w[(n+nr)*rb]), rb, min(16, n1-n-nr), min(kb, nb)*bb)
 			}
 			for t := 0; t < T; t += mr {
 				m := min(mr, T-t)

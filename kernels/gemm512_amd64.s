@@ -235,3 +235,33 @@ store:
 done:
 	VZEROUPPER
 	RET
+
+// func prefetchRowsZ(src unsafe.Pointer, lds int, rows int, n int)
+//
+// Prefetches into L2 the n bytes at src of each of rows rows lds bytes
+// apart: the weights a panel packs next, fetched from memory while the
+// tiles work on the current one.
+TEXT ·prefetchRowsZ(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ lds+8(FP), R8
+	MOVQ rows+16(FP), CX
+	MOVQ n+24(FP), DX
+	TESTQ CX, CX
+	JZ   pdone
+	TESTQ DX, DX
+	JZ   pdone
+
+prow:
+	XORQ AX, AX
+
+pline:
+	PREFETCHT1 (SI)(AX*1)
+	ADDQ $64, AX
+	CMPQ AX, DX
+	JLT  pline
+	ADDQ R8, SI
+	DECQ CX
+	JNZ  prow
+
+pdone:
+	RET
