@@ -50,6 +50,7 @@ type Acts struct {
 	q         []int8    // quantized rows, T*K
 	d         []float32 // per block scale: T*K/32 (actQ8) or T*K/256 (actQ8K)
 	s         []float32 // actQ8: d * sum(q) per block, for the min-offset dtypes
+	o         []int32   // actQ8: -128 * sum(q) per block, the offset the VNNI tiles subtract
 	bs        []int16   // actQ8K: sum of each 16 consecutive quants, T*K/16
 
 	job    matJob           // the parallel product's arguments, see MatMul
@@ -82,7 +83,7 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	switch kind {
 	case actQ8:
 		a.grow(T*K, T*K/32, 0)
-		quantizeQ8(a.q, a.d, a.s, x[:T*K])
+		quantizeQ8(a.q, a.d, a.s, a.o, x[:T*K])
 	case actQ8K:
 		a.grow(T*K, T*K/256, T*K/16)
 		quantizeQ8K(a.q, a.d, a.bs, x[:T*K])
@@ -125,8 +126,9 @@ func (a *Acts) grow(nq, nd, nbs int) {
 	if cap(a.d) < nd {
 		a.d = make([]float32, nd)
 		a.s = make([]float32, nd)
+		a.o = make([]int32, nd)
 	}
-	a.d, a.s = a.d[:nd], a.s[:nd]
+	a.d, a.s, a.o = a.d[:nd], a.s[:nd], a.o[:nd]
 	if cap(a.bs) < nbs {
 		a.bs = make([]int16, nbs)
 	}
@@ -165,11 +167,12 @@ func quantizeBlock(q []int8, x []float32) (d float32, sum int32) {
 
 func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
 
-func quantizeQ8(q []int8, d, s []float32, x []float32) {
+func quantizeQ8(q []int8, d, s []float32, o []int32, x []float32) {
 	for b := range d {
 		db, sum := quantizeBlockVec(q[b*32:b*32+32], x[b*32:b*32+32])
 		d[b] = db
 		s[b] = db * float32(sum)
+		o[b] = -128 * sum
 	}
 }
 

@@ -167,6 +167,9 @@ func fastRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
 			prompt.T = head
 			a = &prompt
 		}
+		if gemmRowsZ(wt, y, w, a, N, n0, n1) {
+			return
+		}
 	}
 	switch wt {
 	case poot.F32:

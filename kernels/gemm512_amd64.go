@@ -1,0 +1,296 @@
+package kernels
+
+import (
+	"unsafe"
+
+	"github.com/pootlabs/poot"
+)
+
+// The AVX-512 prompt-processing products (the avx512 level, T >= 4). They
+// replace the one-weight-row-at-a-time kernels of matmul_amd64.go with
+// register tiles that reuse each loaded weight for several activation rows
+// and each activation for many weight rows: see gemm512_amd64.s (float
+// weights) and gemmq512_amd64.s (quantized weights).
+
+// The float tile's shape: 48 weight rows (three vectors) by zFloatKC
+// elements of K a packed panel, four activation rows a tile.
+const (
+	zFloatNR = 48
+	zFloatKC = 128
+	// zFloatMinT is the fewest activation rows for which packing a panel
+	// pays: below it the AVX2 4x3 tile, which reads the weights in place,
+	// is as fast.
+	zFloatMinT = 8
+)
+
+// The assembly in gemm512_amd64.s.
+
+//go:noescape
+func packF32Z(dst *float32, src unsafe.Pointer, lds int, k8 int)
+
+//go:noescape
+func packF16Z(dst *float32, src unsafe.Pointer, lds int, k8 int)
+
+//go:noescape
+func packBF16Z(dst *float32, src unsafe.Pointer, lds int, k8 int)
+
+//go:noescape
+func prefetchRowsZ(src unsafe.Pointer, lds int, rows int, n int)
+
+//go:noescape
+func gemmFloatZ(x *float32, ldx int, p *float32, kc int, y *float32, ldy int, rows int, nv int, mask uint64, add int)
+
+// gemmRowsZ runs the avx512 level's tiled product for the rows [n0,n1) of
+// weights of dtype wt when it has one for wt and a's shape, and reports
+// whether it did.
+func gemmRowsZ(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) bool {
+	switch wt {
+	case poot.F32, poot.F16, poot.BF16:
+		if a.T < zFloatMinT {
+			return false
+		}
+		floatRowsZ(wt, y, N, w, a, n0, n1)
+		return true
+	case poot.Q8_0, poot.Q4_K:
+		if a.T < 4 {
+			return false
+		}
+		quantRowsZ(wt, y, N, w, a, n0, n1)
+		return true
+	}
+	return false
+}
+
+// zLane returns the lane of a packed 16-row group that holds row j: the
+// transposes leave 128-bit lanes 1 and 2 swapped (rows 0-3, 8-11, 4-7,
+// 12-15), and the tiles swap them back when they store.
+func zLane(j int) int { return [4]int{0, 2, 1, 3}[j>>2]<<2 | j&3 }
+
+// floatRowsZ is the float product by 48-row panels: each panel is converted
+// and transposed once per zFloatKC elements of K and then meets every
+// activation row, four at a time.
+func floatRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
+	var panel [zFloatKC * zFloatNR]float32
+	T, K, x := a.T, a.K, a.x
+	size := 2
+	if wt == poot.F32 {
+		size = 4
+	}
+	ldw := K * size
+	for n := n0; n < n1; n += zFloatNR {
+		nr := min(zFloatNR, n1-n)
+		nv := (nr + 15) / 16
+		mask := uint64(1)<<nr - 1
+		for k0 := 0; k0 < K; k0 += zFloatKC {
+			kc := min(zFloatKC, K-k0)
+			packFloatPanel(wt, &panel, w[n*ldw+k0*size:], ldw, nr, kc)
+			// Fetch what the next packing reads while the tiles run.
+			if k0+kc < K {
+				prefetchRowsZ(unsafe.Pointer(&w[n*ldw+(k0+kc)*size]), ldw, nr, min(zFloatKC, K-k0-kc)*size)
+			} else if n+nr < n1 {
+				prefetchRowsZ(unsafe.Pointer(&w[(n+nr)*ldw]), ldw, min(zFloatNR, n1-n-nr), min(zFloatKC, K)*size)
+			}
+			add := 0
+			if k0 > 0 {
+				add = 1
+			}
+			for t := 0; t < T; t += 4 {
+				gemmFloatZ(&x[t*K+k0], K*4, &panel[0], kc, &y[t*N+n], N*4, min(4, T-t), nv, mask, add)
+			}
+		}
+	}
+}
+
+// packFloatPanel converts elements [0,kc) of the nr rows at w (stride ldw
+// bytes) into panel, element k of row j at panel[k*48+16*(j/16)+zLane(j%16)].
+// Whole groups of 16 rows go through the assembly transpose eight elements
+// at a time; the rest is done here.
+func packFloatPanel(wt poot.DType, panel *[zFloatKC * zFloatNR]float32, w []byte, ldw, nr, kc int) {
+	k8 := kc &^ 7
+	for g := 0; g*16 < nr; g++ {
+		rows := min(16, nr-16*g)
+		from := 0
+		if rows == 16 && k8 > 0 {
+			src := unsafe.Pointer(&w[16*g*ldw])
+			switch wt {
+			case poot.F32:
+				packF32Z(&panel[16*g], src, ldw, k8)
+			case poot.F16:
+				packF16Z(&panel[16*g], src, ldw, k8)
+			default:
+				packBF16Z(&panel[16*g], src, ldw, k8)
+			}
+			from = k8
+		}
+		for j := range rows {
+			row := w[(16*g+j)*ldw:]
+			col := panel[16*g+zLane(j):]
+			for k := from; k < kc; k++ {
+				col[k*zFloatNR] = floatAt(wt, row, k)
+			}
+		}
+	}
+}
+
+// floatAt returns element k of a stored F32, F16 or BF16 row.
+func floatAt(wt poot.DType, row []byte, k int) float32 {
+	switch wt {
+	case poot.F32:
+		return *(*float32)(unsafe.Pointer(&row[4*k]))
+	case poot.F16:
+		return f16Table[uint16(row[2*k])|uint16(row[2*k+1])<<8]
+	}
+	return BF16ToF32(uint16(row[2*k]) | uint16(row[2*k+1])<<8)
+}
+
+// The quantized tiles' shapes: 16 weight rows (one vector) a panel, of
+// zQ8KB Q8_0 blocks or zQ4KB Q4_K super-blocks (1024 elements of K), by up
+// to six (Q8_0) or four (Q4_K) activation rows a tile.
+const (
+	zQ8KB    = 32
+	zQ8Bytes = 576 // a packed Q8_0 block of 16 rows
+	zQ8MR    = 6
+	zQ4KB    = 4
+	zQ4Bytes = 5248 // a packed Q4_K super-block of 16 rows
+	zQ4MR    = 4
+	zQPanel  = max(zQ8KB*zQ8Bytes, zQ4KB*zQ4Bytes)
+)
+
+// The assembly in gemmq512_amd64.s.
+
+//go:noescape
+func packQ8_0Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+
+//go:noescape
+func packQ4_KZ(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+
+//go:noescape
+func gemmQ8_0Z1(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmQ8_0Z2(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmQ8_0Z3(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmQ8_0Z4(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmQ8_0Z5(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmQ8_0Z6(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmQ4_KZ1(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmQ4_KZ2(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmQ4_KZ3(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmQ4_KZ4(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, y *float32, ldy int, mask uint64, add int)
+
+// zIndex sets idx to the byte offsets of 16 rows lds apart, row j in lane
+// zLane(j), for the packing routines' gathers.
+func zIndex(idx *[16]int32, lds int) {
+	for j := range 16 {
+		idx[zLane(j)] = int32(j * lds)
+	}
+}
+
+// quantRowsZ is the Q8_0 or Q4_K product by 16-row panels: each panel is
+// repacked once per zQ8KB blocks (zQ4KB super-blocks) and then meets every
+// activation row, six (four) at a time.
+func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
+	var panel [zQPanel]byte
+	var stage [16 * zQ8KB * 34]byte // a last panel of fewer than 16 rows
+	var idx [16]int32
+	T, K := a.T, a.K
+	be, bb := wt.BlockElems(), wt.BlockBytes()
+	nb := K / be
+	rb := nb * bb
+	kb, mr := zQ8KB, zQ8MR
+	if wt == poot.Q4_K {
+		kb, mr = zQ4KB, zQ4MR
+	}
+	zIndex(&idx, rb)
+	for n := n0; n < n1; n += 16 {
+		nr := min(16, n1-n)
+		mask := uint64(1)<<nr - 1
+		for b0 := 0; b0 < nb; b0 += kb {
+			nbk := min(kb, nb-b0)
+			src, lds := w[n*rb+b0*bb:], rb
+			if nr < 16 {
+				// The packing reads 16 rows: copy the ones there are.
+				lds = nbk * bb
+				for j := range nr {
+					copy(stage[j*lds:(j+1)*lds], w[(n+j)*rb+b0*bb:])
+				}
+				src = stage[:]
+				zIndex(&idx, lds)
+			}
+			add := 0
+			if b0 > 0 {
+				add = 1
+			}
+			if wt == poot.Q8_0 {
+				packQ8_0Z(&panel[0], &src[0], lds, nbk, &idx)
+			} else {
+				packQ4_KZ(&panel[0], &src[0], lds, nbk, &idx)
+			}
+			if b0+nbk < nb {
+				prefetchRowsZ(unsafe.Pointer(&w[n*rb+(b0+nbk)*bb]), rb, nr, min(kb, nb-b0-nbk)*bb)
+			} else if n+nr < n1 {
+				prefetchRowsZ(unsafe.Pointer(&w[(n+nr)*rb]), rb, min(16, n1-n-nr), min(kb, nb)*bb)
+			}
+			for t := 0; t < T; t += mr {
+				m := min(mr, T-t)
+				yp := &y[t*N+n]
+				if wt == poot.Q8_0 {
+					q8Tile(m, &panel[0], nbk, &a.q[t*K+b0*32], K, &a.d[t*nb+b0], nb*4, &a.o[t*nb+b0], yp, N*4, mask, add)
+				} else {
+					q4kTile(m, &panel[0], nbk, &a.q[t*K+b0*256], K, &a.d[t*nb+b0], nb*4, &a.bs[(t*nb+b0)*16], nb*32, yp, N*4, mask, add)
+				}
+			}
+			if nr < 16 {
+				zIndex(&idx, rb)
+			}
+		}
+	}
+}
+
+// q8Tile runs the Q8_0 tile routine for m activation rows.
+func q8Tile(m int, p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int) {
+	switch m {
+	case 1:
+		gemmQ8_0Z1(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add)
+	case 2:
+		gemmQ8_0Z2(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add)
+	case 3:
+		gemmQ8_0Z3(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add)
+	case 4:
+		gemmQ8_0Z4(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add)
+	case 5:
+		gemmQ8_0Z5(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add)
+	default:
+		gemmQ8_0Z6(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add)
+	}
+}
+
+// q4kTile runs the Q4_K tile routine for m activation rows.
+func q4kTile(m int, p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, y *float32, ldy int, mask uint64, add int) {
+	switch m {
+	case 1:
+		gemmQ4_KZ1(p, nb, aq, lda, ad, ldd, bs, ldb, y, ldy, mask, add)
+	case 2:
+		gemmQ4_KZ2(p, nb, aq, lda, ad, ldd, bs, ldb, y, ldy, mask, add)
+	case 3:
+		gemmQ4_KZ3(p, nb, aq, lda, ad, ldd, bs, ldb, y, ldy, mask, add)
+	default:
+		gemmQ4_KZ4(p, nb, aq, lda, ad, ldd, bs, ldb, y, ldy, mask, add)
+	}
+}

@@ -1,0 +1,157 @@
+package kernels_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/kernels"
+)
+
+// The avx512 level's prompt-processing tiles take 48 (float) or 16
+// (quantized) weight rows a panel, 128 elements (float) or 1024 (quantized)
+// of K a packed panel, and four (float, Q4_K) or six (Q8_0) activation rows
+// a tile. These tests run at every level, with shapes that fill whole
+// panels and leave partial ones, cross K-block edges and leave tiles with
+// fewer rows than the tile has.
+
+// tileKs returns values of K for dt that give one block, a partial packed
+// panel, whole ones and a partial last one.
+func tileKs(dt poot.DType) []int {
+	switch dt.BlockElems() {
+	case 1:
+		return []int{1, 7, 8, 100, 128, 129, 136, 300}
+	case 32:
+		return []int{32, 96, 1024, 1056, 2080}
+	}
+	return []int{256, 1024, 1280, 2304}
+}
+
+func TestMatMulTiles(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		for _, dt := range matDTypes {
+			for _, K := range tileKs(dt) {
+				for _, T := range []int{4, 5, 6, 7, 8, 9, 12, 13} {
+					for _, N := range []int{16, 17, 31, 48, 50, 97} {
+						if K >= 1024 && (N > 50 || T%3 == 1) {
+							continue // keep the reference's cost down
+						}
+						checkProduct(t, dt, T, N, K, uint64(K*1000+T*100+N))
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestTileIntegerSums is TestQ8_0IntegerSums and TestQ4_KIntegerSums with
+// whole 16-row panels, several packed panels along K and tiles of every
+// row count: each output must be the exact integer.
+func TestTileIntegerSums(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(31, 32))
+		for _, T := range []int{4, 6, 7, 11, 12, 13} {
+			for _, N := range []int{16, 21, 40} {
+				for _, nb := range []int{1, 33, 40} {
+					checkQ8_0Sums(t, r, T, N, 32*nb)
+				}
+				for _, nb := range []int{1, 4, 5, 9} {
+					for _, mode := range []int{0, 1, 2, 3} {
+						checkQ4_KSums(t, r, T, N, 256*nb, mode)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestTileNonFinite is TestMatMulNonFinite at tile shapes: NaN and
+// infinities in some activation rows give the float64 product's results
+// there and leave the other rows finite.
+func TestTileNonFinite(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		inf := float32(math.Inf(1))
+		for _, dt := range matDTypes {
+			const T, N = 9, 33
+			K := 1280
+			if dt.BlockElems() == 1 {
+				K = 300
+			}
+			r := rand.New(rand.NewPCG(2, uint64(dt)))
+			w := randWeights(r, dt, N, K)
+			x := randActs(r, T*K)
+			x[5] = nan32()      // row 0: NaN everywhere
+			x[4*K+K-1] = inf    // row 4: ±Inf in the last block
+			x[7*K+K*7/8] = -inf // row 7: -Inf in a later packed panel of K
+			var a kernels.Acts
+			if err := a.Prepare(dt, x, T, K); err != nil {
+				t.Fatal(err)
+			}
+			y := make([]float32, T*N)
+			if err := kernels.MatMul(nil, dt, y, w, &a, N); err != nil {
+				t.Fatal(err)
+			}
+			want, _ := refProduct(dt, w, x, T, N, K)
+			for i, v := range y {
+				wv, row := want[i], i/N
+				switch {
+				case math.IsNaN(wv) || v != v:
+					if !math.IsNaN(wv) || v == v {
+						t.Fatalf("%v: y[%d,%d] = %g, want %g", dt, row, i%N, v, wv)
+					}
+				case math.IsInf(wv, 0) || math.IsInf(float64(v), 0):
+					if float64(v) != wv {
+						t.Fatalf("%v: y[%d,%d] = %g, want %g", dt, row, i%N, v, wv)
+					}
+				}
+				if row != 0 && row != 4 && row != 7 && v-v != 0 {
+					t.Fatalf("%v: finite row %d gave %g", dt, row, v)
+				}
+			}
+		}
+	})
+}
+
+// TestTileLevelsAgree compares the avx512 tiles with the Go code on a
+// product large enough to use several panels along both N and K and a
+// pool of workers splitting N: they compute the same integer block sums,
+// so they differ only by float rounding.
+func TestTileLevelsAgree(t *testing.T) {
+	if kernels.Levels()[len(kernels.Levels())-1] < kernels.LevelAVX512 {
+		t.Skip("no avx512 level on this machine")
+	}
+	p := kernels.NewPool(2)
+	defer p.Close()
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_K} {
+		const T, N = 37, 200
+		K := 2304
+		if dt.BlockElems() == 1 {
+			K = 520
+		}
+		w := randWeights(r, dt, N, K)
+		x := randActs(r, T*K)
+		var a kernels.Acts
+		if err := a.Prepare(dt, x, T, K); err != nil {
+			t.Fatal(err)
+		}
+		yz, yg := make([]float32, T*N), make([]float32, T*N)
+		atLevel(t, kernels.LevelAVX512)
+		if err := kernels.MatMul(p, dt, yz, w, &a, N); err != nil {
+			t.Fatal(err)
+		}
+		restore, _ := kernels.SetLevel(kernels.LevelGo)
+		err := kernels.MatMul(p, dt, yg, w, &a, N)
+		restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, fbound := refProductBounds(dt, w, x, T, N, K)
+		for i := range yz {
+			if d := math.Abs(float64(yz[i] - yg[i])); d > fbound[i] {
+				t.Fatalf("%v: y[%d,%d] avx512 %g, go %g (bound %g)", dt, i/N, i%N, yz[i], yg[i], fbound[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,295 @@
+// AVX-512 VNNI register-tiled products for Q8_0 and Q4_K weights (prompt
+// processing). A panel of 16 weight rows is repacked so that each ZMM
+// vector holds the same four quants of every row, one row a 32-bit lane
+// (a 16-row transpose of 32-bit groups, TRANS16X8), unsigned, next to
+// vectors of the rows' block scales. The tile multiplies such a vector with
+// four quants of an activation row broadcast to every lane (VPDPBUSD with
+// an embedded broadcast: unsigned weights by signed activations), so one
+// vector of packed weights serves several activation rows and one
+// broadcast 16 weight rows, and each int32 lane accumulates one row's exact
+// block sum. The float work (the block's scales) is then one conversion and
+// two multiplies per activation row and block for all 16 weight rows.
+//
+// Q8_0 weights are signed: the packing adds 128 (XOR 0x80), and the tile
+// starts each block sum at -128 times the activation block's sum (Acts.o).
+// Q4_K quants are already unsigned; sub-block j's dot products are
+// multiplied by its 6-bit scales (VPMULLD), and its mins meet the
+// activations' sums of 16 (VPDPWSSD), as in dotQ4_Kx1. The integer sums
+// are the Go code's. Lanes are in the transpose's row order (0-3, 8-11,
+// 4-7, 12-15) until the tile swaps them back to store. Only Z0-Z15 are
+// used and every routine ends with VZEROUPPER.
+
+#include "textflag.h"
+#include "gemm512_amd64.h"
+
+DATA zq80<>+0(SB)/4, $0x80808080
+GLOBL zq80<>(SB), RODATA|NOPTR, $4
+DATA zq0f<>+0(SB)/4, $0x0f0f0f0f
+GLOBL zq0f<>(SB), RODATA|NOPTR, $4
+DATA zq3f<>+0(SB)/4, $0x3f
+GLOBL zq3f<>(SB), RODATA|NOPTR, $4
+DATA zq15<>+0(SB)/4, $0x0f
+GLOBL zq15<>(SB), RODATA|NOPTR, $4
+DATA zq30<>+0(SB)/4, $0x30
+GLOBL zq30<>(SB), RODATA|NOPTR, $4
+
+// LDQ loads 32 bytes of row r at a and of row r+8 at b into Z register z
+// (Y alias y), as TRANS16X8 takes them.
+#define LDQ(a, b, z, y) \
+	VMOVDQU a, y \
+	VINSERTI64X4 $1, b, z, z
+
+// LDQ16 loads 32 bytes at offset off of the 16 rows at SI (rows 0-3),
+// R10 (4-7), R11 (8-11) and R12 (12-15), R8 and R9 holding one and three
+// row strides.
+#define LDQ16(off) \
+	LDQ(off(SI), off(R11), Z0, Y0) \
+	LDQ(off(SI)(R8*1), off(R11)(R8*1), Z1, Y1) \
+	LDQ(off(SI)(R8*2), off(R11)(R8*2), Z2, Y2) \
+	LDQ(off(SI)(R9*1), off(R11)(R9*1), Z3, Y3) \
+	LDQ(off(R10), off(R12), Z4, Y4) \
+	LDQ(off(R10)(R8*1), off(R12)(R8*1), Z5, Y5) \
+	LDQ(off(R10)(R8*2), off(R12)(R8*2), Z6, Y6) \
+	LDQ(off(R10)(R9*1), off(R12)(R9*1), Z7, Y7)
+
+#define PACKSETUP \
+	MOVQ dst+0(FP), DI \
+	MOVQ src+8(FP), SI \
+	MOVQ lds+16(FP), R8 \
+	MOVQ nb+24(FP), CX \
+	MOVQ idx+32(FP), DX \
+	LEAQ (R8)(R8*2), R9 \
+	LEAQ (SI)(R8*4), R10 \
+	LEAQ (R10)(R8*4), R11 \
+	LEAQ (R11)(R8*4), R12
+
+// func packQ8_0Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+//
+// Repacks nb blocks of the 16 Q8_0 rows at src (stride lds bytes) into dst,
+// 576 bytes a block: eight vectors of quants plus 128, then the 16 scales
+// as f32. idx holds the lanes' row offsets (row j*lds in lane zLane(j)).
+TEXT ·packQ8_0Z(SB), NOSPLIT, $0-40
+	PACKSETUP
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	LDQ16(2)
+	TRANS16X8
+	VPXORD.BCST zq80<>(SB), Z8, Z8
+	VPXORD.BCST zq80<>(SB), Z9, Z9
+	VPXORD.BCST zq80<>(SB), Z10, Z10
+	VPXORD.BCST zq80<>(SB), Z11, Z11
+	VPXORD.BCST zq80<>(SB), Z12, Z12
+	VPXORD.BCST zq80<>(SB), Z13, Z13
+	VPXORD.BCST zq80<>(SB), Z14, Z14
+	VPXORD.BCST zq80<>(SB), Z15, Z15
+	VMOVDQU32 Z8, (DI)
+	VMOVDQU32 Z9, 64(DI)
+	VMOVDQU32 Z10, 128(DI)
+	VMOVDQU32 Z11, 192(DI)
+	VMOVDQU32 Z12, 256(DI)
+	VMOVDQU32 Z13, 320(DI)
+	VMOVDQU32 Z14, 384(DI)
+	VMOVDQU32 Z15, 448(DI)
+	VMOVDQU32 (DX), Z0
+	KXNORW K1, K1, K1
+	VPGATHERDD (SI)(Z0*1), K1, Z1
+	VPMOVDW Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VMOVUPS Z1, 512(DI)
+	ADDQ $34, SI
+	ADDQ $34, R10
+	ADDQ $34, R11
+	ADDQ $34, R12
+	ADDQ $576, DI
+	DECQ CX
+	JNZ  loop
+
+done:
+	VZEROUPPER
+	RET
+
+// Q4CHUNK repacks the 32 quant bytes of chunk c (sub-blocks 2c and 2c+1:
+// low and high nibbles) of the 16 rows.
+#define Q4CHUNK(c) \
+	LDQ16((16+32*c)) \
+	TRANS16X8 \
+	VPBROADCASTD zq0f<>(SB), Z0 \
+	Q4NIB(c, 0, Z8) \
+	Q4NIB(c, 1, Z9) \
+	Q4NIB(c, 2, Z10) \
+	Q4NIB(c, 3, Z11) \
+	Q4NIB(c, 4, Z12) \
+	Q4NIB(c, 5, Z13) \
+	Q4NIB(c, 6, Z14) \
+	Q4NIB(c, 7, Z15)
+
+// Q4NIB stores the low and high nibbles of group r of chunk c (in z) as
+// group r of sub-blocks 2c and 2c+1.
+#define Q4NIB(c, r, z) \
+	VPANDD Z0, z, Z1 \
+	VMOVDQU32 Z1, ((16*c+r)*64)(DI) \
+	VPSRLW $4, z, z \
+	VPANDD Z0, z, z \
+	VMOVDQU32 z, ((16*c+8+r)*64)(DI)
+
+// Q4SCLO stores scale and min j < 4: bytes j of D0 (Z1) and D1 (Z2).
+#define Q4SCLO(j) \
+	VPSRLD $(8*j), Z1, Z4 \
+	VPANDD.BCST zq3f<>(SB), Z4, Z4 \
+	VMOVDQU32 Z4, (4096+64*j)(DI) \
+	VPSRLD $(8*j), Z2, Z4 \
+	VPANDD.BCST zq3f<>(SB), Z4, Z4 \
+	VPSLLD $16, Z4, Z5 \
+	VPORD Z5, Z4, Z4 \
+	VMOVDQU32 Z4, (4608+64*j)(DI)
+
+// Q4SCHI stores scale and min 4+i: the low (high) nibble of byte i of D2
+// (Z3), with bits 6-7 of byte i of D0 (D1) as bits 4-5.
+#define Q4SCHI(i) \
+	VPSRLD $(8*i), Z3, Z4 \
+	VPANDD.BCST zq15<>(SB), Z4, Z4 \
+	VPSRLD $(8*i+2), Z1, Z5 \
+	VPANDD.BCST zq30<>(SB), Z5, Z5 \
+	VPORD Z5, Z4, Z4 \
+	VMOVDQU32 Z4, (4096+64*(4+i))(DI) \
+	VPSRLD $(8*i+4), Z3, Z4 \
+	VPANDD.BCST zq15<>(SB), Z4, Z4 \
+	VPSRLD $(8*i+2), Z2, Z5 \
+	VPANDD.BCST zq30<>(SB), Z5, Z5 \
+	VPORD Z5, Z4, Z4 \
+	VPSLLD $16, Z4, Z5 \
+	VPORD Z5, Z4, Z4 \
+	VMOVDQU32 Z4, (4608+64*(4+i))(DI)
+
+// func packQ4_KZ(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+//
+// Repacks nb super-blocks of the 16 Q4_K rows at src (stride lds bytes)
+// into dst, 5248 bytes a super-block: 64 vectors of quants (sub-block j's
+// group r at 64*(8j+r)), the eight sub-blocks' scales as int32 (at 4096),
+// their mins as int16 pairs (m, m) (at 4608), then d and dmin as f32 (at
+// 5120 and 5184). idx holds the lanes' row offsets.
+TEXT ·packQ4_KZ(SB), NOSPLIT, $0-40
+	PACKSETUP
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	Q4CHUNK(0)
+	Q4CHUNK(1)
+	Q4CHUNK(2)
+	Q4CHUNK(3)
+	VMOVDQU32 (DX), Z0
+	KXNORW K1, K1, K1
+	VPGATHERDD 4(SI)(Z0*1), K1, Z1
+	KXNORW K1, K1, K1
+	VPGATHERDD 8(SI)(Z0*1), K1, Z2
+	KXNORW K1, K1, K1
+	VPGATHERDD 12(SI)(Z0*1), K1, Z3
+	KXNORW K1, K1, K1
+	VPGATHERDD (SI)(Z0*1), K1, Z6
+	Q4SCLO(0)
+	Q4SCLO(1)
+	Q4SCLO(2)
+	Q4SCLO(3)
+	Q4SCHI(0)
+	Q4SCHI(1)
+	Q4SCHI(2)
+	Q4SCHI(3)
+	VPMOVDW Z6, Y4
+	VCVTPH2PS Y4, Z4
+	VMOVUPS Z4, 5120(DI)
+	VPSRLD $16, Z6, Z6
+	VPMOVDW Z6, Y4
+	VCVTPH2PS Y4, Z4
+	VMOVUPS Z4, 5184(DI)
+	ADDQ $144, SI
+	ADDQ $144, R10
+	ADDQ $144, R11
+	ADDQ $144, R12
+	ADDQ $5248, DI
+	DECQ CX
+	JNZ  loop
+
+done:
+	VZEROUPPER
+	RET
+
+// ZSTORE writes (or, when R9 is set, adds) the 16 lanes of f to y at DI,
+// masked by K1, after undoing the packed lane order.
+#define ZSTORE(f) \
+	VSHUFF32X4 $0xD8, f, f, f \
+	TESTQ R9, R9 \
+	JZ   2(PC) \
+	VADDPS.Z (DI), f, K1, f \
+	VMOVUPS f, K1, (DI)
+
+// Q8FIN adds a row's block sums acc, times the weight scales (Z13) and the
+// activation scale at ad, to its accumulator f.
+#define Q8FIN(ad, acc, f) \
+	VCVTDQ2PS acc, acc \
+	VMULPS.BCST ad, Z13, Z14 \
+	VFMADD231PS Z14, acc, f
+
+#define Q8STORE(f) ZSTORE(f)
+
+#define NAME ·gemmQ8_0Z1
+#include "gemmq8_amd64.h"
+#undef NAME
+#define HAS1
+#define NAME ·gemmQ8_0Z2
+#include "gemmq8_amd64.h"
+#undef NAME
+#define HAS2
+#define NAME ·gemmQ8_0Z3
+#include "gemmq8_amd64.h"
+#undef NAME
+#define HAS3
+#define NAME ·gemmQ8_0Z4
+#include "gemmq8_amd64.h"
+#undef NAME
+#define HAS4
+#define NAME ·gemmQ8_0Z5
+#include "gemmq8_amd64.h"
+#undef NAME
+#define HAS5
+#define NAME ·gemmQ8_0Z6
+#include "gemmq8_amd64.h"
+#undef NAME
+#undef HAS1
+#undef HAS2
+#undef HAS3
+#undef HAS4
+#undef HAS5
+
+// K4FIN adds a row's super-block sums, d*sumi - dmin*summ (d in Z13, dmin
+// in Z14) times the activation scale at ad, to its accumulator f.
+#define K4FIN(ad, summ, sumi, f) \
+	VCVTDQ2PS sumi, sumi \
+	VCVTDQ2PS summ, summ \
+	VMULPS.BCST ad, Z13, Z15 \
+	VFMADD231PS Z15, sumi, f \
+	VMULPS.BCST ad, Z14, Z15 \
+	VFNMADD231PS Z15, summ, f
+
+#define K4STORE(f) ZSTORE(f)
+
+#define NAME ·gemmQ4_KZ1
+#include "gemmq4k_amd64.h"
+#undef NAME
+#define HAS1
+#define NAME ·gemmQ4_KZ2
+#include "gemmq4k_amd64.h"
+#undef NAME
+#define HAS2
+#define NAME ·gemmQ4_KZ3
+#include "gemmq4k_amd64.h"
+#undef NAME
+#define HAS3
+#define NAME ·gemmQ4_KZ4
+#include "gemmq4k_amd64.h"
+#undef NAME
+#undef HAS1
+#undef HAS2
+#undef HAS3
