@@ -46,7 +46,10 @@ func TestSynthesizedFamilies(t *testing.T) {
 				t.Fatal(err)
 			}
 			md := &model{m: mm, c: c}
-			tol := 5e-6
+			// F32: the avx512 prompt tiles add over K in another order than
+			// the oracle (qwen35moe prefill 5.1e-6 of the range, 2.9e-6 at
+			// avx2); 1e-5 is the F32 agreement bound the other interpreters use.
+			tol := 1e-5
 			if dt.Packed() {
 				tol = 4e-2
 			}
