@@ -1,47 +1,43 @@
 package kernels
 
 import (
+	"unsafe"
+
 	"github.com/pootlabs/poot"
 )
 
-// The avx512 level's one-activation-row products, in decode512_amd64.s. A
-// rows4 routine walks ng groups of four consecutive weight rows (w, rows rb
-// bytes apart) against one prepared activation row and writes 4*ng outputs
-// to y; the row1 routine with the same name computes one row exactly as
-// rows4 computes each of its four, so an output never depends on how the
-// rows were split between workers.
+// The avx512 level's one-activation-row products, in decode512_amd64.s.
+// Each routine computes y[i] for nr consecutive weight rows (w the first)
+// against one prepared activation row, one row after the other, so that an
+// output never depends on how the rows were split between workers.
 
 //go:noescape
-func q8_0Rows4z(w *byte, rb int, nb int, aq *int8, ad *float32, y *float32, ng int)
+func q8_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
 
 //go:noescape
-func q8_0Row1z(w *byte, nb int, aq *int8, ad *float32) float32
-
-//go:noescape
-func q4_0Rows4z(w *byte, rb int, nb int, aq *int8, ad *float32, y *float32, ng int)
-
-//go:noescape
-func q4_0Row1z(w *byte, nb int, aq *int8, ad *float32) float32
+func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
 
 // The K-quant kernels also read the activation's sums of 16 (bs).
 
 //go:noescape
-func q4_KRows4z(w *byte, rb int, nb int, aq *int8, ad *float32, bs *int16, y *float32, ng int)
+func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
 
 //go:noescape
-func q4_KRow1z(w *byte, nb int, aq *int8, ad *float32, bs *int16) float32
+func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
 
 //go:noescape
-func q5_KRows4z(w *byte, rb int, nb int, aq *int8, ad *float32, bs *int16, y *float32, ng int)
+func q6_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
+
+// The float kernels read k elements of x and of each weight row.
 
 //go:noescape
-func q5_KRow1z(w *byte, nb int, aq *int8, ad *float32, bs *int16) float32
+func f32Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 
 //go:noescape
-func q6_KRows4z(w *byte, rb int, nb int, aq *int8, ad *float32, bs *int16, y *float32, ng int)
+func f16Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 
 //go:noescape
-func q6_KRow1z(w *byte, nb int, aq *int8, ad *float32, bs *int16) float32
+func bf16Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 
 // decodeSlab is about how many weight bytes a call walks before the next
 // activation row meets them, when several rows are left: the weights are
@@ -56,7 +52,7 @@ const decodeSlab = 96 << 10
 // it has no kernels for.
 func decodeRows512(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) (head int, ok bool) {
 	switch wt {
-	case poot.Q8_0, poot.Q4_0, poot.Q4_K, poot.Q5_K, poot.Q6_K:
+	case poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_K, poot.Q5_K, poot.Q6_K:
 	default:
 		return 0, false
 	}
@@ -64,68 +60,50 @@ func decodeRows512(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int)
 	rb := int(wt.RowBytes(int64(a.K)))
 	slab := n1 - n0
 	if a.T-head > 1 {
-		slab = max(4, decodeSlab/rb&^3)
+		slab = max(1, decodeSlab/rb)
 	}
 	for s0 := n0; s0 < n1; s0 += slab {
 		s1 := min(n1, s0+slab)
 		for t := head; t < a.T; t++ {
-			decodeRow512(wt, y[t*N:t*N+s1], w, a, t, s0, s1)
+			decodeRow512(wt, y[t*N+s0:t*N+s1], w[s0*rb:s1*rb], a, t)
 		}
 	}
 	return head, true
 }
 
-// decodeRow512 computes y[n] for weight rows n in [n0,n1) against
+// decodeRow512 computes y[i] for the len(y) weight rows in w against
 // activation row t.
-func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t, n0, n1 int) {
-	K := a.K
-	rb := int(wt.RowBytes(int64(K)))
-	ng := (n1 - n0) / 4
-	n4 := n0 + 4*ng
+func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
+	K, nr := a.K, len(y)
 	switch wt {
+	case poot.F32, poot.F16, poot.BF16:
+		x, wp := &a.x[t*K], unsafe.Pointer(&w[0])
+		switch wt {
+		case poot.F32:
+			f32Rowsz(x, wp, K, &y[0], nr)
+		case poot.F16:
+			f16Rowsz(x, wp, K, &y[0], nr)
+		default:
+			bf16Rowsz(x, wp, K, &y[0], nr)
+		}
 	case poot.Q8_0, poot.Q4_0:
 		nb := K / 32
 		aq, ad := &a.q[t*K], &a.d[t*nb]
 		if wt == poot.Q8_0 {
-			if ng > 0 {
-				q8_0Rows4z(&w[n0*rb], rb, nb, aq, ad, &y[n0], ng)
-			}
-			for n := n4; n < n1; n++ {
-				y[n] = q8_0Row1z(&w[n*rb], nb, aq, ad)
-			}
-			return
+			q8_0Rowsz(&w[0], nb, aq, ad, &y[0], nr)
+		} else {
+			q4_0Rowsz(&w[0], nb, aq, ad, &y[0], nr)
 		}
-		if ng > 0 {
-			q4_0Rows4z(&w[n0*rb], rb, nb, aq, ad, &y[n0], ng)
-		}
-		for n := n4; n < n1; n++ {
-			y[n] = q4_0Row1z(&w[n*rb], nb, aq, ad)
-		}
-	case poot.Q4_K, poot.Q5_K, poot.Q6_K:
+	default:
 		nb := K / 256
 		aq, ad, bs := &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16]
 		switch wt {
 		case poot.Q4_K:
-			if ng > 0 {
-				q4_KRows4z(&w[n0*rb], rb, nb, aq, ad, bs, &y[n0], ng)
-			}
-			for n := n4; n < n1; n++ {
-				y[n] = q4_KRow1z(&w[n*rb], nb, aq, ad, bs)
-			}
+			q4_KRowsz(&w[0], nb, aq, ad, bs, &y[0], nr)
 		case poot.Q5_K:
-			if ng > 0 {
-				q5_KRows4z(&w[n0*rb], rb, nb, aq, ad, bs, &y[n0], ng)
-			}
-			for n := n4; n < n1; n++ {
-				y[n] = q5_KRow1z(&w[n*rb], nb, aq, ad, bs)
-			}
+			q5_KRowsz(&w[0], nb, aq, ad, bs, &y[0], nr)
 		default:
-			if ng > 0 {
-				q6_KRows4z(&w[n0*rb], rb, nb, aq, ad, bs, &y[n0], ng)
-			}
-			for n := n4; n < n1; n++ {
-				y[n] = q6_KRow1z(&w[n*rb], nb, aq, ad, bs)
-			}
+			q6_KRowsz(&w[0], nb, aq, ad, bs, &y[0], nr)
 		}
 	}
 }

@@ -1,0 +1,68 @@
+//go:build linux
+
+package kernels_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/pootlabs/poot/kernels"
+)
+
+// guarded returns n bytes that end where an inaccessible page begins, so
+// that a kernel reading one byte past them faults.
+func guarded(t *testing.T, n int) []byte {
+	t.Helper()
+	page := syscall.Getpagesize()
+	size := (n + page - 1) / page * page
+	m, err := syscall.Mmap(-1, 0, size+page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		t.Skip("mmap:", err)
+	}
+	t.Cleanup(func() { _ = syscall.Munmap(m) })
+	if err := syscall.Mprotect(m[size:], syscall.PROT_NONE); err != nil {
+		t.Skip("mprotect:", err)
+	}
+	return m[size-n : size]
+}
+
+// TestMatVecReadsNoFurther runs the products with the weights and the
+// activations each ending at an inaccessible page: no kernel may read past
+// the last row or the last element (the masked tails included). One
+// activation row takes the decode kernels; seven and thirteen take the prompt tiles for
+// the first rows and the decode kernels for the rest.
+func TestMatVecReadsNoFurther(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(7, 8))
+		for _, dt := range decodeDTypes {
+			for _, K := range decodeKs(dt) {
+				for _, M := range []int{1, 7, 13} {
+					const N = 37
+					src := randWeights(r, dt, N, K)
+					w := guarded(t, len(src))
+					copy(w, src)
+					xb := guarded(t, 4*M*K)
+					x := unsafe.Slice((*float32)(unsafe.Pointer(&xb[0])), M*K)
+					copy(x, randActs(r, M*K))
+					var a kernels.Acts
+					if err := a.Prepare(dt, x, M, K); err != nil {
+						t.Fatal(err)
+					}
+					y := make([]float32, M*N)
+					if err := kernels.MatMul(nil, dt, y, w, &a, N); err != nil {
+						t.Fatal(err)
+					}
+					want, bound := refProduct(dt, w, x, M, N, K)
+					for i, v := range y {
+						if d := math.Abs(float64(v) - want[i]); !(d <= bound[i]) {
+							t.Fatalf("%v M=%d K=%d: y[%d] = %g, want %g ± %g", dt, M, K, i, v, want[i], bound[i])
+						}
+					}
+				}
+			}
+		}
+	})
+}
