@@ -83,7 +83,10 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	// Measured before any profile starts, so that --cpuprofile shows only
 	// the model's steps.
-	peak := readBandwidth(bf.threads)
+	var peak float64
+	if bf.gen > 0 {
+		peak = readBandwidth(bf.threads)
+	}
 	if bf.cpuProfile != "" {
 		f, err := os.Create(bf.cpuProfile)
 		if err != nil {
@@ -107,8 +110,14 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	prefillTime /= time.Duration(bf.reps)
 	genTime /= time.Duration(bf.reps)
 	r := benchResult{Model: bf.model, Interp: bf.interp, Threads: bf.threads, Depth: bf.depth, CacheType: bf.kv.String(), PromptTokens: bf.prompt, GenTokens: bf.gen,
-		PromptTokensPerS: float64(bf.prompt) / prefillTime.Seconds(), GenTokensPerS: float64(bf.gen) / genTime.Seconds(),
-		BytesPerToken: b.decodeBytes(), Kernels: kernels.CurrentLevel().String(), KernelFeatures: kernels.Features()}
+		Kernels: kernels.CurrentLevel().String(), KernelFeatures: kernels.Features()}
+	if bf.prompt > 0 {
+		r.PromptTokensPerS = float64(bf.prompt) / prefillTime.Seconds()
+	}
+	if bf.gen > 0 {
+		r.GenTokensPerS = float64(bf.gen) / genTime.Seconds()
+		r.BytesPerToken = b.decodeBytes()
+	}
 	r.GenBandwidthGBs = float64(r.BytesPerToken) * r.GenTokensPerS / 1e9
 	r.PeakBandwidthGBs = peak
 	if r.PeakBandwidthGBs > 0 {
@@ -123,8 +132,8 @@ func parseBench(args []string, stdout io.Writer) (benchFlags, error) {
 	fs := flags("bench", "bench -m MODEL [--interp NAME] [--prompt N] [--gen N] [--depth D] [--cache-type f32|f16] [--threads T] [--reps R] [--json]", stdout)
 	modelFlags(fs, &bf.model, &bf.interp, nil)
 	bf.kv = cacheTypeFlag(fs)
-	fs.IntVar(&bf.prompt, "prompt", 64, "prompt tokens, processed in one prefill step")
-	fs.IntVar(&bf.gen, "gen", 32, "tokens to generate, one decode step each")
+	fs.IntVar(&bf.prompt, "prompt", 64, "prompt tokens, processed in one prefill step (0: none, decode only)")
+	fs.IntVar(&bf.gen, "gen", 32, "tokens to generate, one decode step each (0: none, prompt only)")
 	fs.IntVar(&bf.depth, "depth", 0, "positions already in the cache before the prompt (as llama-bench's -d): attention's cost at long contexts")
 	fs.IntVar(&bf.threads, "threads", 0, fmt.Sprintf("worker threads of the cpu interpreter (0: all cores; at most %d per core)", maxThreadsPerCPU))
 	fs.BoolVar(&bf.json, "json", false, "print one JSON object")
@@ -137,8 +146,8 @@ func parseBench(args []string, stdout io.Writer) (benchFlags, error) {
 	switch {
 	case bf.model == "":
 		return bf, usagef("no model: give -m MODEL")
-	case bf.prompt < 1 || bf.gen < 1 || bf.reps < 1:
-		return bf, usagef("--prompt, --gen and --reps must be at least 1")
+	case bf.prompt < 0 || bf.gen < 0 || bf.prompt+bf.gen == 0 || bf.reps < 1:
+		return bf, usagef("--prompt and --gen must be at least 0 and not both 0 (0 skips that part, as llama-bench's -p 0 or -n 0), --reps at least 1")
 	case bf.prompt > maxCtx || bf.gen > maxCtx || bf.depth < 0 || bf.depth > maxCtx:
 		return bf, usagef("--prompt, --gen and --depth must be at most %d (and --depth at least 0)", maxCtx)
 	case bf.threads < 0 || bf.threads > limit:
@@ -207,16 +216,20 @@ func newBencher(bf benchFlags, bar *bar) (*bencher, error) {
 		x, err := in.Compile(bg, interp.ConstMap(consts))
 		return x, bg, err
 	}
-	bar.draw("prefill", 1.0/3)
-	if b.prefill, b.pg, err = compile(bf.prompt); err != nil {
-		return nil, err
+	if bf.prompt > 0 {
+		bar.draw("prefill", 1.0/3)
+		if b.prefill, b.pg, err = compile(bf.prompt); err != nil {
+			return nil, err
+		}
 	}
-	bar.draw("decode", 2.0/3)
-	if b.decode, b.dg, err = compile(1); err != nil {
-		return nil, err
+	if bf.gen > 0 {
+		bar.draw("decode", 2.0/3)
+		if b.decode, b.dg, err = compile(1); err != nil {
+			return nil, err
+		}
 	}
 	b.vocab = m.Schema().Vocab
-	b.toks = make([]int32, bf.prompt)
+	b.toks = make([]int32, max(bf.prompt, 1))
 	for i := range b.toks {
 		b.toks[i] = int32((i*7919 + 13) % b.vocab)
 	}
@@ -241,31 +254,47 @@ func (b *bencher) step(x interp.Executable, toks []int32, start int) ([]float32,
 
 // run is one measured repetition: a prefill from an empty cache, then
 // greedy decode steps.
+// Without a prompt, decode starts from the first bench token at depth.
 func (b *bencher) run() (prefillTime, genTime time.Duration, err error) {
-	if b.state, err = interp.NewState(b.pg); err != nil {
+	g := b.pg
+	if g == nil {
+		g = b.dg
+	}
+	if b.state, err = interp.NewState(g); err != nil {
 		return 0, 0, err
 	}
-	t0 := time.Now()
 	// The cache rows before depth are zero: attention reads them as it
 	// would a filled cache.
-	logits, err := b.step(b.prefill, b.toks, b.bf.depth)
-	if err != nil {
-		return 0, 0, err
-	}
-	prefillTime = time.Since(t0)
-	t1 := time.Now()
-	for i := range b.bf.gen {
-		best := 0
-		for j, v := range logits {
-			if v > logits[best] {
-				best = j
-			}
-		}
-		if logits, err = b.step(b.decode, []int32{int32(best)}, b.bf.depth+b.bf.prompt+i); err != nil {
+	next := b.toks[0]
+	if b.prefill != nil {
+		t0 := time.Now()
+		logits, err := b.step(b.prefill, b.toks, b.bf.depth)
+		if err != nil {
 			return 0, 0, err
 		}
+		prefillTime = time.Since(t0)
+		next = argmax(logits)
+	}
+	t1 := time.Now()
+	for i := range b.bf.gen {
+		logits, err := b.step(b.decode, []int32{next}, b.bf.depth+b.bf.prompt+i)
+		if err != nil {
+			return 0, 0, err
+		}
+		next = argmax(logits)
 	}
 	return prefillTime, time.Since(t1), nil
+}
+
+// argmax is the greedy choice: the first index of the largest logit.
+func argmax(logits []float32) int32 {
+	best := 0
+	for j, v := range logits {
+		if v > logits[best] {
+			best = j
+		}
+	}
+	return int32(best)
 }
 
 // decodeBytes is the bytes a decode step moves: the planner's count when
@@ -296,10 +325,14 @@ func (r benchResult) print(w io.Writer, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "model %s, interp %s, %d threads, depth %d, %s KV cache\n", r.Model, r.Interp, r.Threads, r.Depth, r.CacheType)
 	fmt.Fprintf(w, "kernels %s\n", r.KernelFeatures)
-	fmt.Fprintf(w, "prompt  %5d tokens  %10.2f tokens/s\n", r.PromptTokens, r.PromptTokensPerS)
-	_, err := fmt.Fprintf(w, "gen     %5d tokens  %10.2f tokens/s  %.2f GB/s of %.2f GB/s read bandwidth (%.0f%%)\n",
-		r.GenTokens, r.GenTokensPerS, r.GenBandwidthGBs, r.PeakBandwidthGBs, 100*r.BandwidthFraction)
-	return err
+	if r.PromptTokens > 0 {
+		fmt.Fprintf(w, "prompt  %5d tokens  %10.2f tokens/s\n", r.PromptTokens, r.PromptTokensPerS)
+	}
+	if r.GenTokens > 0 {
+		fmt.Fprintf(w, "gen     %5d tokens  %10.2f tokens/s  %.2f GB/s of %.2f GB/s read bandwidth (%.0f%%)\n",
+			r.GenTokens, r.GenTokensPerS, r.GenBandwidthGBs, r.PeakBandwidthGBs, 100*r.BandwidthFraction)
+	}
+	return nil
 }
 
 // readBandwidth measures the machine's streaming read bandwidth in GB/s:

@@ -442,6 +442,37 @@ func TestBenchDepth(t *testing.T) {
 	oneLineError(t, errs, status, "context")
 }
 
+// TestBenchOnePart: --gen 0 measures only the prompt and --prompt 0 only
+// decode (as llama-bench's -n 0 and -p 0); both 0 is a usage error.
+func TestBenchOnePart(t *testing.T) {
+	var r struct {
+		Prompt float64 `json:"prompt_tokens_per_s"`
+		Gen    float64 `json:"gen_tokens_per_s"`
+		Bytes  int64   `json:"bytes_per_token"`
+	}
+	out, errs, status := runPoot("bench", "-m", tinyModel, "--prompt", "4", "--gen", "0", "--reps", "1", "--json")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || !(r.Prompt > 0) || r.Gen != 0 || r.Bytes != 0 {
+		t.Fatalf("--gen 0: %q: %+v, %v", out, r, err)
+	}
+	r.Prompt, r.Gen = 0, 0
+	out, errs, status = runPoot("bench", "-m", tinyModel, "--prompt", "0", "--gen", "3", "--depth", "5", "--reps", "1", "--json")
+	if status != 0 {
+		t.Fatalf("status %d: %s", status, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Prompt != 0 || !(r.Gen > 0) || !(r.Bytes > 0) {
+		t.Fatalf("--prompt 0: %q: %+v, %v", out, r, err)
+	}
+	out, _, _ = runPoot("bench", "-m", tinyModel, "--prompt", "0", "--gen", "3", "--reps", "1")
+	if strings.Contains(out, "prompt") || !strings.Contains(out, "gen ") {
+		t.Errorf("--prompt 0 printed %q", out)
+	}
+	_, errs, status = runPoot("bench", "-m", tinyModel, "--prompt", "0", "--gen", "0")
+	oneLineError(t, errs, status, "not both 0")
+}
+
 // TestCacheType: --cache-type f16 halves the caches: bench reports it and
 // reads fewer bytes a token than with f32 caches, generate prints the same
 // greedy text, and a dtype the caches cannot hold is a usage error.
