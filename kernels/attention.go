@@ -12,13 +12,17 @@ import "math"
 // cache [KVHeads][capacity][HeadDim] has KVStride = HeadDim and HeadStride =
 // capacity*HeadDim. Head-major is faster: each head's rows are contiguous,
 // while position-major rows sit KVHeads*HeadDim*4 bytes apart, a power of
-// two that defeats the caches and prefetchers (about 3x slower measured). The caches are either f32 (K and V) or
-// binary16 (K16 and V16, when K is nil), which halves the bytes a decode step
-// reads.
+// two that defeats the caches and prefetchers (about 3x slower measured).
+// The caches are f32 (K and V), binary16 (K16 and V16, when K is nil),
+// which halves the bytes a decode step reads, or Q8_0 (K8 and V8, when K
+// and K16 are nil: blocks of 32 elements in 34 bytes, the element offsets
+// above counted in elements, so HeadDim, KVStride and HeadStride are
+// multiples of 32).
 type Attention struct {
 	Q          []float32 // Heads*HeadDim query values
 	K, V       []float32 // the caches, see above
 	K16, V16   []uint16  // binary16 caches, used instead of K and V when K is nil
+	K8, V8     []byte    // Q8_0 caches, used when K and K16 are nil
 	Out        []float32 // Heads*HeadDim results
 	Mask       []float32 // nil, or S values added to the scores (-inf excludes a position)
 	S          int       // cached positions to attend to
@@ -48,7 +52,14 @@ func (at *Attention) Check() error {
 	}
 	if at.S > 0 {
 		kn := (at.S-1)*at.KVStride + (at.KVHeads-1)*hs + at.HeadDim
-		if at.K == nil {
+		if at.K == nil && at.K16 == nil {
+			if at.HeadDim%32 != 0 || at.KVStride%32 != 0 || hs%32 != 0 || at.HeadDim > maxQ8Dim {
+				return sizeError("AttendHeads", "Q8_0 caches with head dim %d and strides %d and %d: want multiples of 32, head dim at most %d", at.HeadDim, at.KVStride, hs, maxQ8Dim)
+			}
+			if kb := kn / 32 * 34; len(at.K8) < kb || len(at.V8) < kb {
+				return errShort("AttendHeads", "K8 or V8 cache", min(len(at.K8), len(at.V8)), kb)
+			}
+		} else if at.K == nil {
 			if len(at.K16) < kn || len(at.V16) < kn {
 				return errShort("AttendHeads", "K16 or V16 cache", min(len(at.K16), len(at.V16)), kn)
 			}
@@ -121,6 +132,10 @@ func (at *Attention) attendRange(lo, hi int) { attendHeads(at, lo, hi) }
 // running maxima and sums live in fixed arrays.
 const maxRep = 16
 
+// maxQ8Dim bounds the head dimension of Q8_0 caches, whose rows are
+// decoded into a fixed buffer.
+const maxQ8Dim = 512
+
 // attnBlock is how many positions are scored before their softmax weights
 // are taken together: one exp pass and at most one rescale a block.
 const attnBlock = 64
@@ -129,14 +144,15 @@ func attendHeads(at *Attention, h0, h1 int) {
 	d := at.HeadDim
 	rep := at.Heads / at.KVHeads
 	negInf, posInf := float32(math.Inf(-1)), float32(math.Inf(1))
-	half := at.K == nil
+	q8 := at.K == nil && at.K16 == nil
+	half := at.K == nil && !q8
 	hs := at.headStride()
 	var (
 		m, l   [maxRep]float32
 		bad    [maxRep]bool // a score is NaN or +Inf: the head's softmax is NaN
 		scores [maxRep][attnBlock]float32
 		o      [4]float32
-		row    [512]float32 // a binary16 cache row widened
+		row    [maxQ8Dim]float32 // a binary16 or Q8_0 cache row widened
 	)
 	for h := h0; h < h1; {
 		g := h / rep
@@ -172,10 +188,14 @@ func attendHeads(at *Attention, h0, h1 int) {
 				}
 				off := s*at.KVStride + g*hs
 				var kr []float32
-				if half && n4 > 0 {
+				switch {
+				case q8:
+					kr = row[:d]
+					Q8_0RowToF32(kr, at.K8[off/32*34:(off+d)/32*34])
+				case half && n4 > 0:
 					kr = row[:d]
 					F16RowToF32(kr, at.K16[off:off+d])
-				} else if !half {
+				case !half:
 					kr = at.K[off : off+d]
 				}
 				for i := 0; i < n4; i += 4 {
@@ -191,7 +211,7 @@ func attendHeads(at *Attention, h0, h1 int) {
 					if half {
 						v = dotVecF16(q[i*d:(i+1)*d], at.K16[off:off+d])
 					} else {
-						v = dotVec(q[i*d:(i+1)*d], at.K[off:off+d])
+						v = dotVec(q[i*d:(i+1)*d], kr)
 					}
 					v = v*at.Scale + bias
 					scores[i][j] = v
@@ -227,10 +247,14 @@ func attendHeads(at *Attention, h0, h1 int) {
 				// non-finite V value turns the output NaN as 0·Inf does.
 				off := (s0+j)*at.KVStride + g*hs
 				var vr []float32
-				if half && n4 > 0 {
+				switch {
+				case q8:
+					vr = row[:d]
+					Q8_0RowToF32(vr, at.V8[off/32*34:(off+d)/32*34])
+				case half && n4 > 0:
 					vr = row[:d]
 					F16RowToF32(vr, at.V16[off:off+d])
-				} else if !half {
+				case !half:
 					vr = at.V[off : off+d]
 				}
 				for i := 0; i < n4; i += 4 {
@@ -242,7 +266,7 @@ func attendHeads(at *Attention, h0, h1 int) {
 					if half {
 						axpyVecF16(out[i*d:(i+1)*d], at.V16[off:off+d], p)
 					} else {
-						axpyVec(out[i*d:(i+1)*d], at.V[off:off+d], p)
+						axpyVec(out[i*d:(i+1)*d], vr, p)
 					}
 				}
 			}

@@ -6,9 +6,12 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/pootlabs/poot/kernels"
 	"github.com/x448/float16"
 	"pgregory.net/rapid"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/kernels"
+	"github.com/pootlabs/poot/quant"
 )
 
 func close32(got float32, want, tol float64) bool {
@@ -341,9 +344,14 @@ func testAttention(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		kvh := rapid.IntRange(1, 3).Draw(rt, "kvheads")
 		rep := rapid.IntRange(1, 20).Draw(rt, "rep")
+		cache := rapid.SampledFrom([]string{"f32", "f16", "q8_0"}).Draw(rt, "cache")
 		d := rapid.IntRange(1, 40).Draw(rt, "headdim")
 		S := rapid.IntRange(0, 150).Draw(rt, "S")
 		pad := rapid.IntRange(0, 5).Draw(rt, "pad")
+		if cache == "q8_0" {
+			// Q8_0 rows are whole blocks: head dims and strides of 32s.
+			d, pad = 32*(1+d%3), 32*(pad%2)
+		}
 		stride, hstride, size := kvh*d+pad, d, S*(kvh*d+pad)
 		if rapid.Bool().Draw(rt, "headMajor") {
 			stride, hstride, size = d, (S+pad)*d, kvh*(S+pad)*d
@@ -367,7 +375,19 @@ func testAttention(t *testing.T) {
 				}
 			}
 		}
-		if rapid.Bool().Draw(rt, "f16") {
+		switch cache {
+		case "q8_0":
+			// Quantize the caches and hand them over as such; the reference
+			// below reads the values they decode to.
+			at.K8, at.V8 = make([]byte, len(at.K)/32*34), make([]byte, len(at.V)/32*34)
+			if err := quant.QuantizeRow(poot.Q8_0, at.K8, at.K); err != nil {
+				rt.Fatal(err)
+			}
+			if err := quant.QuantizeRow(poot.Q8_0, at.V8, at.V); err != nil {
+				rt.Fatal(err)
+			}
+			at.K, at.V = nil, nil
+		case "f16":
 			// Round the caches to binary16 and hand them over as such; the
 			// reference below reads the rounded values.
 			at.K16, at.V16 = make([]uint16, len(at.K)), make([]uint16, len(at.V))
@@ -385,7 +405,16 @@ func testAttention(t *testing.T) {
 			rt.Fatal(err)
 		}
 		K, V := at.K, at.V
-		if K == nil {
+		if at.K8 != nil {
+			n := len(at.K8) / 34 * 32
+			K, V = make([]float32, n), make([]float32, n)
+			for i, v := range refDequant(poot.Q8_0, at.K8, n) {
+				K[i] = float32(v)
+			}
+			for i, v := range refDequant(poot.Q8_0, at.V8, n) {
+				V[i] = float32(v)
+			}
+		} else if K == nil {
 			K, V = make([]float32, len(at.K16)), make([]float32, len(at.V16))
 			kernels.F16RowToF32(K, at.K16)
 			kernels.F16RowToF32(V, at.V16)
