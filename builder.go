@@ -211,10 +211,11 @@ func (b *Builder[B]) SlotNamed(name string, t TensorType) Traced[B] {
 }
 
 // StateInput declares state carried between steps (a KV cache, a recurrent
-// state). Finish must pair it with a state output of the same type.
+// state). Finish must pair it with a state output of the same type. Of the
+// packed dtypes only Q8_0 may be a state's (a quantized cache).
 func (b *Builder[B]) StateInput(name string, t TensorType) Traced[B] {
-	if b.err == nil && t.DType.Packed() {
-		return b.fail(ErrType, "state", []TensorType{t}, "state %q cannot be packed", name)
+	if b.err == nil && t.DType.Packed() && t.DType != Q8_0 {
+		return b.fail(ErrType, "state", []TensorType{t}, "state %q cannot be %v (the only packed state is q8_0)", name, t.DType)
 	}
 	return b.declare("state", Value{Type: TensorType{Shape: t.Shape.Clone(), DType: t.DType}, Kind: State, Name: name})
 }

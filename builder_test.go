@@ -95,7 +95,7 @@ func TestInputs(t *testing.T) {
 			b.Slot(poot.SlotPos, poot.Shape{1}, 0, 1)
 			b.Slot(poot.SlotPos, poot.Shape{1}, 0, 1)
 		},
-		"packed state": func(b *poot.Builder[brandA]) { b.StateInput("s", poot.T(poot.Q8_0, 1, 32)) },
+		"packed state": func(b *poot.Builder[brandA]) { b.StateInput("s", poot.T(poot.Q4_K, 1, 256)) },
 		"packed slot":  func(b *poot.Builder[brandA]) { b.SlotNamed("s", poot.T(poot.Q8_0, 1, 32)) },
 		"slot/const clash": func(b *poot.Builder[brandA]) {
 			b.Constant("pos", poot.T(poot.F32, 1))

@@ -9,9 +9,11 @@ import (
 // DType is the element type of a tensor. The plain types (F32, F16, BF16, I32,
 // Bool) hold one element per storage unit; the packed types (Q8_0 … MXFP4)
 // hold elements in fixed-size blocks along a tensor's last axis, exactly as
-// GGUF stores them. Packed types appear only on constants read by a contraction, a
-// gather or a cast; every computed value is F32, I32 or Bool (or F16/BF16 when
-// produced by an explicit cast).
+// GGUF stores them. Packed types appear on constants read by a contraction, a
+// gather or a cast, and on quantized caches: a state of Q8_0 rows written by
+// WriteRows from a cast of F32 to Q8_0 and read through a cast to F32. Every
+// other computed value is F32, I32 or Bool (or F16/BF16 when produced by an
+// explicit cast).
 type DType uint8
 
 // The element types. The numbering is poot's own; loaders translate the ids of

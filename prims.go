@@ -25,7 +25,9 @@ import (
 //     shapes; use Broadcast explicitly.
 //   - Arithmetic is on F32 (and I32 where stated). F16, BF16 and the packed
 //     types are storage types: they are read by MatMul, IndexedMatMul,
-//     Gather and Cast, and moved by the layout primitives.
+//     Gather and Cast, and moved by the layout primitives. A computed
+//     packed value comes only from a Cast of F32 to Q8_0 (a quantized
+//     cache's new rows), and a packed state is written only by WriteRows.
 //   - Every extent of every value is at least 1.
 //   - Axes in Params are non-negative (builders normalise negative axes).
 //   - Reductions keep the reduced axis with extent 1.
@@ -157,9 +159,10 @@ const (
 	Gather
 	// WriteRows returns dst with rows replaced: out = dst, then for each i in
 	// order out[idx[i], r...] = src[i, r...]. dst is [R, rest...], idx is I32
-	// [n], src is [n, rest...] of dst's dtype. The last write to a row wins;
-	// an index outside [0, R) is a runtime fault. It is how caches append at
-	// positions and paged layouts scatter.
+	// [n], src is [n, rest...] of dst's dtype, packed dtypes included (a
+	// row is whole blocks). The last write to a row wins; an index outside
+	// [0, R) is a runtime fault. It is how caches append at positions and
+	// paged layouts scatter.
 	WriteRows
 
 	// Iota fills Params.Shape with each element's index along Params.Axis,
@@ -176,7 +179,12 @@ const (
 	// once (I32 to BF16 does not pass through F32); a NaN stays a NaN, with
 	// an unspecified payload; a cast to the operand's own dtype is the
 	// identity. A packed operand can only be cast to F32, which decodes it
-	// exactly as its format defines.
+	// exactly as its format defines. F32 casts to Q8_0 as the format's
+	// reference quantizer does: each block of 32 along the last axis has
+	// d = max|x|/127 in F32, stored rounded to F16, and quants x·(1/d)
+	// rounded half away from zero (0 where d is 0); a block holding a NaN
+	// or an infinity gets unspecified quants. No other packed dtype is a
+	// cast's target.
 	Cast
 
 	numOps
@@ -750,9 +758,6 @@ func inferGather(_ *Params, in []TensorType) (TensorType, error) {
 
 func inferWriteRows(_ *Params, in []TensorType) (TensorType, error) {
 	dst, idx, src := in[0], in[1], in[2]
-	if dst.DType.Packed() {
-		return TensorType{}, fmt.Errorf("cannot write rows of packed %v", dst.DType)
-	}
 	if len(dst.Shape) == 0 {
 		return TensorType{}, fmt.Errorf("destination is a scalar")
 	}
@@ -799,7 +804,17 @@ func inferLiteral(p *Params, _ []TensorType) (TensorType, error) {
 
 func inferCast(p *Params, in []TensorType) (TensorType, error) {
 	x := in[0]
+	if p.DType == Q8_0 && x.DType == F32 {
+		t := TensorType{Shape: x.Shape, DType: Q8_0}
+		if len(x.Shape) == 0 || t.Bytes() < 0 {
+			return TensorType{}, fmt.Errorf("cast of %v to q8_0: the last axis must be a whole number of 32-element blocks", x)
+		}
+		return t, nil
+	}
 	if !p.DType.Valid() || p.DType.Packed() {
+		if p.DType.Packed() {
+			return TensorType{}, fmt.Errorf("cannot cast %v to %v (only f32 casts to a packed dtype, q8_0)", x.DType, p.DType)
+		}
 		return TensorType{}, fmt.Errorf("cannot cast to %v", p.DType)
 	}
 	if x.DType.Packed() && p.DType != F32 {

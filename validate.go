@@ -31,8 +31,8 @@ func (g *Graph) validate(reinfer bool) error {
 				return graphError("input name %q is used twice", v.Name)
 			}
 			names[v.Name] = true
-			if v.Kind != Const && v.Type.DType.Packed() {
-				return graphError("%v %q is packed", v.Kind, v.Name)
+			if v.Type.DType.Packed() && (v.Kind == Slot || v.Kind == State && v.Type.DType != Q8_0) {
+				return graphError("%v %q is packed %v", v.Kind, v.Name, v.Type.DType)
 			}
 		default:
 			return graphError("value %%%d has unknown kind %v", i, v.Kind)

@@ -129,7 +129,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 // parseBench reads and validates bench's flags.
 func parseBench(args []string, stdout io.Writer) (benchFlags, error) {
 	var bf benchFlags
-	fs := flags("bench", "bench -m MODEL [--interp NAME] [--prompt N] [--gen N] [--depth D] [--cache-type f32|f16] [--threads T] [--reps R] [--json]", stdout)
+	fs := flags("bench", "bench -m MODEL [--interp NAME] [--prompt N] [--gen N] [--depth D] [--cache-type f32|f16|q8_0] [--threads T] [--reps R] [--json]", stdout)
 	modelFlags(fs, &bf.model, &bf.interp, nil)
 	bf.kv = cacheTypeFlag(fs)
 	fs.IntVar(&bf.prompt, "prompt", 64, "prompt tokens, processed in one prefill step (0: none, decode only)")

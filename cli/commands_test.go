@@ -478,7 +478,7 @@ func TestBenchOnePart(t *testing.T) {
 // greedy text, and a dtype the caches cannot hold is a usage error.
 func TestCacheType(t *testing.T) {
 	var bytes []int64
-	for _, kv := range []string{"f32", "f16"} {
+	for _, kv := range []string{"f32", "f16", "q8_0"} {
 		out, errs, status := runPoot("bench", "-m", tinyModel, "--prompt", "2", "--gen", "2", "--depth", "32", "--reps", "1", "--json", "--cache-type", kv)
 		if status != 0 {
 			t.Fatalf("status %d: %s", status, errs)
@@ -495,8 +495,8 @@ func TestCacheType(t *testing.T) {
 		}
 		bytes = append(bytes, r.Bytes)
 	}
-	if bytes[1] >= bytes[0] {
-		t.Errorf("bytes a token: %d with f16 caches, %d with f32", bytes[1], bytes[0])
+	if bytes[1] >= bytes[0] || bytes[2] >= bytes[1] {
+		t.Errorf("bytes a token: %d with q8_0 caches, %d with f16, %d with f32", bytes[2], bytes[1], bytes[0])
 	}
 	var texts []string
 	for _, kv := range []string{"f32", "f16"} {
@@ -509,7 +509,7 @@ func TestCacheType(t *testing.T) {
 	if texts[0] != texts[1] {
 		t.Errorf("f16 caches: %q, f32: %q", texts[1], texts[0])
 	}
-	if _, errs, status := runPoot("generate", "-m", tinyModel, "-p", "x", "--cache-type", "q4_0"); status != 2 || !strings.Contains(errs, "want f32 or f16") {
+	if _, errs, status := runPoot("generate", "-m", tinyModel, "-p", "x", "--cache-type", "q4_0"); status != 2 || !strings.Contains(errs, "want f32, f16 or q8_0") {
 		t.Errorf("--cache-type q4_0: status %d, %s", status, errs)
 	}
 }

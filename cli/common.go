@@ -141,7 +141,7 @@ type cacheType struct{ d poot.DType }
 // cacheTypeFlag registers --cache-type.
 func cacheTypeFlag(fs *flagSet) *cacheType {
 	c := &cacheType{d: poot.F32}
-	fs.Var(c, "cache-type", "the KV caches' dtype: f32 or f16 (half the memory and the bytes attention reads; as llama.cpp's -ctk f16 -ctv f16)")
+	fs.Var(c, "cache-type", "the KV caches' dtype: f32, f16 (half the memory and the bytes attention reads; as llama.cpp's -ctk f16 -ctv f16) or q8_0 (0.27 of f32's memory; as -ctk q8_0 -ctv q8_0; cache widths must be multiples of 32)")
 	return c
 }
 
@@ -155,7 +155,7 @@ func (c *cacheType) String() string {
 func (c *cacheType) Set(s string) error {
 	d, err := poot.ParseDType(s)
 	if err != nil || d == poot.Invalid || families.CheckCacheDType(d) != nil {
-		return fmt.Errorf("%q: want f32 or f16", s)
+		return fmt.Errorf("%q: want f32, f16 or q8_0", s)
 	}
 	c.d = d
 	return nil

@@ -96,7 +96,7 @@ func Target() lower.Target {
 	w := []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4}
 	return lower.Target{Name: "cuda", MatMulWeights: w, Fallback: w,
 		Kinds:      []lower.Kind{lower.Contract, lower.Elementwise, lower.Reduce, lower.FlashAttention, lower.Rows},
-		Composites: []string{lower.FusedAttention}, HalfKV: true}
+		Composites: []string{lower.FusedAttention}, NarrowKV: []poot.DType{poot.F16}}
 }
 
 // Generate writes the CUDA C of every kernel of plan for a device of
@@ -521,9 +521,9 @@ const (
 )
 
 // kvElem returns the C type of a K or V row and the conversion of one of
-// its elements to float: F32, or F16 read in place (Attention.Half).
+// its elements to float: F32, or F16 read in place (Attention.KV).
 func kvElem(a *lower.Attention) (string, func(string) string) {
-	if a.Half {
+	if a.KV == poot.F16 {
 		return "u16", func(x string) string { return "f16_to_f32(" + x + ")" }
 	}
 	return "float", func(x string) string { return x }
@@ -863,6 +863,9 @@ func genCast(g *poot.Graph, e poot.Eqn) ([]*kgen, error) {
 	n := int(from.Shape.Size())
 	kg := elemKgen(g, "cast_"+strings.ToLower(from.DType.String())+"_"+strings.ToLower(to.String()), n)
 	o := kg.ptr(e.Out, false)
+	if to.Packed() {
+		return nil, fmt.Errorf("cast of %v to %v (a quantized KV cache): no quantizing kernel; use f32 or f16 caches", from.DType, to)
+	}
 	if from.DType.Packed() {
 		dec := decoder(from.DType)
 		if to != poot.F32 || dec == "" {

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -220,12 +221,36 @@ func TestHostHalfKV(t *testing.T) {
 				t.Errorf("%d tokens: the plan casts an F16 value to F32 (launch %s)", n, l.Kernel)
 			}
 		}
-		if !slices.ContainsFunc(ex.Plan().Kernels, func(k *lower.Kernel) bool { return k.Attention != nil && k.Attention.Half }) {
+		if !slices.ContainsFunc(ex.Plan().Kernels, func(k *lower.Kernel) bool { return k.Attention != nil && k.Attention.KV == poot.F16 }) {
 			t.Errorf("%d tokens: no fused attention reads the F16 caches", n)
 		}
 		toks := []int32{1, 5, 9, 13}[:n]
 		d := compareStep(t, fmt.Sprintf("%d tokens over F16 caches", n), g, consts, ex, stepSlots(t, toks, 0), refTol)
 		ex.Close()
 		t.Logf("%d tokens: max relative logit difference %.3g", n, d)
+	}
+}
+
+// TestQ8KVRefused: a step over Q8_0 caches is refused at generation with
+// an UnsupportedError naming the quantizing cast, not miscompiled.
+func TestQ8KVRefused(t *testing.T) {
+	c, err := load.Open(filepath.Join(refDir(t), "tiny-qwen3-f32.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := registry.FromGGUF(c.GGUF())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := refStepKV(t, c, m, 1, 16, poot.Q8_0)
+	plan, err := lower.Build(g, Target(), lower.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Generate(plan)
+	var ue *UnsupportedError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "q8_0") {
+		t.Fatalf("Generate over Q8_0 caches: %v, want an UnsupportedError naming q8_0", err)
 	}
 }

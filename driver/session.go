@@ -290,7 +290,7 @@ func (s *Session) Capacity() int { return s.capacity }
 // KV is the dtype of the session's KV caches.
 func (s *Session) KV() poot.DType { return cmp.Or(s.kv, poot.F32) }
 
-// checkKV refuses a KV cache dtype other than F32 and F16.
+// checkKV refuses a KV cache dtype other than F32, F16 and Q8_0.
 func checkKV(d poot.DType) error {
 	if err := families.CheckCacheDType(d); err != nil {
 		return &OptionError{Option: "KV", Detail: err.Error()}

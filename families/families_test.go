@@ -32,7 +32,8 @@ func TestStepShapeValidate(t *testing.T) {
 		{"unknown logits", func(s *families.StepShape) { s.Logits = 7 }, "Logits"},
 		{"overflow", func(s *families.StepShape) { s.Rows, s.Capacity, s.New = 1<<20, 1<<20, 1 }, "Rows"},
 		{"f16 caches", func(s *families.StepShape) { s.KV = poot.F16 }, ""},
-		{"q8_0 caches", func(s *families.StepShape) { s.KV = poot.Q8_0 }, "KV"},
+		{"q8_0 caches", func(s *families.StepShape) { s.KV = poot.Q8_0 }, ""},
+		{"q4_0 caches", func(s *families.StepShape) { s.KV = poot.Q4_0 }, "KV"},
 	} {
 		s := ok
 		c.edit(&s)
@@ -400,5 +401,25 @@ func TestStateNamedForAnotherLayer(t *testing.T) {
 	var se *families.StepError
 	if err := b.Err(); !errors.As(err, &se) || !strings.Contains(err.Error(), `"cache.v.1" is declared in the scope of layer 0`) {
 		t.Errorf("got %v, want a StepError naming the state and the layer", err)
+	}
+}
+
+// TestQ8CacheWidth: a Q8_0 cache holds whole blocks of 32 values, so a
+// cache 48 values wide is a StepError on KV naming the cache and its
+// width, and one 64 wide is a Q8_0 state read back as F32.
+func TestQ8CacheWidth(t *testing.T) {
+	b := poot.NewBuilder[struct{}](poot.Limits{})
+	step := families.NewStep(b, families.StepShape{Rows: 1, New: 1, Capacity: 4, KV: poot.Q8_0}, 8)
+	out := step.Cache("cache.k.0", b.Full(poot.T(poot.F32, 1, 64), 1))
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if tt := b.Aval(out); tt.DType != poot.F32 || !tt.Shape.Equal(poot.Shape{4, 64}) {
+		t.Errorf("the cache reads back as %v, want f32[4,64]", tt)
+	}
+	step.Cache("cache.v.0", b.Full(poot.T(poot.F32, 1, 48), 1))
+	var se *families.StepError
+	if err := b.Err(); !errors.As(err, &se) || se.Field != "KV" || !strings.Contains(err.Error(), "cache.v.0 is 48 wide") {
+		t.Errorf("got %v, want a StepError on KV naming cache.v.0 and its width", err)
 	}
 }

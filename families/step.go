@@ -73,17 +73,20 @@ type StepShape struct {
 	// models, multi-token prediction).
 	Hidden bool
 	// KV is the dtype of the caches Step.Cache declares: F32 (the zero
-	// value means F32) or F16, which halves their memory and the bytes
-	// attention reads, at the cost of rounding each cached key and value
-	// to binary16 (llama.cpp's -ctk f16 -ctv f16).
+	// value means F32), F16, which halves their memory and the bytes
+	// attention reads at the cost of rounding each cached key and value to
+	// binary16 (llama.cpp's -ctk f16 -ctv f16), or Q8_0, which stores 34
+	// bytes for every 32 values (0.27 of F32) and quantizes each block of
+	// 32 (llama.cpp's -ctk q8_0 -ctv q8_0); a Q8_0 cache needs every
+	// cache's width to be a multiple of 32.
 	KV poot.DType
 }
 
-// CheckCacheDType refuses a cache dtype other than F32 and F16 (the zero
-// DType means F32).
+// CheckCacheDType refuses a cache dtype other than F32, F16 and Q8_0 (the
+// zero DType means F32).
 func CheckCacheDType(d poot.DType) error {
-	if d != poot.Invalid && d != poot.F32 && d != poot.F16 {
-		return fmt.Errorf("caches of %v; they hold f32 or f16", d)
+	if d != poot.Invalid && d != poot.F32 && d != poot.F16 && d != poot.Q8_0 {
+		return fmt.Errorf("caches of %v; they hold f32, f16 or q8_0", d)
 	}
 	return nil
 }
@@ -247,7 +250,7 @@ func (s *Step[B]) cacheRows() poot.Traced[B] {
 // f32[rows*new, width], cast to that dtype) into it, records the carry,
 // and returns the cache as the rows see it: f32[rows*capacity, width],
 // logical position p of row r at row r*capacity+p (the layout
-// ops.Attention reads), cast back to f32 from an f16 cache. Positions not
+// ops.Attention reads), cast back to f32 from an f16 or q8_0 cache. Positions not
 // yet written hold whatever the state holds (zeros from a fresh state);
 // the attention mask hides them.
 func (s *Step[B]) Cache(name string, fresh poot.Traced[B]) poot.Traced[B] {
@@ -255,6 +258,9 @@ func (s *Step[B]) Cache(name string, fresh poot.Traced[B]) poot.Traced[B] {
 	checkLayerName(b, name)
 	width := b.Dim(fresh, -1)
 	dt := sh.CacheDType()
+	if dt.Packed() && width%dt.BlockElems() != 0 {
+		b.Fail(&StepError{Field: "KV", Detail: fmt.Sprintf("a %v cache holds whole blocks of %d values; %s is %d wide", dt, dt.BlockElems(), name, width)})
+	}
 	in := b.StateInput(name, poot.T(dt, sh.PoolRows(), width))
 	if dt != poot.F32 {
 		fresh = b.Cast(fresh, dt)

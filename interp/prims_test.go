@@ -151,6 +151,17 @@ func primCases() []primCase {
 	q8x2, _ := tensor.View(poot.T(poot.Q8_0, 2, 32), append(q8Block(), make([]byte, 34)...))
 	ones := make([]float32, 32)
 	halves := make([]float32, 32)
+	// A block whose scale is exactly 0.5 (max |x| = 63.5), with two ties
+	// that round away from zero: 0.25/0.5 gives 1 and -0.75/0.5 gives -2.
+	q8In := make([]float32, 32)
+	q8Out := make([]byte, 34)
+	binary.LittleEndian.PutUint16(q8Out, 0x3800)
+	for j := range 32 {
+		q8In[j] = float32(j-16) / 2
+		q8Out[2+j] = byte(int8(j - 16))
+	}
+	q8In[0], q8In[1], q8In[2], q8In[3] = 63.5, 0.25, -0.75, -63.5
+	q8Out[2], q8Out[3], q8Out[4], q8Out[5] = 127, 1, 0xFE, 0x81
 	for j := range ones {
 		ones[j] = 1
 		halves[j] = 0.5 * float32(j+1)
@@ -263,6 +274,8 @@ func primCases() []primCase {
 		{"cast f32 to bool", poot.Cast, poot.Params{DType: poot.Bool}, ins(f32(poot.Shape{4}, 0, negz, nan, 2)), bl(poot.Shape{4}, false, false, true, true), nil},
 		{"cast i32 to bool", poot.Cast, poot.Params{DType: poot.Bool}, ins(i32(poot.Shape{2}, 0, -5)), bl(poot.Shape{2}, false, true), nil},
 		{"cast q8_0 to f32", poot.Cast, poot.Params{DType: poot.F32}, ins(q8), f32(poot.Shape{1, 32}, halves...), nil},
+		{"cast f32 to q8_0", poot.Cast, poot.Params{DType: poot.Q8_0}, ins(f32(poot.Shape{2, 32}, append(q8In, make([]float32, 32)...)...)), mustView(poot.T(poot.Q8_0, 2, 32), append(q8Out, make([]byte, 34)...)), nil},
+		{"write q8_0 rows", poot.WriteRows, poot.Params{}, ins(mustView(poot.T(poot.Q8_0, 2, 32), make([]byte, 68)), i32(s1, 1), q8), mustView(poot.T(poot.Q8_0, 2, 32), append(make([]byte, 34), q8Block()...)), nil},
 		{"cast f16 to f16 keeps nan payload", poot.Cast, poot.Params{DType: poot.F16}, ins(half(poot.F16, s1, 0x7C01)), half(poot.F16, s1, 0x7C01), nil},
 	}
 }

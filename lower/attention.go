@@ -43,8 +43,8 @@ func (p *planner) flashAttention() error {
 				drop[ki] = true
 			}
 		}
-		if p.target.HalfKV {
-			for _, ki := range p.halfKV(a, c, pos) {
+		if len(p.target.NarrowKV) > 0 {
+			for _, ki := range p.narrowKV(a, c, pos) {
 				drop[ki] = true
 				k.Eqns = append(k.Eqns, p.kernels[ki].Eqns...) // the casts, done as the kernel reads
 			}
@@ -82,21 +82,26 @@ func (p *planner) flashAttention() error {
 	return nil
 }
 
-// halfKV reads an attention whose keys and values are both casts of F16
-// values to F32 (an F16 cache) over those F16 values: it sets a.Half and
-// a.K and a.V to them, and returns the kernels of the casts, which run no
-// more when nothing else reads their results (pos: equation -> kernel).
-func (p *planner) halfKV(a *Attention, c poot.Composite, pos map[int]int) []int {
-	src := func(id poot.ValueID) (poot.ValueID, int, bool) {
+// narrowKV reads an attention whose keys and values are both casts to F32
+// of values of one dtype the target reads in place (F16 or Q8_0 caches)
+// over those values: it sets a.KV, a.K and a.V to them, and returns the
+// kernels of the casts, which run no more when nothing else reads their
+// results (pos: equation -> kernel).
+func (p *planner) narrowKV(a *Attention, c poot.Composite, pos map[int]int) []int {
+	src := func(id poot.ValueID) (poot.ValueID, int, poot.DType, bool) {
 		pi := p.prod[id]
-		if pi < 0 || p.eqns[pi].Op != poot.Cast || p.g.Type(p.eqns[pi].Inputs[0]).DType != poot.F16 || p.escapes[id] {
-			return 0, 0, false
+		if pi < 0 || p.eqns[pi].Op != poot.Cast || p.escapes[id] {
+			return 0, 0, 0, false
 		}
-		return p.eqns[pi].Inputs[0], pi, true
+		d := p.g.Type(p.eqns[pi].Inputs[0]).DType
+		if !slices.Contains(p.target.NarrowKV, d) {
+			return 0, 0, 0, false
+		}
+		return p.eqns[pi].Inputs[0], pi, d, true
 	}
-	k16, kc, ok1 := src(a.K)
-	v16, vc, ok2 := src(a.V)
-	if !ok1 || !ok2 {
+	kn, kc, kd, ok1 := src(a.K)
+	vn, vc, vd, ok2 := src(a.V)
+	if !ok1 || !ok2 || kd != vd {
 		return nil
 	}
 	body := 0 // reads of the cast results inside the body
@@ -114,7 +119,7 @@ func (p *planner) halfKV(a *Attention, c poot.Composite, pos map[int]int) []int 
 	if reads != body {
 		return nil // another reader needs the F32 values
 	}
-	a.K, a.V, a.Half = k16, v16, true
+	a.K, a.V, a.KV = kn, vn, kd
 	casts := []int{pos[kc]}
 	if vc != kc {
 		casts = append(casts, pos[vc])

@@ -19,8 +19,8 @@
 //     group), the mask, scale, soft cap and sinks, and runs an online
 //     softmax per query row. It runs only for a target that fuses the
 //     composite ([Target].Composites). For a target whose kernel reads F16
-//     caches ([Target].HalfKV), keys and values cast from F16 caches are
-//     read as F16 in place and the casts do not run ([Attention].Half).
+//     or Q8_0 caches ([Target].NarrowKV), keys and values cast from such
+//     caches are read as stored and the casts do not run ([Attention].KV).
 //  3. elementwise: runs of elementwise equations over the same number of
 //     elements (with broadcasts of their operands folded in as strided
 //     loads, and literals as immediates) become one [Program]: a small

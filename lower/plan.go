@@ -31,10 +31,11 @@ type Target struct {
 	// Composites names the composites the backend runs as fused kernels
 	// (FusedAttention); any other composite runs as its body.
 	Composites []string
-	// HalfKV says the FlashAttention kernel reads F16 keys and values in
-	// place (Attention.Half): an attention over caches cast from F16 reads
-	// the F16 caches, and the casts are not run.
-	HalfKV bool
+	// NarrowKV lists the cache dtypes (F16, Q8_0) whose keys and values
+	// the FlashAttention kernel reads in place (Attention.KV): an attention
+	// over caches cast from one of them to F32 reads the caches as stored,
+	// and the casts are not run.
+	NarrowKV []poot.DType
 }
 
 // FusedAttention is the name of the composite the FlashAttention kernel
@@ -165,9 +166,10 @@ type Attention struct {
 	Rep                  int // Heads / KVHeads: query heads sharing one K/V head
 	D, Dv                int
 	Scale, SoftCap       float32
-	// Half says K and V are F16 values (the caches the composite's F32
-	// operands are cast from), read in place (Target.HalfKV).
-	Half bool
+	// KV is the dtype of K and V: zero when they are the composite's own
+	// F32 operands, else F16 or Q8_0, the caches those operands are cast
+	// from, read in place (Target.NarrowKV).
+	KV poot.DType
 }
 
 // Loc says where a value is stored.

@@ -155,17 +155,20 @@ func TestMixersNotLoweredYet(t *testing.T) {
 	}
 }
 
-// TestHalfCachesRefused: a step with F16 caches (which the language's
-// Reals cannot hold) is refused naming the cast to F16, never lowered.
+// TestHalfCachesRefused: a step with F16 or Q8_0 caches (which the
+// language's Reals cannot hold) is refused naming the cast to the cache's
+// dtype, never lowered.
 func TestHalfCachesRefused(t *testing.T) {
 	r := synthRef(t, "llama", poot.F32)
-	g, err := r.m.Trace(families.StepSpec{Program: families.Decode, Shape: families.StepShape{Rows: 1, New: 1, Capacity: 16, KV: poot.F16}}, poot.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Lower(g, Options{})
-	if !errors.Is(err, ErrUnliftable) || !strings.Contains(err.Error(), "a cast to f16") {
-		t.Errorf("got %v, want an ErrUnliftable naming the cast to f16", err)
+	for _, kv := range []poot.DType{poot.F16, poot.Q8_0} {
+		g, err := r.m.Trace(families.StepSpec{Program: families.Decode, Shape: families.StepShape{Rows: 1, New: 1, Capacity: 16, KV: kv}}, poot.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Lower(g, Options{})
+		if !errors.Is(err, ErrUnliftable) || !strings.Contains(err.Error(), "a cast to "+kv.String()) {
+			t.Errorf("%v caches: got %v, want an ErrUnliftable naming the cast to %v", kv, err, kv)
+		}
 	}
 }
 

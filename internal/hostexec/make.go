@@ -65,6 +65,13 @@ func ruleCast(e *Eqn) (func() error, error) {
 		nb := int(e.In[0].Bytes())
 		return func() error { copy(out.Bytes()[:nb], x.Bytes()[:nb]); return nil }, nil
 	}
+	if to.Packed() {
+		if from != poot.F32 {
+			return nil, fmt.Errorf("%w: cast %v to %v", ErrUnsupported, from, to)
+		}
+		k := e.In[0].Shape[len(e.In[0].Shape)-1]
+		return func() error { return quantizeRows(to, out.Bytes(), x.F32()[:n], k) }, nil
+	}
 	if from.Packed() {
 		if to != poot.F32 {
 			return nil, fmt.Errorf("%w: cast %v to %v", ErrUnsupported, from, to)
@@ -202,6 +209,18 @@ func castI32(to poot.DType, src []int32, out Storage) {
 			b[j] = Bool(v != 0)
 		}
 	}
+}
+
+// quantizeRows encodes the rows of k elements of src as dtype to, one
+// after another in dst.
+func quantizeRows(to poot.DType, dst []byte, src []float32, k int) error {
+	rb := int(to.RowBytes(int64(k)))
+	for r := range len(src) / k {
+		if err := quant.QuantizeRow(to, dst[r*rb:(r+1)*rb], src[r*k:(r+1)*k]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dequantizeRows is Cast of a packed dtype to F32: src holds rows of k

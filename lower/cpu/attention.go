@@ -6,6 +6,7 @@ import (
 
 	"github.com/x448/float16"
 
+	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/kernels"
 	"github.com/pootlabs/poot/lower"
 )
@@ -26,8 +27,8 @@ type flash struct {
 	invCap               float32
 	seen                 []bool // S: positions some query of a sequence sees
 
-	// kr and vr are, per part, a K and a V row widened from F16 caches
-	// (Attention.Half) for the portable path.
+	// kr and vr are, per part, a K and a V row widened from F16 or Q8_0
+	// caches (Attention.KV) for the portable path.
 	kr, vr [][]float32
 
 	// The path through package kernels' decode attention (vectorized), for
@@ -53,15 +54,20 @@ func compileFlash(c *compiler, k *lower.Kernel) (func() error, error) {
 		f.m = append(f.m, make([]float32, a.Rep))
 		f.l = append(f.l, make([]float32, a.Rep))
 		f.sc = append(f.sc, make([]float32, a.Rep*a.S))
-		if a.Half {
+		switch a.KV {
+		case poot.F16:
 			f.kr, f.vr = append(f.kr, make([]float32, a.D)), append(f.vr, make([]float32, a.Dv))
+		case poot.Q8_0:
+			// A head's row may start and end inside a block: room for
+			// the blocks it touches.
+			f.kr, f.vr = append(f.kr, make([]float32, a.D+64)), append(f.vr, make([]float32, a.Dv+64))
 		}
 	}
 	f.fn = f.do
 	if a.T > 1 {
 		f.seen = make([]bool, a.S)
 	}
-	f.fast = kernelsAttention && a.SoftCap == 0 && a.Sinks < 0 && a.D == a.Dv
+	f.fast = kernelsAttention && a.SoftCap == 0 && a.Sinks < 0 && a.D == a.Dv && (a.KV != poot.Q8_0 || a.D%32 == 0)
 	if f.fast {
 		for range c.x.pool.Workers() {
 			f.kat = append(f.kat, kernels.Attention{S: a.S, Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.D,
@@ -91,9 +97,13 @@ func (f *flash) fastRow(p, row int, pool *kernels.Pool) error {
 	at := &f.kat[p]
 	kw := a.KVHeads * a.D
 	at.Q = f.q.f[row*a.Heads*a.D : (row+1)*a.Heads*a.D]
-	if a.Half {
+	switch a.KV {
+	case poot.F16:
 		at.K, at.K16, at.V16 = nil, half(f.k)[r*a.S*kw:(r+1)*a.S*kw], half(f.v)[r*a.S*kw:(r+1)*a.S*kw]
-	} else {
+	case poot.Q8_0:
+		lo, hi := r*a.S*kw/32*34, (r+1)*a.S*kw/32*34
+		at.K, at.K16, at.K8, at.V8 = nil, nil, f.k.b[lo:hi], f.v.b[lo:hi]
+	default:
 		at.K = f.k.f[r*a.S*kw : (r+1)*a.S*kw]
 		at.V = f.v.f[r*a.S*kw : (r+1)*a.S*kw]
 	}
@@ -296,21 +306,31 @@ func half(b *buf) []uint16 {
 }
 
 // row returns n values of a K or V buffer from element off: in place, or
-// widened from F16 into part p's scratch.
+// widened from F16, or from the Q8_0 blocks they lie in, into part p's
+// scratch.
 func (f *flash) row(b *buf, scratch [][]float32, p, off, n int) []float32 {
-	if !f.a.Half {
-		return b.f[off : off+n]
+	switch f.a.KV {
+	case poot.F16:
+		kernels.F16RowToF32(scratch[p][:n], half(b)[off:off+n])
+		return scratch[p][:n]
+	case poot.Q8_0:
+		b0, b1 := off/32, (off+n+31)/32
+		kernels.Q8_0RowToF32(scratch[p][:32*(b1-b0)], b.b[34*b0:34*b1])
+		return scratch[p][off-32*b0 : off-32*b0+n]
 	}
-	kernels.F16RowToF32(scratch[p][:n], half(b)[off:off+n])
-	return scratch[p][:n]
+	return b.f[off : off+n]
 }
 
 // at returns element i of a K or V buffer.
 func (f *flash) at(b *buf, i int) float32 {
-	if !f.a.Half {
-		return b.f[i]
+	switch f.a.KV {
+	case poot.F16:
+		return float16.Frombits(half(b)[i]).Float32()
+	case poot.Q8_0:
+		blk := b.b[i/32*34:]
+		return float16.Frombits(uint16(blk[0])|uint16(blk[1])<<8).Float32() * float32(int8(blk[2+i%32]))
 	}
-	return float16.Frombits(half(b)[i]).Float32()
+	return b.f[i]
 }
 
 // dot32 is a float32 dot product with four independent sums.

@@ -85,7 +85,7 @@ func Target(exact bool) lower.Target {
 		Exact:         exact,
 		Kinds:         []lower.Kind{lower.Contract, lower.Elementwise, lower.Reduce, lower.FlashAttention, lower.Rows},
 		Composites:    []string{lower.FusedAttention},
-		HalfKV:        true,
+		NarrowKV:      []poot.DType{poot.F16, poot.Q8_0},
 	}
 }
 
