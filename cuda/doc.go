@@ -24,8 +24,9 @@
 // read 32 neighbouring quants and share their sub-block's scale; the same
 // decoders serve batched MatMuls and casts to F32); fused attention one
 // warp per query row and head over the KV cache (n_rep query heads per
-// K/V head), reading F16 caches in place (lower.Target.NarrowKV: the
-// planner drops their casts); every other primitive one thread per output
+// K/V head), reading F16 and Q8_0 caches in place (lower.Target.NarrowKV:
+// the planner drops their casts), a Q8_0 cache's new rows quantized one
+// thread per block; every other primitive one thread per output
 // element. Index faults and I32 division
 // by zero set a fault word per launch, read after the step and reported as
 // the equation's interp.Error.

@@ -29,12 +29,12 @@ type flashCase struct {
 	R, T, S, H, KV, D, Dv int
 	cap                   float64
 	sinks, nanV, blind    bool
-	half, negInf          bool
+	half, negInf, q8      bool
 }
 
 func (c flashCase) String() string {
-	return fmt.Sprintf("R%d_T%d_S%d_H%d_KV%d_D%d_Dv%d_cap%g_sinks%v_nan%v_blind%v_half%v_neginf%v",
-		c.R, c.T, c.S, c.H, c.KV, c.D, c.Dv, c.cap, c.sinks, c.nanV, c.blind, c.half, c.negInf)
+	return fmt.Sprintf("R%d_T%d_S%d_H%d_KV%d_D%d_Dv%d_cap%g_sinks%v_nan%v_blind%v_half%v_neginf%v_q8%v",
+		c.R, c.T, c.S, c.H, c.KV, c.D, c.Dv, c.cap, c.sinks, c.nanV, c.blind, c.half, c.negInf, c.q8)
 }
 
 func (c flashCase) build(t *testing.T) (*poot.Graph, interp.Consts, interp.Slots) {
@@ -95,6 +95,12 @@ func (c flashCase) build(t *testing.T) (*poot.Graph, interp.Consts, interp.Slots
 	b := poot.NewBuilder[struct{}](poot.Limits{})
 	kvSlot := func(name string, v []float32, w int) poot.Traced[struct{}] {
 		shape := poot.Shape{c.R * c.S, w}
+		if c.q8 {
+			// Slots cannot be packed: the cache is quantized in the step
+			// and read back, as Step.Cache does.
+			slotF32(name, shape, v)
+			return b.Cast(b.Cast(b.SlotNamed(name, poot.T(poot.F32, shape...)), poot.Q8_0), poot.F32)
+		}
 		if !c.half {
 			slotF32(name, shape, v)
 			return b.SlotNamed(name, poot.T(poot.F32, shape...))
@@ -166,13 +172,17 @@ var flashCases = []flashCase{
 	{R: 2, T: 1, S: 600, H: 8, KV: 2, D: 32, Dv: 32, sinks: true, nanV: true, half: true},
 	{R: 1, T: 1, S: 300, H: 8, KV: 2, D: 32, Dv: 32, sinks: true, nanV: true},
 	{R: 1, T: 3, S: 600, H: 8, KV: 2, D: 32, Dv: 32, nanV: true, half: true},
+	{R: 2, T: 1, S: 600, H: 8, KV: 2, D: 32, Dv: 32, sinks: true, nanV: true, q8: true},
+	{R: 1, T: 1, S: 300, H: 4, KV: 2, D: 16, Dv: 48, q8: true},
+	{R: 1, T: 3, S: 600, H: 8, KV: 2, D: 64, Dv: 64, nanV: true, q8: true},
 }
 
 // TestHostFlashSplit holds fused attention, split-K for decode over long
 // caches and one-pass otherwise, with F32 and F16 caches, to the oracle
 // in the host harness, and checks each case's choice of kernels: the
 // split pair exactly when T = 1 and S ≥ splitMinS, and no cast of an F16
-// cache left in the plan.
+// or Q8_0 cache to F32 left in the plan (a Q8_0 cache's quantizing cast
+// runs, once a case).
 func TestHostFlashSplit(t *testing.T) {
 	host(t)
 	type run struct {
@@ -200,8 +210,11 @@ func TestHostFlashSplit(t *testing.T) {
 		if has := strings.Contains(ps, "cuda flash_attention_"); has == split {
 			t.Errorf("%v: one-pass kernel %v, want %v:\n%s", c, has, !split, ps)
 		}
-		if strings.Contains(ps, "cast_f16_f32") {
-			t.Errorf("%v: the plan still casts an F16 cache:\n%s", c, ps)
+		if strings.Contains(ps, "cast_f16_f32") || strings.Contains(ps, "cast_q8_0_f32") {
+			t.Errorf("%v: the plan still casts a narrow cache to F32:\n%s", c, ps)
+		}
+		if has := strings.Contains(ps, "cast_f32_q8_0"); has != c.q8 {
+			t.Errorf("%v: quantizing cast %v, want %v:\n%s", c, has, c.q8, ps)
 		}
 		mod, err := Generate(plan)
 		if err != nil {

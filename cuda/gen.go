@@ -96,7 +96,7 @@ func Target() lower.Target {
 	w := []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4}
 	return lower.Target{Name: "cuda", MatMulWeights: w, Fallback: w,
 		Kinds:      []lower.Kind{lower.Contract, lower.Elementwise, lower.Reduce, lower.FlashAttention, lower.Rows},
-		Composites: []string{lower.FusedAttention}, NarrowKV: []poot.DType{poot.F16}}
+		Composites: []string{lower.FusedAttention}, NarrowKV: []poot.DType{poot.F16, poot.Q8_0}}
 }
 
 // Generate writes the CUDA C of every kernel of plan for a device of
@@ -520,21 +520,23 @@ const (
 	splitWarps = 8 // query heads (one warp each) per block of split-K
 )
 
-// kvElem returns the C type of a K or V row and the conversion of one of
-// its elements to float: F32, or F16 read in place (Attention.KV).
-func kvElem(a *lower.Attention) (string, func(string) string) {
-	if a.KV == poot.F16 {
-		return "u16", func(x string) string { return "f16_to_f32(" + x + ")" }
+// kvAt returns the C expression of element idx of the K or V cache p as
+// a float: F32, or F16 or Q8_0 read in place (Attention.KV).
+func kvAt(a *lower.Attention, p, idx string) string {
+	switch a.KV {
+	case poot.F16:
+		return "f16_to_f32(" + p + "[" + idx + "])"
+	case poot.Q8_0:
+		return "ld_q8_0l(" + p + ", " + idx + ")"
 	}
-	return "float", func(x string) string { return x }
+	return p + "[" + idx + "]"
 }
 
 // flashScore emits the score x of query q against the K row of position s
 // of sequence r and K/V head g, the warp's lanes striding over D.
 func flashScore(kg *kgen, a *lower.Attention, kc string) {
-	typ, el := kvElem(a)
-	kg.line("  const %s* kr = %s + ((long long)r * %d + s) * %d + g * %d;", typ, kc, a.S, a.KVHeads*a.D, a.D)
-	kg.line("  float d = 0.0f; for (int c = lane; c < %d; c += 32) d += q[c] * %s;", a.D, el("kr[c]"))
+	kg.line("  long long kb = ((long long)r * %d + s) * %d + g * %d;", a.S, a.KVHeads*a.D, a.D)
+	kg.line("  float d = 0.0f; for (int c = lane; c < %d; c += 32) d += q[c] * %s;", a.D, kvAt(a, kc, "kb + c"))
 	kg.line("  float x = warp_sum(d) * %s;", lit(a.Scale))
 	if a.SoftCap != 0 {
 		kg.line("  x = tanhf(x * %s) * %s;", lit(1/a.SoftCap), lit(a.SoftCap))
@@ -554,7 +556,6 @@ func genFlash(g *poot.Graph, a *lower.Attention) []*kgen {
 	}
 	kg := newKgen(g, "flash_attention", 32, a.Heads, a.R*a.T)
 	q, kc, vc, mk := kg.ptr(a.Q, false), kg.ptr(a.K, false), kg.ptr(a.V, false), kg.ptr(a.Mask, false)
-	typ, el := kvElem(a)
 	cols := ceilDiv(a.Dv, 32)
 	vw := a.KVHeads * a.Dv
 	kg.line("int h = blockIdx.x, row = blockIdx.y, lane = threadIdx.x, r = row / %d, g = h / %d;", a.T, a.Rep)
@@ -576,16 +577,16 @@ func genFlash(g *poot.Graph, a *lower.Attention) []*kgen {
 	kg.line("for (int s = 0; s < %d; s++) { if (!mrow[s]) continue;", a.S)
 	flashScore(kg, a, kc)
 	kg.line("  float e = expf(x - m); l += e;")
-	kg.line("  const %s* vr = %s + ((long long)r * %d + s) * %d + g * %d;", typ, vc, a.S, vw, a.Dv)
-	kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += e * %s; } }", cols, a.Dv, el("vr[j]"))
+	kg.line("  long long vb = ((long long)r * %d + s) * %d + g * %d;", a.S, vw, a.Dv)
+	kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += e * %s; } }", cols, a.Dv, kvAt(a, vc, "vb + j"))
 	if a.T > 1 {
 		kg.line("for (int s = 0; s < %d; s++) { if (mrow[s]) continue;", a.S)
-		kg.line("  const %s* vr = %s + ((long long)r * %d + s) * %d + g * %d;", typ, vc, a.S, vw, a.Dv)
-		kg.line("  bool bad = false; for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d && !finite_f(%s)) bad = true; }", cols, a.Dv, el("vr[j]"))
+		kg.line("  long long vb = ((long long)r * %d + s) * %d + g * %d;", a.S, vw, a.Dv)
+		kg.line("  bool bad = false; for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d && !finite_f(%s)) bad = true; }", cols, a.Dv, kvAt(a, vc, "vb + j"))
 		kg.line("  if (!__any_sync(0xffffffffu, bad)) continue;")
 		kg.line("  bool seen = false; for (int t = 0; t < %d && !seen; t++) seen = %s[((long long)r * %d + t) * %d + s] != 0;", a.T, mk, a.T, a.S)
 		kg.line("  if (!seen) continue;")
-		kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d && !finite_f(%s)) acc[c] = f32_bits(0x7fc00000u); } }", cols, a.Dv, el("vr[j]"))
+		kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d && !finite_f(%s)) acc[c] = f32_bits(0x7fc00000u); } }", cols, a.Dv, kvAt(a, vc, "vb + j"))
 	}
 	kg.line("float inv = l == 0.0f ? f32_bits(0x7fc00000u) : 1.0f / l;")
 	kg.line("float* out = %s + (long long)row * %d + h * %d;", kg.ptr(a.Out, false), a.Heads*a.Dv, a.Dv)
@@ -615,7 +616,6 @@ func genFlashSplit(g *poot.Graph, a *lower.Attention) []*kgen {
 	stride := a.Dv + 2
 	bytes := int64(a.R) * int64(a.Heads) * int64(C) * int64(stride) * 4
 	negInf := lit(float32(math.Inf(-1)))
-	typ, el := kvElem(a)
 
 	kg := newKgen(g, "flash_split", 32*W, C, a.KVHeads*groups, a.R)
 	q, kc, vc, mk := kg.ptr(a.Q, false), kg.ptr(a.K, false), kg.ptr(a.V, false), kg.ptr(a.Mask, false)
@@ -634,8 +634,8 @@ func genFlashSplit(g *poot.Graph, a *lower.Attention) []*kgen {
 	kg.line("float l = 0.0f, acc[%d]; for (int c = 0; c < %d; c++) acc[c] = 0.0f;", cols, cols)
 	kg.line("for (int s = s0; s < s1; s++) { if (!mrow[s]) continue;")
 	kg.line("  float e = m == %s ? 0.0f : expf(sc[w][s - s0] - m); l += e;", negInf)
-	kg.line("  const %s* vr = %s + ((long long)r * %d + s) * %d + g * %d;", typ, vc, a.S, a.KVHeads*a.Dv, a.Dv)
-	kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += e * %s; } }", cols, a.Dv, el("vr[j]"))
+	kg.line("  long long vb = ((long long)r * %d + s) * %d + g * %d;", a.S, a.KVHeads*a.Dv, a.Dv)
+	kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += e * %s; } }", cols, a.Dv, kvAt(a, vc, "vb + j"))
 	kg.line("float* o = %s + ((long long)(r * %d + h) * %d + ch) * %d;", sp, a.Heads, C, stride)
 	kg.line("if (lane == 0) { o[0] = m; o[1] = l; }")
 	kg.line("for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) o[2 + j] = acc[c]; }", cols, a.Dv)
@@ -858,13 +858,32 @@ func intExpr(op poot.Op, a [3]string) (string, error) {
 }
 
 // genCast converts element by element; a packed operand decodes rows.
+// genQuantQ8 is the cast of F32 to Q8_0, one thread per block of 32, as
+// the IR defines it (package poot, Cast): d = max|x|/127 in f32 (a NaN
+// replaced by the next element's magnitude, as C's MAX spells it), stored
+// rounded to f16; quants x·(1/d) rounded half away from zero, and 0 for a
+// NaN quotient (which every interpreter gives, though the IR leaves it
+// unspecified).
+func genQuantQ8(g *poot.Graph, e poot.Eqn) *kgen {
+	n := int(g.Type(e.Inputs[0]).Shape.Size()) / 32
+	kg := elemKgen(g, "cast_f32_q8_0", n)
+	kg.line("const float* x = %s + (long long)i * 32; u8* o = %s + (long long)i * 34;", kg.ptr(e.Inputs[0], false), kg.ptr(e.Out, true))
+	kg.line("float amax = 0.0f; for (int j = 0; j < 32; j++) { float a = fabsf(x[j]); if (!(amax > a)) amax = a; }")
+	kg.line("float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f; u16 h = f32_to_f16(d); o[0] = (u8)h; o[1] = (u8)(h >> 8);")
+	kg.line("for (int j = 0; j < 32; j++) { float r = roundf(x[j] * id); o[2 + j] = (u8)(signed char)(r == r ? (int)r : 0); } }")
+	return kg
+}
+
 func genCast(g *poot.Graph, e poot.Eqn) ([]*kgen, error) {
 	from, to := g.Type(e.Inputs[0]), g.Type(e.Out).DType
 	n := int(from.Shape.Size())
 	kg := elemKgen(g, "cast_"+strings.ToLower(from.DType.String())+"_"+strings.ToLower(to.String()), n)
 	o := kg.ptr(e.Out, false)
 	if to.Packed() {
-		return nil, fmt.Errorf("cast of %v to %v (a quantized KV cache): no quantizing kernel; use f32 or f16 caches", from.DType, to)
+		if from.DType != poot.F32 || to != poot.Q8_0 {
+			return nil, fmt.Errorf("cast of %v to %v", from.DType, to)
+		}
+		return []*kgen{genQuantQ8(g, e)}, nil
 	}
 	if from.DType.Packed() {
 		dec := decoder(from.DType)

@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -195,10 +194,12 @@ func TestHostReferenceModels(t *testing.T) {
 	}
 }
 
-// TestHostHalfKV: a step over F16 caches (the casts of the new keys and
-// values to F16 and the cache writes run as generic kernels; the fused
-// attention reads the F16 caches in place, so the plan casts no F16 value
-// to F32) agrees with the oracle in the host harness.
+// TestHostHalfKV: a step over F16 or Q8_0 caches (the casts of the new
+// keys and values to F16 or Q8_0 and the cache writes run as generic
+// kernels; the fused attention reads the caches in place, so the plan
+// casts no F16 or Q8_0 value to F32) agrees with the oracle in the host
+// harness: as F32 caches do for F16, within 2e-3 of the logit range for
+// Q8_0.
 func TestHostHalfKV(t *testing.T) {
 	host(t)
 	c, err := load.Open(filepath.Join(refDir(t), "tiny-llama-f32.gguf"))
@@ -210,47 +211,32 @@ func TestHostHalfKV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []int{1, 4} {
-		g, consts := refStepKV(t, c, m, n, 16, poot.F16)
-		ex, err := (HostInterpreter{CacheDir: testCache}).CompileExec(g, consts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range ex.Module().Launches {
-			if strings.HasPrefix(l.Kernel, "cast_f16_f32_") {
-				t.Errorf("%d tokens: the plan casts an F16 value to F32 (launch %s)", n, l.Kernel)
+	for _, kv := range []poot.DType{poot.F16, poot.Q8_0} {
+		for _, n := range []int{1, 4} {
+			g, consts := refStepKV(t, c, m, n, 16, kv)
+			ex, err := (HostInterpreter{CacheDir: testCache}).CompileExec(g, consts)
+			if err != nil {
+				t.Fatal(err)
 			}
+			cast := "cast_" + strings.ToLower(kv.String()) + "_f32_"
+			for _, l := range ex.Module().Launches {
+				if strings.HasPrefix(l.Kernel, cast) {
+					t.Errorf("%d tokens: the plan casts a %v value to F32 (launch %s)", n, kv, l.Kernel)
+				}
+			}
+			if !slices.ContainsFunc(ex.Plan().Kernels, func(k *lower.Kernel) bool { return k.Attention != nil && k.Attention.KV == kv }) {
+				t.Errorf("%d tokens: no fused attention reads the %v caches", n, kv)
+			}
+			// A key computed a rounding apart can land a quantization step
+			// away (see lower/cpu's TestNarrowKVCache).
+			tol := refTol
+			if kv == poot.Q8_0 {
+				tol = 2e-3
+			}
+			toks := []int32{1, 5, 9, 13}[:n]
+			d := compareStep(t, fmt.Sprintf("%d tokens over %v caches", n, kv), g, consts, ex, stepSlots(t, toks, 0), tol)
+			ex.Close()
+			t.Logf("%v caches, %d tokens: max relative logit difference %.3g", kv, n, d)
 		}
-		if !slices.ContainsFunc(ex.Plan().Kernels, func(k *lower.Kernel) bool { return k.Attention != nil && k.Attention.KV == poot.F16 }) {
-			t.Errorf("%d tokens: no fused attention reads the F16 caches", n)
-		}
-		toks := []int32{1, 5, 9, 13}[:n]
-		d := compareStep(t, fmt.Sprintf("%d tokens over F16 caches", n), g, consts, ex, stepSlots(t, toks, 0), refTol)
-		ex.Close()
-		t.Logf("%d tokens: max relative logit difference %.3g", n, d)
-	}
-}
-
-// TestQ8KVRefused: a step over Q8_0 caches is refused at generation with
-// an UnsupportedError naming the quantizing cast, not miscompiled.
-func TestQ8KVRefused(t *testing.T) {
-	c, err := load.Open(filepath.Join(refDir(t), "tiny-qwen3-f32.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	m, err := registry.FromGGUF(c.GGUF())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, _ := refStepKV(t, c, m, 1, 16, poot.Q8_0)
-	plan, err := lower.Build(g, Target(), lower.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Generate(plan)
-	var ue *UnsupportedError
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "q8_0") {
-		t.Fatalf("Generate over Q8_0 caches: %v, want an UnsupportedError naming q8_0", err)
 	}
 }

@@ -75,6 +75,10 @@ static __device__ __forceinline__ float ld_half(const u8* b) { return f16_to_f32
 static __device__ __forceinline__ float ld_q8_0(const u8* r, int k) {
   const u8* b = r + (k >> 5) * 34; return (float)(signed char)b[2 + (k & 31)] * ld_half(b);
 }
+// Element k of a Q8_0 tensor read as one long row (a KV cache in place).
+static __device__ __forceinline__ float ld_q8_0l(const u8* r, long long k) {
+  const u8* b = r + (k >> 5) * 34; return (float)(signed char)b[2 + (k & 31)] * ld_half(b);
+}
 static __device__ __forceinline__ int nibble(const u8* qs, int j) { return j < 16 ? qs[j] & 15 : qs[j - 16] >> 4; }
 static __device__ __forceinline__ float ld_q4_0(const u8* r, int k) {
   const u8* b = r + (k >> 5) * 18; return (float)(nibble(b + 2, k & 31) - 8) * ld_half(b);

@@ -7,7 +7,7 @@
 # prefills generated for sm_75 for sm_75; then runs the host harness on
 # every family's tiny preset (F32, Q8_0, K-quant and MXFP4 matrices), the GEMV
 # and GEMM of every weight dtype, and fused attention (split-K for long
-# decode caches; F16 caches read in place) against the oracle. No GPU is
+# decode caches; F16 and Q8_0 caches read in place) against the oracle. No GPU is
 # needed.
 #
 # NVRTC 11.8 and ptxas come from Debian 12's non-free section: the script
