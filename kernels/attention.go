@@ -1,6 +1,9 @@
 package kernels
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
 
 // Attention describes one decode step of multi-head attention for a single
 // query position over S cached positions, with grouped-query sharing: query
@@ -136,6 +139,44 @@ const maxRep = 16
 // decoded into a fixed buffer.
 const maxQ8Dim = 512
 
+// fetchAhead is how many positions ahead of its use a K or V row is
+// prefetched: position-major rows sit KVStride elements apart, a power of
+// two the hardware prefetchers do not follow across pages, so each row
+// would otherwise wait out the whole memory latency. BenchmarkAttentionDepth
+// (a 1B model's caches at 4096 positions, one thread, loaded machine):
+// f32 5.3-10 ms a layer without, 1.9 with; f16 6.2-8.9 against 2.0; q8_0
+// 2.5-3.2 against 2.1 (4 and 32 ahead measured no better).
+const fetchAhead = 16
+
+// fetchRow prefetches the K (or V) row of position s and kv head g, when
+// s is a position.
+func (at *Attention) fetchRow(v bool, s, g, hs int) {
+	if s >= at.S {
+		return
+	}
+	off := s*at.KVStride + g*hs
+	switch {
+	case at.K != nil:
+		b := at.K
+		if v {
+			b = at.V
+		}
+		prefetchBytes(unsafe.Pointer(&b[off]), 4*at.HeadDim)
+	case at.K16 != nil:
+		b := at.K16
+		if v {
+			b = at.V16
+		}
+		prefetchBytes(unsafe.Pointer(&b[off]), 2*at.HeadDim)
+	default:
+		b := at.K8
+		if v {
+			b = at.V8
+		}
+		prefetchBytes(unsafe.Pointer(&b[off/32*34]), at.HeadDim/32*34)
+	}
+}
+
 // attnBlock is how many positions are scored before their softmax weights
 // are taken together: one exp pass and at most one rescale a block.
 const attnBlock = 64
@@ -186,6 +227,7 @@ func attendHeads(at *Attention, h0, h1 int) {
 						continue
 					}
 				}
+				at.fetchRow(false, s+fetchAhead, g, hs)
 				off := s*at.KVStride + g*hs
 				var kr []float32
 				switch {
@@ -245,6 +287,7 @@ func attendHeads(at *Attention, h0, h1 int) {
 				}
 				// A visible position is added even at weight 0, so that a
 				// non-finite V value turns the output NaN as 0·Inf does.
+				at.fetchRow(true, s0+j+fetchAhead, g, hs)
 				off := (s0+j)*at.KVStride + g*hs
 				var vr []float32
 				switch {

@@ -3,11 +3,13 @@ package kernels_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/kernels"
+	"github.com/pootlabs/poot/quant"
 )
 
 var benchDTypes = []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4}
@@ -196,4 +198,52 @@ func BenchmarkRowOps(b *testing.B) {
 			kernels.F16RowToF32(y, h)
 		}
 	})
+}
+
+// BenchmarkAttentionDepth is one decode step's attention over the
+// position-major caches of a Llama-3.2-1B-shaped model at 4096 positions
+// (32 query heads, 8 KV heads of 64), cycling through 16 layers' caches
+// so that they come from memory as in a real step, not from the last
+// level cache; f32, f16 and q8_0 caches.
+func BenchmarkAttentionDepth(b *testing.B) {
+	const S, H, KVH, D, L = 4096, 32, 8, 64, 16
+	r := rand.New(rand.NewPCG(1, 2))
+	q := randActs(r, H*D)
+	base := randActs(r, S*KVH*D)
+	for _, kv := range []string{"f32", "f16", "q8_0"} {
+		ats := make([]kernels.Attention, L)
+		bytes := 0
+		for l := range ats {
+			at := kernels.Attention{Q: q, Out: make([]float32, H*D), S: S, Heads: H, KVHeads: KVH, HeadDim: D,
+				KVStride: KVH * D, HeadStride: D, Scale: 0.125}
+			switch kv {
+			case "f32":
+				at.K, at.V = slices.Clone(base), slices.Clone(base)
+				bytes = 2 * 4 * len(base)
+			case "f16":
+				at.K16, at.V16 = make([]uint16, len(base)), make([]uint16, len(base))
+				kernels.F32RowToF16(at.K16, base)
+				copy(at.V16, at.K16)
+				bytes = 2 * 2 * len(base)
+			case "q8_0":
+				at.K8 = make([]byte, len(base)/32*34)
+				if err := quant.QuantizeRow(poot.Q8_0, at.K8, base); err != nil {
+					b.Fatal(err)
+				}
+				at.V8 = slices.Clone(at.K8)
+				bytes = 2 * len(at.K8)
+			}
+			ats[l] = at
+		}
+		b.Run(kv, func(b *testing.B) {
+			b.SetBytes(int64(bytes))
+			l := 0
+			for b.Loop() {
+				if err := kernels.AttendHeads(&ats[l], 0, H); err != nil {
+					b.Fatal(err)
+				}
+				l = (l + 1) % L
+			}
+		})
+	}
 }
