@@ -24,8 +24,10 @@ import (
 //
 // NaN and infinity propagate exactly as in the float64 product of the
 // decoded weights with x (the oracle's): an output that comes out NaN or
-// infinite, and every output of an activation row holding a NaN or an
-// infinity (which int8 blocks would hide), is computed again that way.
+// infinite, every output of an activation row holding a NaN or an
+// infinity (which int8 blocks would hide), and every output of an MXFP4
+// row with a block scaled by 2^125 or more (whose values may decode to
+// infinities), is computed again that way.
 // Finite inputs give such outputs only when a sum overflows, so the fast
 // path is untouched.
 func MatMulRows(wt poot.DType, y []float32, ldy int, w []byte, a *Acts, n0, n1 int) error {
@@ -122,6 +124,15 @@ func matmulRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
 // row marked non-finite.
 func exactNonFinite(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
 	rb := int(wt.RowBytes(int64(a.K)))
+	if wt == poot.MXFP4 {
+		for n := n0; n < n1; n++ {
+			if mxfp4Huge(w[n*rb : (n+1)*rb]) {
+				for t := range a.T {
+					y[t*N+n] = exactDot(wt, w[n*rb:(n+1)*rb], a.x[t*a.K:(t+1)*a.K])
+				}
+			}
+		}
+	}
 	for t := range a.T {
 		all := a.nonFinite != nil && a.nonFinite[t]
 		yr := y[t*N+n0 : t*N+n1]
@@ -133,6 +144,19 @@ func exactNonFinite(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int
 			}
 		}
 	}
+}
+
+// mxfp4Huge reports whether an MXFP4 row has a block scaled by 2^125 or
+// more (exponent byte 253 and up), whose values, up to 6 times the scale,
+// may decode past float32's range: the oracle's product then meets
+// infinities that the int8 sums, scaled at the end, never see.
+func mxfp4Huge(row []byte) bool {
+	for b := 0; b < len(row); b += 17 {
+		if row[b] >= 253 {
+			return true
+		}
+	}
+	return false
 }
 
 // exactDot is the oracle's product of x with one stored weight row: the
