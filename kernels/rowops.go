@@ -237,3 +237,21 @@ func xorGo(x []uint64) uint64 {
 	}
 	return s[0] ^ s[1] ^ s[2] ^ s[3]
 }
+
+// ExpInRange writes dst[i] = e^x[i] for the len(x) elements of x, within
+// 1e-6 relative, when every one lies in (-87, 88) (where e^x is a normal
+// float32), and reports whether it did; a NaN or a value outside leaves
+// dst as it was and returns false, for a caller whose exp must treat them
+// as the definition does. dst may alias x.
+func ExpInRange(dst, x []float32) bool {
+	if len(dst) < len(x) {
+		return false
+	}
+	for _, v := range x {
+		if !(v > -87 && v < 88) {
+			return false
+		}
+	}
+	expVec(dst[:len(x)], x)
+	return true
+}

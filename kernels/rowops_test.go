@@ -597,3 +597,34 @@ func testXorWords(t *testing.T) {
 		}
 	}
 }
+
+// TestExpInRange: e^x within 1e-6 relative at every level for x in
+// (-87, 88), odd lengths included; a NaN, an infinity or a value outside
+// the range anywhere in the row leaves dst untouched and reports false.
+func TestExpInRange(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		var x []float32
+		for v := float32(-86.9); v < 88; v += 0.291 {
+			x = append(x, v)
+		}
+		for _, n := range []int{0, 1, 7, 8, 9, len(x)} {
+			dst := make([]float32, n)
+			if !kernels.ExpInRange(dst, x[:n]) {
+				t.Fatalf("n=%d: refused", n)
+			}
+			for i, v := range dst {
+				want := math.Exp(float64(x[i]))
+				if math.Abs(float64(v)-want) > 1e-6*want {
+					t.Fatalf("exp(%g) = %g, want %g", x[i], v, want)
+				}
+			}
+		}
+		for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), -87, 88, -200} {
+			y := append([]float32{0.5}, bad, 1)
+			dst := []float32{-1, -1, -1}
+			if kernels.ExpInRange(dst, y) || dst[0] != -1 {
+				t.Errorf("%g in the row: accepted or wrote %v", bad, dst)
+			}
+		}
+	})
+}

@@ -299,3 +299,16 @@ func f32ToF16RowVec(dst []uint16, src []float32) bool {
 	}
 	return true
 }
+
+// expVec sets dst[i] = exp(x[i]) (the lengths equal).
+func expVec(dst, x []float32) {
+	n8 := len(x) &^ 7
+	if useAsm && n8 > 0 {
+		expSubSum(&dst[0], &x[0], n8, 0)
+	} else {
+		n8 = 0
+	}
+	for i := n8; i < len(x); i++ {
+		dst[i] = expf(x[i])
+	}
+}

@@ -69,3 +69,9 @@ func mulScaleVec(dst, x, w []float32, s float32) { mulScaleGo(dst, x, w, s) }
 func addVec(dst, a, b []float32)                 { addGo(dst, a, b) }
 
 func f32ToF16RowVec(dst []uint16, src []float32) bool { return false }
+
+func expVec(dst, x []float32) {
+	for i, v := range x {
+		dst[i] = expf(v)
+	}
+}

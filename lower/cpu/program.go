@@ -5,6 +5,7 @@ import (
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/internal/hostexec"
+	"github.com/pootlabs/poot/kernels"
 	"github.com/pootlabs/poot/lower"
 )
 
@@ -387,6 +388,9 @@ func unaryChunk(in lower.Instr, dst, x []float32, exact bool) {
 				dst[i] = float32(math.Exp(float64(v)))
 			}
 			break
+		}
+		if kernels.ExpInRange(dst, x) {
+			break // the vector kernel, when the chunk needs no special case
 		}
 		for i, v := range x {
 			dst[i] = expf(v)
