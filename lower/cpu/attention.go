@@ -88,14 +88,17 @@ func (f *flash) fastRow(p, row int, pool *kernels.Pool) error {
 	r := row / a.T
 	mask := f.mask.b[row*a.S : (row+1)*a.S]
 	km := f.kmask[p]
+	last := -1 // the last visible position: the kernel reads no further
 	for s, vis := range mask {
 		if vis != 0 {
 			km[s] = 0
+			last = s
 		} else {
 			km[s] = float32(math.Inf(-1))
 		}
 	}
 	at := &f.kat[p]
+	at.S = last + 1
 	kw := a.KVHeads * a.D
 	at.Q = f.q.f[row*a.Heads*a.D : (row+1)*a.Heads*a.D]
 	switch a.KV {
@@ -109,7 +112,7 @@ func (f *flash) fastRow(p, row int, pool *kernels.Pool) error {
 		at.V = f.v.f[r*a.S*kw : (r+1)*a.S*kw]
 	}
 	at.Out = f.out.f[row*a.Heads*a.D : (row+1)*a.Heads*a.D]
-	at.Mask = km
+	at.Mask = km[:at.S]
 	if pool != nil {
 		return kernels.Attend(pool, at)
 	}
