@@ -120,18 +120,22 @@ func (f *flash) fastRow(p, row int, pool *kernels.Pool) error {
 }
 
 // doRows runs the fast path over parts [lo, hi) of the query rows.
+// Part p takes every parts-th row from row p: a causal prefill's later
+// rows see more positions, so contiguous ranges would leave the first
+// parts idle (the last of two did three quarters of a chunk's work).
 func (f *flash) doRows(lo, hi int) {
 	n, parts := f.a.R*f.a.T, len(f.kat)
 	for p := lo; p < hi; p++ {
-		f.fastRows(p, n*p/parts, n*(p+1)/parts)
+		f.fastRows(p, p, n, parts)
 	}
 }
 
-// fastRows computes query rows [r0, r1) with part p's scratch. The
-// kernels fail only on shapes compileFlash has made consistent, so a row
-// they refuse is computed by the portable path instead.
-func (f *flash) fastRows(p, r0, r1 int) {
-	for row := r0; row < r1; row++ {
+// fastRows computes query rows r0, r0+step, ... below r1 with part p's
+// scratch. The kernels fail only on shapes compileFlash has made
+// consistent, so a row they refuse is computed by the portable path
+// instead.
+func (f *flash) fastRows(p, r0, r1, step int) {
+	for row := r0; row < r1; row += step {
 		if err := f.fastRow(p, row, nil); err != nil {
 			f.part(p, row*f.a.KVHeads, (row+1)*f.a.KVHeads)
 		}
@@ -226,7 +230,7 @@ func (f *flash) runFast() error {
 			f.part(0, 0, a.KVHeads)
 		}
 	case len(f.kat) == 1 || !big:
-		f.fastRows(0, 0, rows)
+		f.fastRows(0, 0, rows, 1)
 	default:
 		f.x.pool.Run(len(f.kat), f.rowsFn)
 	}
