@@ -11,8 +11,11 @@ import (
 // against one prepared activation row, one row after the other, so that an
 // output never depends on how the rows were split between workers.
 
+// q8_0Rowsz reads the activation's lane offsets (o4) and lane scales (d8)
+// instead of its block scales.
+//
 //go:noescape
-func q8_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
+func q8_0Rowsz(w *byte, nb int, aq *int8, o4 *int32, d8 *float32, y *float32, nr int)
 
 //go:noescape
 func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
@@ -88,11 +91,12 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 		}
 	case poot.Q8_0, poot.Q4_0:
 		nb := K / 32
-		aq, ad := &a.q[t*K], &a.d[t*nb]
+		aq := &a.q[t*K]
 		if wt == poot.Q8_0 {
-			q8_0Rowsz(&w[0], nb, aq, ad, &y[0], nr)
+			l := (t - a.T&^3) * K / 4
+			q8_0Rowsz(&w[0], nb, aq, &a.o4[l], &a.d8[l], &y[0], nr)
 		} else {
-			q4_0Rowsz(&w[0], nb, aq, ad, &y[0], nr)
+			q4_0Rowsz(&w[0], nb, aq, &a.d[t*nb], &y[0], nr)
 		}
 	default:
 		nb := K / 256

@@ -123,66 +123,67 @@ TEXT ·bf16Rowsz(SB), NOSPLIT, $0-40
 
 // ---- Q8_0 ----------------------------------------------------------------
 
-// Q8PAIR adds the block pair at wo(BX) (activation quants at ao(SI),
-// scales at do(DI)) to acc: lanes 0-7 take the first block, 8-15 the
-// second. Z7 holds 0x80 bytes, K1 = 0xff00; zw, zi, zs (ys), zx, zd are
-// scratch.
-#define Q8PAIR(wo, ao, do, acc, zw, yw, zi, zs, ys, zx, zd) \
+// A pair of blocks fills one register: lanes 0-7 take the first block,
+// 8-15 the second. Each lane's sum of four products starts from the
+// activation's offset for it (o4: -128 times its four quants' sum, which
+// the 0x80 added to the weights puts in) and is scaled by the activation's
+// lane scale (d8) times the weight block's.
+
+// Q8PAIR adds the block pair at wo(BX) (activation quants, lane offsets
+// and lane scales at byte ao of SI, R10 and DI, each indexed by R11) to
+// acc. Z7 holds 0x80 bytes, K1 = 0xff00; zw (yw), zi, zs (ys) are scratch.
+#define Q8PAIR(wo, ao, acc, zw, yw, zi, zs, ys) \
 	VMOVDQU (wo+2)(BX), yw \
 	VINSERTI64X4 $1, (wo+36)(BX), zw, zw \
 	VPXORD Z7, zw, zw \
-	VPXORD zi, zi, zi \
-	VPDPBUSD ao(SI), zw, zi \
-	VPXORD zx, zx, zx \
-	VPDPBUSD ao(SI), Z7, zx \
-	VPSUBD zx, zi, zi \
+	VMOVDQU32 ao(R10)(R11*1), zi \
+	VPDPBUSD ao(SI)(R11*1), zw, zi \
 	VCVTDQ2PS zi, zi \
 	VPBROADCASTW wo(BX), ys \
 	VPBROADCASTW (wo+34)(BX), K1, ys \
 	VCVTPH2PS ys, zs \
-	VBROADCASTSS do(DI), zd \
-	VBROADCASTSS (do+4)(DI), K1, zd \
-	VMULPS zd, zs, zs \
+	VMULPS ao(DI)(R11*1), zs, zs \
 	VFMADD231PS zi, zs, acc
 
 // Q8ONE is Q8PAIR for a last single block, in lanes 0-7 (K2 = the low 32
-// bytes; the zero upper half adds nothing).
-#define Q8ONE(acc, zw, zi, zs, ys, zx, zd) \
+// bytes, K3 = the low 8 lanes; the zero upper half adds nothing).
+#define Q8ONE(acc, zw, zi, zs, ys, za) \
 	VMOVDQU8.Z 2(BX), K2, zw \
-	VMOVDQU8.Z (SI), K2, Z6 \
+	VMOVDQU8.Z (SI)(R11*1), K2, za \
 	VPXORD Z7, zw, zw \
-	VPXORD zi, zi, zi \
-	VPDPBUSD Z6, zw, zi \
-	VPXORD zx, zx, zx \
-	VPDPBUSD Z6, Z7, zx \
-	VPSUBD zx, zi, zi \
+	VMOVDQU32.Z (R10)(R11*1), K3, zi \
+	VPDPBUSD za, zw, zi \
 	VCVTDQ2PS zi, zi \
 	VPBROADCASTW (BX), ys \
 	VCVTPH2PS ys, zs \
-	VBROADCASTSS (DI), zd \
-	VMULPS zd, zs, zs \
+	VMOVUPS.Z (DI)(R11*1), K3, za \
+	VMULPS za, zs, zs \
 	VFMADD231PS zi, zs, acc
 
-#define Q8A(wo, ao, do) Q8PAIR(wo, ao, do, Z0, Z8, Y8, Z9, Z10, Y10, Z11, Z12)
-#define Q8B(wo, ao, do) Q8PAIR(wo, ao, do, Z1, Z2, Y2, Z3, Z4, Y4, Z5, Z13)
+#define Q8A(wo, ao) Q8PAIR(wo, ao, Z0, Z8, Y8, Z9, Z10, Y10)
+#define Q8B(wo, ao) Q8PAIR(wo, ao, Z1, Z2, Y2, Z3, Z4, Y4)
 
-// func q8_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
-TEXT ·q8_0Rowsz(SB), NOSPLIT, $0-48
+// func q8_0Rowsz(w *byte, nb int, aq *int8, o4 *int32, d8 *float32, y *float32, nr int)
+TEXT ·q8_0Rowsz(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), BX
-	MOVQ y+32(FP), DX
-	MOVQ nr+40(FP), R9
+	MOVQ aq+16(FP), SI
+	MOVQ o4+24(FP), R10
+	MOVQ d8+32(FP), DI
+	MOVQ y+40(FP), DX
+	MOVQ nr+48(FP), R9
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z7
 	MOVL $0xff00, AX
 	KMOVW AX, K1
+	MOVL $0xff, AX
+	KMOVW AX, K3
 	MOVL $0xffffffff, AX
 	KMOVQ AX, K2
 	TESTQ R9, R9
 	JZ end
 
 row:
-	MOVQ aq+16(FP), SI
-	MOVQ ad+24(FP), DI
+	XORQ R11, R11
 	MOVQ nb+8(FP), CX
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
@@ -190,11 +191,10 @@ row:
 	JZ pair
 
 quad:
-	Q8A(0, 0, 0)
-	Q8B(68, 64, 8)
+	Q8A(0, 0)
+	Q8B(68, 64)
 	ADDQ $136, BX
-	ADDQ $128, SI
-	ADDQ $16, DI
+	ADDQ $128, R11
 	DECQ CX
 	JNZ quad
 
@@ -202,15 +202,14 @@ pair:
 	MOVQ nb+8(FP), CX
 	TESTQ $2, CX
 	JZ one
-	Q8A(0, 0, 0)
+	Q8A(0, 0)
 	ADDQ $68, BX
-	ADDQ $64, SI
-	ADDQ $8, DI
+	ADDQ $64, R11
 
 one:
 	TESTQ $1, CX
 	JZ sum
-	Q8ONE(Z1, Z2, Z3, Z4, Y4, Z5, Z13)
+	Q8ONE(Z1, Z2, Z3, Z4, Y4, Z5)
 	ADDQ $34, BX
 
 sum:
