@@ -51,13 +51,11 @@ type Acts struct {
 	d         []float32 // per block scale: T*K/32 (actQ8) or T*K/256 (actQ8K)
 	s         []float32 // actQ8: d * sum(q) per block, for the min-offset dtypes
 	o         []int32   // actQ8: -128 * sum(q) per block, the offset the VNNI tiles subtract
-	// For the one-row kernels' rows (those past the last group of four,
-	// counted from there), actQ8: -128 * the sum of each four consecutive
-	// quants (o4, the offset of each VPDPBUSD lane) and each block's scale
-	// repeated eight times (d8, the scale of each lane): K/4 of each a row.
+	bs        []int16   // actQ8K: sum of each 16 consecutive quants, T*K/16
+	// o4 is, for the one-row kernels' rows (those past the last group of
+	// four, counted from there), actQ8: -128 * the sum of each four
+	// consecutive quants, the offset of each VPDPBUSD lane; K/4 a row.
 	o4 []int32
-	d8 []float32
-	bs []int16 // actQ8K: sum of each 16 consecutive quants, T*K/16
 
 	job    matJob           // the parallel product's arguments, see MatMul
 	run    func(lo, hi int) // job.do bound to runFor.job
@@ -183,25 +181,17 @@ func quantizeQ8(q []int8, d, s []float32, o []int32, x []float32) {
 	}
 }
 
-// laneQ8 fills o4 and d8 for the rows from head on.
+// laneQ8 fills o4 for the rows from head on.
 func (a *Acts) laneQ8(head int) {
 	n := (a.T - head) * a.K / 4
 	if cap(a.o4) < n {
 		a.o4 = make([]int32, n)
-		a.d8 = make([]float32, n)
 	}
-	a.o4, a.d8 = a.o4[:n], a.d8[:n]
+	a.o4 = a.o4[:n]
 	q := a.q[head*a.K : a.T*a.K]
 	for i := range a.o4 {
 		g := (*[4]int8)(q[4*i : 4*i+4])
 		a.o4[i] = -128 * (int32(g[0]) + int32(g[1]) + int32(g[2]) + int32(g[3]))
-	}
-	d := a.d[head*a.K/32 : a.T*a.K/32]
-	for b, v := range d {
-		l := (*[8]float32)(a.d8[8*b : 8*b+8])
-		for i := range l {
-			l[i] = v
-		}
 	}
 }
 

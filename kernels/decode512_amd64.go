@@ -11,11 +11,10 @@ import (
 // against one prepared activation row, one row after the other, so that an
 // output never depends on how the rows were split between workers.
 
-// q8_0Rowsz reads the activation's lane offsets (o4) and lane scales (d8)
-// instead of its block scales.
+// q8_0Rowsz also reads the activation's lane offsets (o4).
 //
 //go:noescape
-func q8_0Rowsz(w *byte, nb int, aq *int8, o4 *int32, d8 *float32, y *float32, nr int)
+func q8_0Rowsz(w *byte, nb int, aq *int8, o4 *int32, ad *float32, y *float32, nr int)
 
 //go:noescape
 func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
@@ -93,8 +92,7 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 		nb := K / 32
 		aq := &a.q[t*K]
 		if wt == poot.Q8_0 {
-			l := (t - a.T&^3) * K / 4
-			q8_0Rowsz(&w[0], nb, aq, &a.o4[l], &a.d8[l], &y[0], nr)
+			q8_0Rowsz(&w[0], nb, aq, &a.o4[(t-a.T&^3)*K/4], &a.d[t*nb], &y[0], nr)
 		} else {
 			q4_0Rowsz(&w[0], nb, aq, &a.d[t*nb], &y[0], nr)
 		}

@@ -123,94 +123,132 @@ TEXT ·bf16Rowsz(SB), NOSPLIT, $0-40
 
 // ---- Q8_0 ----------------------------------------------------------------
 
-// A pair of blocks fills one register: lanes 0-7 take the first block,
-// 8-15 the second. Each lane's sum of four products starts from the
-// activation's offset for it (o4: -128 times its four quants' sum, which
-// the 0x80 added to the weights puts in) and is scaled by the activation's
-// lane scale (d8) times the weight block's.
+// Four blocks an iteration, a pair to a register: lanes 0-7 take the
+// first block of the pair, 8-15 the second. Each lane's sum of four
+// products starts from the activation's offset for it (o4: -128 times its
+// four quants' sum, which the 0x80 added to the weights puts in). The four
+// weight scales are picked out of the iteration's first 128 bytes by one
+// permute, converted and multiplied by the activation's block scales as
+// four floats, and only then spread over the lanes.
 
-// Q8PAIR adds the block pair at wo(BX) (activation quants, lane offsets
-// and lane scales at byte ao of SI, R10 and DI, each indexed by R11) to
-// acc. Z7 holds 0x80 bytes, K1 = 0xff00; zw (yw), zi, zs (ys) are scratch.
-#define Q8PAIR(wo, ao, acc, zw, yw, zi, zs, ys) \
+// VPERMT2W indices: the f16 scales of four consecutive blocks are words 0,
+// 17, 34 and 51 of the 128 bytes at the first.
+DATA q8scw<>+0(SB)/8, $0x0033002200110000
+DATA q8scw<>+8(SB)/8, $0
+DATA q8scw<>+16(SB)/8, $0
+DATA q8scw<>+24(SB)/8, $0
+DATA q8scw<>+32(SB)/8, $0
+DATA q8scw<>+40(SB)/8, $0
+DATA q8scw<>+48(SB)/8, $0
+DATA q8scw<>+56(SB)/8, $0
+GLOBL q8scw<>(SB), RODATA|NOPTR, $64
+
+// VPERMPS indices: element 0 to lanes 0-7 and 1 to 8-15, then 2 and 3.
+DATA q8lane<>+0(SB)/8, $0
+DATA q8lane<>+8(SB)/8, $0
+DATA q8lane<>+16(SB)/8, $0
+DATA q8lane<>+24(SB)/8, $0
+DATA q8lane<>+32(SB)/8, $0x0000000100000001
+DATA q8lane<>+40(SB)/8, $0x0000000100000001
+DATA q8lane<>+48(SB)/8, $0x0000000100000001
+DATA q8lane<>+56(SB)/8, $0x0000000100000001
+DATA q8lane<>+64(SB)/8, $0x0000000200000002
+DATA q8lane<>+72(SB)/8, $0x0000000200000002
+DATA q8lane<>+80(SB)/8, $0x0000000200000002
+DATA q8lane<>+88(SB)/8, $0x0000000200000002
+DATA q8lane<>+96(SB)/8, $0x0000000300000003
+DATA q8lane<>+104(SB)/8, $0x0000000300000003
+DATA q8lane<>+112(SB)/8, $0x0000000300000003
+DATA q8lane<>+120(SB)/8, $0x0000000300000003
+GLOBL q8lane<>(SB), RODATA|NOPTR, $128
+
+// Q8SUM leaves in zi the lane sums of the block pair at wo(BX) against
+// the activation quants and lane offsets at byte ao of SI and R10 (both
+// indexed by R11). Z7 holds 0x80 bytes; zw (yw) is scratch.
+#define Q8SUM(wo, ao, zw, yw, zi) \
 	VMOVDQU (wo+2)(BX), yw \
 	VINSERTI64X4 $1, (wo+36)(BX), zw, zw \
 	VPXORD Z7, zw, zw \
 	VMOVDQU32 ao(R10)(R11*1), zi \
 	VPDPBUSD ao(SI)(R11*1), zw, zi \
-	VCVTDQ2PS zi, zi \
-	VPBROADCASTW wo(BX), ys \
-	VPBROADCASTW (wo+34)(BX), K1, ys \
-	VCVTPH2PS ys, zs \
-	VMULPS ao(DI)(R11*1), zs, zs \
-	VFMADD231PS zi, zs, acc
+	VCVTDQ2PS zi, zi
 
-// Q8ONE is Q8PAIR for a last single block, in lanes 0-7 (K2 = the low 32
-// bytes, K3 = the low 8 lanes; the zero upper half adds nothing).
-#define Q8ONE(acc, zw, zi, zs, ys, za) \
-	VMOVDQU8.Z 2(BX), K2, zw \
-	VMOVDQU8.Z (SI)(R11*1), K2, za \
-	VPXORD Z7, zw, zw \
-	VMOVDQU32.Z (R10)(R11*1), K3, zi \
-	VPDPBUSD za, zw, zi \
-	VCVTDQ2PS zi, zi \
-	VPBROADCASTW (BX), ys \
-	VCVTPH2PS ys, zs \
-	VMOVUPS.Z (DI)(R11*1), K3, za \
-	VMULPS za, zs, zs \
-	VFMADD231PS zi, zs, acc
+// Q8QUAD adds the four blocks at (BX) to Z0 and Z1 (block scales at
+// (DI)). Z12 holds the scale indices, Z13 and Z14 the lane indices.
+#define Q8QUAD \
+	VMOVDQU64 (BX), Z4 \
+	VPERMT2W 64(BX), Z12, Z4 \
+	VCVTPH2PS X4, X4 \
+	VMULPS (DI), X4, X4 \
+	Q8SUM(0, 0, Z8, Y8, Z9) \
+	VPERMPS Z4, Z13, Z5 \
+	VFMADD231PS Z9, Z5, Z0 \
+	Q8SUM(68, 64, Z2, Y2, Z3) \
+	VPERMPS Z4, Z14, Z6 \
+	VFMADD231PS Z3, Z6, Z1
 
-#define Q8A(wo, ao) Q8PAIR(wo, ao, Z0, Z8, Y8, Z9, Z10, Y10)
-#define Q8B(wo, ao) Q8PAIR(wo, ao, Z1, Z2, Y2, Z3, Z4, Y4)
+// Q8ONE adds the single block at (BX) to Z1, in lanes 0-7 (K2 = the low
+// 32 bytes, K3 = the low 8 lanes; the zero upper half adds nothing).
+#define Q8ONE \
+	VMOVDQU8.Z 2(BX), K2, Z2 \
+	VMOVDQU8.Z (SI)(R11*1), K2, Z5 \
+	VPXORD Z7, Z2, Z2 \
+	VMOVDQU32.Z (R10)(R11*1), K3, Z3 \
+	VPDPBUSD Z5, Z2, Z3 \
+	VCVTDQ2PS Z3, Z3 \
+	VPBROADCASTW (BX), Y4 \
+	VCVTPH2PS Y4, Z4 \
+	VMULPS.BCST (DI), Z4, Z4 \
+	VFMADD231PS Z3, Z4, Z1
 
-// func q8_0Rowsz(w *byte, nb int, aq *int8, o4 *int32, d8 *float32, y *float32, nr int)
+// func q8_0Rowsz(w *byte, nb int, aq *int8, o4 *int32, ad *float32, y *float32, nr int)
 TEXT ·q8_0Rowsz(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), BX
 	MOVQ aq+16(FP), SI
 	MOVQ o4+24(FP), R10
-	MOVQ d8+32(FP), DI
 	MOVQ y+40(FP), DX
 	MOVQ nr+48(FP), R9
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z7
-	MOVL $0xff00, AX
-	KMOVW AX, K1
 	MOVL $0xff, AX
 	KMOVW AX, K3
 	MOVL $0xffffffff, AX
 	KMOVQ AX, K2
+	VMOVDQU64 q8scw<>(SB), Z12
+	VMOVDQU64 q8lane<>(SB), Z13
+	VMOVDQU64 q8lane<>+64(SB), Z14
 	TESTQ R9, R9
 	JZ end
 
 row:
 	XORQ R11, R11
+	MOVQ ad+32(FP), DI
 	MOVQ nb+8(FP), CX
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	SHRQ $2, CX
-	JZ pair
+	JZ tail
 
 quad:
-	Q8A(0, 0)
-	Q8B(68, 64)
+	Q8QUAD
 	ADDQ $136, BX
 	ADDQ $128, R11
+	ADDQ $16, DI
 	DECQ CX
 	JNZ quad
 
-pair:
+tail:
 	MOVQ nb+8(FP), CX
-	TESTQ $2, CX
-	JZ one
-	Q8A(0, 0)
-	ADDQ $68, BX
-	ADDQ $64, R11
+	ANDQ $3, CX
+	JZ sum
 
 one:
-	TESTQ $1, CX
-	JZ sum
-	Q8ONE(Z1, Z2, Z3, Z4, Y4, Z5)
+	Q8ONE
 	ADDQ $34, BX
+	ADDQ $32, R11
+	ADDQ $4, DI
+	DECQ CX
+	JNZ one
 
 sum:
 	VADDPS Z1, Z0, Z0
