@@ -47,6 +47,18 @@ func f16Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 //go:noescape
 func bf16Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 
+// The two-stream float kernels: nr rows at wa and nr at wb at once, into
+// ya and yb, each row as the one-stream kernel computes it.
+
+//go:noescape
+func f32Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
+
+//go:noescape
+func f16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
+
+//go:noescape
+func bf16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
+
 // decodeSlab is about how many weight bytes a call walks before the next
 // activation row meets them, when several rows are left: the weights are
 // then still in L2 for the second and third rows.
@@ -85,14 +97,30 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 	K, nr := a.K, len(y)
 	switch wt {
 	case poot.F32, poot.F16, poot.BF16:
-		x, wp := &a.x[t*K], unsafe.Pointer(&w[0])
-		switch wt {
-		case poot.F32:
-			f32Rowsz(x, wp, K, &y[0], nr)
-		case poot.F16:
-			f16Rowsz(x, wp, K, &y[0], nr)
-		default:
-			bf16Rowsz(x, wp, K, &y[0], nr)
+		// The first and second halves of the rows as two streams; an odd
+		// last row alone.
+		x, h, rb := &a.x[t*K], nr/2, len(w)/nr
+		if h > 0 {
+			wa, wb := unsafe.Pointer(&w[0]), unsafe.Pointer(&w[h*rb])
+			switch wt {
+			case poot.F32:
+				f32Rows2z(x, wa, wb, K, &y[0], &y[h], h)
+			case poot.F16:
+				f16Rows2z(x, wa, wb, K, &y[0], &y[h], h)
+			default:
+				bf16Rows2z(x, wa, wb, K, &y[0], &y[h], h)
+			}
+		}
+		if nr&1 != 0 {
+			wp := unsafe.Pointer(&w[(nr-1)*rb])
+			switch wt {
+			case poot.F32:
+				f32Rowsz(x, wp, K, &y[nr-1], 1)
+			case poot.F16:
+				f16Rowsz(x, wp, K, &y[nr-1], 1)
+			default:
+				bf16Rowsz(x, wp, K, &y[nr-1], 1)
+			}
 		}
 	case poot.Q8_0, poot.Q4_0:
 		nb := K / 32

@@ -109,6 +109,116 @@ end: \
 	VZEROUPPER \
 	RET
 
+// The two-stream float kernels (see q8_0Rows2z): FROWS2 is FROWS for nr
+// rows at wa and nr rows at wb at once, into ya and yb, each row's sum
+// taken exactly as FROWS takes it. Row A sums in Z0-Z3 and row B in
+// Z8-Z11; the activation is loaded once into Z12-Z15 for both.
+#define LD2F32(b, off, z) VMOVUPS off(b), z
+#define LD2F16(b, off, z) VCVTPH2PS off(b), z
+#define LD2BF16(b, off, z) VPMOVZXWD off(b), z; VPSLLD $16, z, z
+#define LDM2F32(b, z) VMOVUPS.Z (b), K1, z
+#define LDM2F16(b, z) VCVTPH2PS.Z (b), K1, z
+#define LDM2BF16(b, z) VPMOVZXWD.Z (b), K1, z; VPSLLD $16, z, z
+
+#define FROWS2(LD, LDM, ws) \
+	MOVQ wa+8(FP), DI \
+	MOVQ wb+16(FP), R12 \
+	MOVQ ya+32(FP), DX \
+	MOVQ yb+40(FP), R13 \
+	MOVQ nr+48(FP), R8 \
+	MOVQ k+24(FP), CX \
+	ANDQ $15, CX \
+	MOVL $1, AX \
+	SHLL CX, AX \
+	DECL AX \
+	KMOVW AX, K1 \
+	TESTQ R8, R8 \
+	JZ end \
+row: \
+	MOVQ x+0(FP), SI \
+	MOVQ k+24(FP), CX \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	VPXORD Z8, Z8, Z8 \
+	VPXORD Z9, Z9, Z9 \
+	VPXORD Z10, Z10, Z10 \
+	VPXORD Z11, Z11, Z11 \
+	SHRQ $6, CX \
+	JZ by16 \
+by64: \
+	VMOVUPS (SI), Z12 \
+	VMOVUPS 64(SI), Z13 \
+	VMOVUPS 128(SI), Z14 \
+	VMOVUPS 192(SI), Z15 \
+	LD(DI, 0, Z4) \
+	LD(DI, 16*ws, Z5) \
+	LD(DI, 32*ws, Z6) \
+	LD(DI, 48*ws, Z7) \
+	VFMADD231PS Z12, Z4, Z0 \
+	VFMADD231PS Z13, Z5, Z1 \
+	VFMADD231PS Z14, Z6, Z2 \
+	VFMADD231PS Z15, Z7, Z3 \
+	LD(R12, 0, Z4) \
+	LD(R12, 16*ws, Z5) \
+	LD(R12, 32*ws, Z6) \
+	LD(R12, 48*ws, Z7) \
+	VFMADD231PS Z12, Z4, Z8 \
+	VFMADD231PS Z13, Z5, Z9 \
+	VFMADD231PS Z14, Z6, Z10 \
+	VFMADD231PS Z15, Z7, Z11 \
+	ADDQ $(64*ws), DI \
+	ADDQ $(64*ws), R12 \
+	ADDQ $256, SI \
+	DECQ CX \
+	JNZ by64 \
+by16: \
+	MOVQ k+24(FP), CX \
+	SHRQ $4, CX \
+	ANDQ $3, CX \
+	JZ last \
+step16: \
+	VMOVUPS (SI), Z12 \
+	LD(DI, 0, Z4) \
+	LD(R12, 0, Z5) \
+	VFMADD231PS Z12, Z4, Z0 \
+	VFMADD231PS Z12, Z5, Z8 \
+	ADDQ $(16*ws), DI \
+	ADDQ $(16*ws), R12 \
+	ADDQ $64, SI \
+	DECQ CX \
+	JNZ step16 \
+last: \
+	MOVQ k+24(FP), CX \
+	ANDQ $15, CX \
+	JZ sum \
+	VMOVUPS.Z (SI), K1, Z12 \
+	LDM(DI, Z4) \
+	LDM(R12, Z5) \
+	VFMADD231PS Z12, Z4, Z1 \
+	VFMADD231PS Z12, Z5, Z9 \
+	LEAQ (DI)(CX*ws), DI \
+	LEAQ (R12)(CX*ws), R12 \
+sum: \
+	VADDPS Z1, Z0, Z0 \
+	VADDPS Z3, Z2, Z2 \
+	VADDPS Z2, Z0, Z0 \
+	HSUM0 \
+	VMOVSS X0, (DX) \
+	VADDPS Z9, Z8, Z0 \
+	VADDPS Z11, Z10, Z2 \
+	VADDPS Z2, Z0, Z0 \
+	HSUM0 \
+	VMOVSS X0, (R13) \
+	ADDQ $4, DX \
+	ADDQ $4, R13 \
+	DECQ R8 \
+	JNZ row \
+end: \
+	VZEROUPPER \
+	RET
+
 // func f32Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 TEXT ·f32Rowsz(SB), NOSPLIT, $0-40
 	FROWS(LDF32, LDMF32, 4)
@@ -120,6 +230,18 @@ TEXT ·f16Rowsz(SB), NOSPLIT, $0-40
 // func bf16Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 TEXT ·bf16Rowsz(SB), NOSPLIT, $0-40
 	FROWS(LDBF16, LDMBF16, 2)
+
+// func f32Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
+TEXT ·f32Rows2z(SB), NOSPLIT, $0-56
+	FROWS2(LD2F32, LDM2F32, 4)
+
+// func f16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
+TEXT ·f16Rows2z(SB), NOSPLIT, $0-56
+	FROWS2(LD2F16, LDM2F16, 2)
+
+// func bf16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
+TEXT ·bf16Rows2z(SB), NOSPLIT, $0-56
+	FROWS2(LD2BF16, LDM2BF16, 2)
 
 // ---- Q8_0 ----------------------------------------------------------------
 
