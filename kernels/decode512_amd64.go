@@ -33,6 +33,14 @@ func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr
 //go:noescape
 func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
 
+// q4_KRows2z and q5_KRows2z are the two-stream forms (see q8_0Rows2z).
+
+//go:noescape
+func q4_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, bs *int16, ya, yb *float32, nr int)
+
+//go:noescape
+func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, bs *int16, ya, yb *float32, nr int)
+
 //go:noescape
 func q6_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
 
@@ -142,13 +150,25 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 	default:
 		nb := K / 256
 		aq, ad, bs := &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16]
-		switch wt {
-		case poot.Q4_K:
-			q4_KRowsz(&w[0], nb, aq, ad, bs, &y[0], nr)
-		case poot.Q5_K:
-			q5_KRowsz(&w[0], nb, aq, ad, bs, &y[0], nr)
-		default:
+		if wt == poot.Q6_K {
 			q6_KRowsz(&w[0], nb, aq, ad, bs, &y[0], nr)
+			break
+		}
+		h, rb := nr/2, len(w)/nr
+		if h > 0 {
+			if wt == poot.Q4_K {
+				q4_KRows2z(&w[0], &w[h*rb], nb, aq, ad, bs, &y[0], &y[h], h)
+			} else {
+				q5_KRows2z(&w[0], &w[h*rb], nb, aq, ad, bs, &y[0], &y[h], h)
+			}
+		}
+		if nr&1 != 0 {
+			wl, yl := &w[(nr-1)*rb], &y[nr-1]
+			if wt == poot.Q4_K {
+				q4_KRowsz(wl, nb, aq, ad, bs, yl, 1)
+			} else {
+				q5_KRowsz(wl, nb, aq, ad, bs, yl, 1)
+			}
 		}
 	}
 }

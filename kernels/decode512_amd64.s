@@ -901,6 +901,88 @@ end: \
 	VZEROUPPER \
 	RET
 
+// KROWS2(SB, bb) is KROWS for nr rows at wa and nr rows at wb at once
+// (see q8_0Rows2z), into ya and yb: four super-blocks of a row of the
+// first run, then the same four of a row of the second, whose weights
+// pointer (R12) and sum (Z16) are swapped with BX and Z0 for the time.
+#define KSWAP \
+	XCHGQ BX, R12 \
+	VMOVAPS Z0, Z17 \
+	VMOVAPS Z16, Z0 \
+	VMOVAPS Z17, Z16
+
+#define KROWS2(SB, bb) \
+	MOVQ wa+0(FP), BX \
+	MOVQ wb+8(FP), R12 \
+	MOVQ ya+48(FP), DX \
+	MOVQ yb+56(FP), R13 \
+	MOVQ nr+64(FP), R8 \
+	K5CONSTS \
+	TESTQ R8, R8 \
+	JZ end \
+row: \
+	MOVQ aq+24(FP), SI \
+	MOVQ ad+32(FP), DI \
+	MOVQ bs+40(FP), R9 \
+	MOVQ nb+16(FP), CX \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z16, Z16, Z16 \
+	SHRQ $2, CX \
+	JZ tail \
+quad: \
+	K5HEAD4(bb) \
+	SB(0, bb) \
+	SB(1, bb) \
+	SB(2, bb) \
+	SB(3, bb) \
+	KSWAP \
+	K5HEAD4(bb) \
+	SB(0, bb) \
+	SB(1, bb) \
+	SB(2, bb) \
+	SB(3, bb) \
+	KSWAP \
+	ADDQ $(4*bb), BX \
+	ADDQ $(4*bb), R12 \
+	ADDQ $1024, SI \
+	ADDQ $16, DI \
+	ADDQ $128, R9 \
+	DECQ CX \
+	JNZ quad \
+tail: \
+	MOVQ nb+16(FP), CX \
+	ANDQ $3, CX \
+	JZ sum \
+one: \
+	K5HEAD1 \
+	SB(0, bb) \
+	KSWAP \
+	K5HEAD1 \
+	SB(0, bb) \
+	KSWAP \
+	ADDQ $bb, BX \
+	ADDQ $bb, R12 \
+	ADDQ $256, SI \
+	ADDQ $4, DI \
+	ADDQ $32, R9 \
+	DECQ CX \
+	JNZ one \
+sum: \
+	HSUM0 \
+	VMOVSS X0, (DX) \
+	VMOVAPS Z16, Z0 \
+	HSUM0 \
+	VMOVSS X0, (R13) \
+	ADDQ $4, DX \
+	ADDQ $4, R13 \
+	DECQ R8 \
+	JNZ row \
+end: \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VZEROUPPER \
+	RET
+
 // func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
 TEXT ·q4_KRowsz(SB), NOSPLIT, $64-56
 	KROWS(K4SB, 144)
@@ -908,6 +990,14 @@ TEXT ·q4_KRowsz(SB), NOSPLIT, $64-56
 // func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
 TEXT ·q5_KRowsz(SB), NOSPLIT, $64-56
 	KROWS(K5SB, 176)
+
+// func q4_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, bs *int16, ya, yb *float32, nr int)
+TEXT ·q4_KRows2z(SB), NOSPLIT, $64-72
+	KROWS2(K4SB, 144)
+
+// func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, bs *int16, ya, yb *float32, nr int)
+TEXT ·q5_KRows2z(SB), NOSPLIT, $64-72
+	KROWS2(K5SB, 176)
 
 // ---- Q6_K ----------------------------------------------------------------
 
