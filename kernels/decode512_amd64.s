@@ -1,12 +1,15 @@
 // AVX-512 kernels for one activation row against weight rows (decode): the
 // avx512 level's matrix-vector products. Each routine walks nr consecutive
 // weight rows, one after the other in address order, against one prepared
-// activation row and writes nr outputs. Reading the rows one at a time
-// keeps the weights one sequential stream, which the hardware prefetchers
-// follow best: kernels that read four rows side by side (sharing the
+// activation row and writes nr outputs; the two-stream forms (Rows2z) walk
+// two such runs at once, a row of each side by side. Within a run the
+// weights are one sequential stream, which the hardware prefetchers follow
+// best: kernels that read four adjacent rows side by side (sharing the
 // activation work between them) were up to twice as fast from L2 but up
-// to a third slower from DRAM, where decode's weights come from. The
-// activation stays in L1 and is read from memory operands.
+// to a third slower from DRAM, where decode's weights come from. Two
+// distant runs are two long sequential streams, and one core reads about
+// a sixth more from DRAM through two than through one. The activation
+// stays in L1 and is read from memory operands.
 //
 // Integer block sums are exact, as the Go code computes them. VPDPBUSD
 // multiplies unsigned by signed bytes: Q8_0 weights are offset by 128 (XOR
