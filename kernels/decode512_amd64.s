@@ -738,7 +738,8 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 
 // K5CONSTS sets Z10 = 0x0f bytes, Z7 = int16 ones, K1-K3 the dword masks
 // that gather the (d, dmin) pairs of super-blocks 1-3, K5 the upper 16
-// words.
+// words, and keeps the tables the loops read in registers: k5sc's four in
+// Z1-Z4, k5shift, k5mask and k5high in Z5, Z6 and Z8.
 #define K5CONSTS \
 	MOVL $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Z10 \
@@ -751,17 +752,24 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 	MOVL $0xc0, AX \
 	KMOVW AX, K3 \
 	MOVL $0xffff0000, AX \
-	KMOVD AX, K5
+	KMOVD AX, K5 \
+	VMOVDQU64 k5sc<>+0(SB), Z1 \
+	VMOVDQU64 k5sc<>+64(SB), Z2 \
+	VMOVDQU64 k5sc<>+128(SB), Z3 \
+	VMOVDQU64 k5sc<>+192(SB), Z4 \
+	VMOVDQU64 k5shift<>(SB), Z5 \
+	VMOVDQU64 k5mask<>(SB), Z6 \
+	VMOVDQU64 k5high<>(SB), Z8
 
 // K5UNPACK: the scales and mins of the super-blocks whose twelve scale
 // bytes start lanes 0-3 of Z9, as [8 scales, 8 mins] bytes (as K4UNPACK).
 #define K5UNPACK \
 	VPSHUFD $0x50, Z9, Z12 \
 	VPSHUFD $0x98, Z9, Z9 \
-	VPSRLVD k5shift<>(SB), Z9, Z9 \
-	VPANDD k5mask<>(SB), Z9, Z9 \
+	VPSRLVD Z5, Z9, Z9 \
+	VPANDD Z6, Z9, Z9 \
 	VPSRLD $2, Z12, Z12 \
-	VPANDD k5high<>(SB), Z12, Z12 \
+	VPANDD Z8, Z12, Z12 \
 	VPORD Z12, Z9, Z9
 
 // K5HEAD4(bb) prepares four super-blocks of bb bytes at (BX): Z9 their
@@ -809,35 +817,35 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 	VCVTDQ2PS Z14, Z14 \
 	VFNMADD231PS Z14, Z12, Z0
 
-// K4PART(wo, ao, c) adds elements 64c..64c+63 (quant bytes at wo(BX),
-// activations at ao(SI)) with the super-block's scales in Z12 to the int32
-// sums in Z15. K5QPART is the same for Q5_K, with the qh bytes in Z14.
-#define K4PART(wo, ao, c) \
+// K4PART(wo, ao, t) adds elements 64c..64c+63 (quant bytes at wo(BX),
+// activations at ao(SI)) with the super-block's scales in Z12, spread by
+// k5sc's table c (in t), to the int32 sums in Z15. K5QPART is the same for Q5_K, with the qh bytes in Z14.
+#define K4PART(wo, ao, t) \
 	VBROADCASTI64X4 wo(BX), Z13 \
 	VPSRLW $4, Z13, K5, Z13 \
 	VPANDD Z10, Z13, Z13 \
 	VPMADDUBSW ao(SI), Z13, Z13 \
-	VPSHUFB k5sc<>+(64*c)(SB), Z12, Z11 \
+	VPSHUFB t, Z12, Z11 \
 	VPDPWSSD Z11, Z13, Z15
 
-#define K5PART(wo, ao, c) \
+#define K5PART(wo, ao, c, t) \
 	VBROADCASTI64X4 wo(BX), Z13 \
 	VPSRLW $4, Z13, K5, Z13 \
 	VPANDD Z10, Z13, Z13 \
 	VPTESTMB k5bit<>+(64*c)(SB), Z14, K4 \
 	VPADDB k5sixteen<>(SB), Z13, K4, Z13 \
 	VPMADDUBSW ao(SI), Z13, Z13 \
-	VPSHUFB k5sc<>+(64*c)(SB), Z12, Z11 \
+	VPSHUFB t, Z12, Z11 \
 	VPDPWSSD Z11, Z13, Z15
 
 // K4SB(j, bb) adds super-block j of the four (at j*bb(BX)) to Z0.
 #define K4SB(j, bb) \
 	VSHUFI64X2 $(0x55*j), Z9, Z9, Z12 \
 	VPXORD Z15, Z15, Z15 \
-	K4PART(j*bb+16, j*256, 0) \
-	K4PART(j*bb+48, j*256+64, 1) \
-	K4PART(j*bb+80, j*256+128, 2) \
-	K4PART(j*bb+112, j*256+192, 3) \
+	K4PART(j*bb+16, j*256, Z1) \
+	K4PART(j*bb+48, j*256+64, Z2) \
+	K4PART(j*bb+80, j*256+128, Z3) \
+	K4PART(j*bb+112, j*256+192, Z4) \
 	VCVTDQ2PS Z15, Z15 \
 	VFMADD231PS.BCST (16*j)(SP), Z15, Z0
 
@@ -845,10 +853,10 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 	VSHUFI64X2 $(0x55*j), Z9, Z9, Z12 \
 	VPXORD Z15, Z15, Z15 \
 	VBROADCASTI64X4 (j*bb+16)(BX), Z14 \
-	K5PART(j*bb+48, j*256, 0) \
-	K5PART(j*bb+80, j*256+64, 1) \
-	K5PART(j*bb+112, j*256+128, 2) \
-	K5PART(j*bb+144, j*256+192, 3) \
+	K5PART(j*bb+48, j*256, 0, Z1) \
+	K5PART(j*bb+80, j*256+64, 1, Z2) \
+	K5PART(j*bb+112, j*256+128, 2, Z3) \
+	K5PART(j*bb+144, j*256+192, 3, Z4) \
 	VCVTDQ2PS Z15, Z15 \
 	VFMADD231PS.BCST (16*j)(SP), Z15, Z0
 
