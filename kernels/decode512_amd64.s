@@ -819,7 +819,8 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 
 // K4PART(wo, ao, t) adds elements 64c..64c+63 (quant bytes at wo(BX),
 // activations at ao(SI)) with the super-block's scales in Z12, spread by
-// k5sc's table c (in t), to the int32 sums in Z15. K5QPART is the same for Q5_K, with the qh bytes in Z14.
+// k5sc's table c (in t), to the int32 sums in Z15. K5PART is the same
+// for Q5_K, with the qh bytes in Z14.
 #define K4PART(wo, ao, t) \
 	VBROADCASTI64X4 wo(BX), Z13 \
 	VPSRLW $4, Z13, K5, Z13 \
