@@ -56,6 +56,9 @@ type Acts struct {
 	// four, counted from there), actQ8: -128 * the sum of each four
 	// consecutive quants, the offset of each VPDPBUSD lane; K/4 a row.
 	o4 []int32
+	// s32 is, for the same rows, actQ8K: the sum of each 32 consecutive
+	// quants (at most 32*127, an int16), K/32 a row.
+	s32 []int16
 
 	job    matJob           // the parallel product's arguments, see MatMul
 	run    func(lo, hi int) // job.do bound to runFor.job
@@ -92,6 +95,7 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	case actQ8K:
 		a.grow(T*K, T*K/256, T*K/16)
 		quantizeQ8K(a.q, a.d, a.bs, x[:T*K])
+		a.sumsQ8K(T &^ 3)
 	}
 	if kind != actF32 {
 		if cap(a.nonFinite) < T {
@@ -192,6 +196,19 @@ func (a *Acts) laneQ8(head int) {
 	for i := range a.o4 {
 		g := (*[4]int8)(q[4*i : 4*i+4])
 		a.o4[i] = -128 * (int32(g[0]) + int32(g[1]) + int32(g[2]) + int32(g[3]))
+	}
+}
+
+// sumsQ8K fills s32 for the rows from head on.
+func (a *Acts) sumsQ8K(head int) {
+	bs := a.bs[head*a.K/16 : a.T*a.K/16]
+	n := len(bs) / 2
+	if cap(a.s32) < n {
+		a.s32 = make([]int16, n)
+	}
+	a.s32 = a.s32[:n]
+	for i := range a.s32 {
+		a.s32[i] = bs[2*i] + bs[2*i+1]
 	}
 }
 

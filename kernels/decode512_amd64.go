@@ -25,21 +25,22 @@ func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o4 *int32, ad *float32, ya, yb *
 //go:noescape
 func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
 
-// The K-quant kernels also read the activation's sums of 16 (bs).
+// The K-quant kernels also read the activation's sums of 16 (bs; Q4_K
+// and Q5_K its sums of 32, s32).
 
 //go:noescape
-func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
+func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
 
 //go:noescape
-func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
+func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
 
 // q4_KRows2z and q5_KRows2z are the two-stream forms (see q8_0Rows2z).
 
 //go:noescape
-func q4_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, bs *int16, ya, yb *float32, nr int)
+func q4_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 
 //go:noescape
-func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, bs *int16, ya, yb *float32, nr int)
+func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 
 //go:noescape
 func q6_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
@@ -154,20 +155,21 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 			q6_KRowsz(&w[0], nb, aq, ad, bs, &y[0], nr)
 			break
 		}
+		s32 := &a.s32[(t-a.T&^3)*(K/32)]
 		h, rb := nr/2, len(w)/nr
 		if h > 0 {
 			if wt == poot.Q4_K {
-				q4_KRows2z(&w[0], &w[h*rb], nb, aq, ad, bs, &y[0], &y[h], h)
+				q4_KRows2z(&w[0], &w[h*rb], nb, aq, ad, s32, &y[0], &y[h], h)
 			} else {
-				q5_KRows2z(&w[0], &w[h*rb], nb, aq, ad, bs, &y[0], &y[h], h)
+				q5_KRows2z(&w[0], &w[h*rb], nb, aq, ad, s32, &y[0], &y[h], h)
 			}
 		}
 		if nr&1 != 0 {
 			wl, yl := &w[(nr-1)*rb], &y[nr-1]
 			if wt == poot.Q4_K {
-				q4_KRowsz(wl, nb, aq, ad, bs, yl, 1)
+				q4_KRowsz(wl, nb, aq, ad, s32, yl, 1)
 			} else {
-				q5_KRowsz(wl, nb, aq, ad, bs, yl, 1)
+				q5_KRowsz(wl, nb, aq, ad, s32, yl, 1)
 			}
 		}
 	}

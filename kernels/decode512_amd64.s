@@ -663,7 +663,7 @@ end:
 // lane j: [8 scales, 8 mins]), as are their (d, dmin) pairs, which are
 // multiplied by the activation scales and kept at 0(SP); VPSHUFB spreads
 // a super-block's scales over the int16 lanes that VPDPWSSD takes. The
-// mins meet the sums of the activation sub-blocks in VPMADDWD.
+// mins meet the sums of the activation sub-blocks (Acts.s32) in VPMADDWD.
 
 // HALVES(name, lo, hi) is a 64-byte table: lo in its first 32 bytes, hi in
 // the last 32.
@@ -791,11 +791,7 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 	VMULPS Z13, Z12, Z12 \
 	VMOVUPS Z12, 0(SP) \
 	VMOVSHDUP Z12, Z12 \
-	VPMADDWD (R9), Z7, Z13 \
-	VPMADDWD 64(R9), Z7, Z14 \
-	VPMOVDW Z13, Y13 \
-	VPMOVDW Z14, Y14 \
-	VINSERTI64X4 $1, Y14, Z13, Z13 \
+	VMOVDQU64 (R9), Z13 \
 	VPSHUFB k5minw<>(SB), Z9, Z14 \
 	VPMADDWD Z13, Z14, Z14 \
 	VCVTDQ2PS Z14, Z14 \
@@ -810,8 +806,7 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 	VMULPS.BCST (DI), Z12, Z12 \
 	VMOVUPS Z12, 0(SP) \
 	VMOVSHDUP Z12, Z12 \
-	VPMADDWD (R9), Y7, Y13 \
-	VPMOVDW Y13, X13 \
+	VMOVDQU (R9), X13 \
 	VPSHUFB k5minw<>(SB), Z9, Z14 \
 	VPMADDWD Z13, Z14, Z14 \
 	VCVTDQ2PS Z14, Z14 \
@@ -873,7 +868,7 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 row: \
 	MOVQ aq+16(FP), SI \
 	MOVQ ad+24(FP), DI \
-	MOVQ bs+32(FP), R9 \
+	MOVQ s32+32(FP), R9 \
 	MOVQ nb+8(FP), CX \
 	VPXORD Z0, Z0, Z0 \
 	SHRQ $2, CX \
@@ -887,7 +882,7 @@ quad: \
 	ADDQ $(4*bb), BX \
 	ADDQ $1024, SI \
 	ADDQ $16, DI \
-	ADDQ $128, R9 \
+	ADDQ $64, R9 \
 	DECQ CX \
 	JNZ quad \
 tail: \
@@ -900,7 +895,7 @@ one: \
 	ADDQ $bb, BX \
 	ADDQ $256, SI \
 	ADDQ $4, DI \
-	ADDQ $32, R9 \
+	ADDQ $16, R9 \
 	DECQ CX \
 	JNZ one \
 sum: \
@@ -935,7 +930,7 @@ end: \
 row: \
 	MOVQ aq+24(FP), SI \
 	MOVQ ad+32(FP), DI \
-	MOVQ bs+40(FP), R9 \
+	MOVQ s32+40(FP), R9 \
 	MOVQ nb+16(FP), CX \
 	VPXORD Z0, Z0, Z0 \
 	VPXORD Z16, Z16, Z16 \
@@ -958,7 +953,7 @@ quad: \
 	ADDQ $(4*bb), R12 \
 	ADDQ $1024, SI \
 	ADDQ $16, DI \
-	ADDQ $128, R9 \
+	ADDQ $64, R9 \
 	DECQ CX \
 	JNZ quad \
 tail: \
@@ -976,7 +971,7 @@ one: \
 	ADDQ $bb, R12 \
 	ADDQ $256, SI \
 	ADDQ $4, DI \
-	ADDQ $32, R9 \
+	ADDQ $16, R9 \
 	DECQ CX \
 	JNZ one \
 sum: \
@@ -995,19 +990,19 @@ end: \
 	VZEROUPPER \
 	RET
 
-// func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
+// func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
 TEXT ·q4_KRowsz(SB), NOSPLIT, $64-56
 	KROWS(K4SB, 144)
 
-// func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
+// func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
 TEXT ·q5_KRowsz(SB), NOSPLIT, $64-56
 	KROWS(K5SB, 176)
 
-// func q4_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, bs *int16, ya, yb *float32, nr int)
+// func q4_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 TEXT ·q4_KRows2z(SB), NOSPLIT, $64-72
 	KROWS2(K4SB, 144)
 
-// func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, bs *int16, ya, yb *float32, nr int)
+// func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 TEXT ·q5_KRows2z(SB), NOSPLIT, $64-72
 	KROWS2(K5SB, 176)
 
