@@ -11,19 +11,36 @@ import (
 // against one prepared activation row, one row after the other, so that an
 // output never depends on how the rows were split between workers.
 
+// q8_0Rowsz also reads the activation's lane offsets (o4).
+//
 //go:noescape
-func q8_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
+func q8_0Rowsz(w *byte, nb int, aq *int8, o4 *int32, ad *float32, y *float32, nr int)
+
+// q8_0Rows2z is q8_0Rowsz for nr rows at wa and nr rows at wb at once,
+// into ya and yb.
+//
+//go:noescape
+func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o4 *int32, ad *float32, ya, yb *float32, nr int)
 
 //go:noescape
 func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
 
-// The K-quant kernels also read the activation's sums of 16 (bs).
+// The K-quant kernels also read the activation's sums of 16 (bs; Q4_K
+// and Q5_K its sums of 32, s32).
 
 //go:noescape
-func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
+func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
 
 //go:noescape
-func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
+func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
+
+// q4_KRows2z and q5_KRows2z are the two-stream forms (see q8_0Rows2z).
+
+//go:noescape
+func q4_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
+
+//go:noescape
+func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 
 //go:noescape
 func q6_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
@@ -38,6 +55,18 @@ func f16Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 
 //go:noescape
 func bf16Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
+
+// The two-stream float kernels: nr rows at wa and nr at wb at once, into
+// ya and yb, each row as the one-stream kernel computes it.
+
+//go:noescape
+func f32Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
+
+//go:noescape
+func f16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
+
+//go:noescape
+func bf16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
 
 // decodeSlab is about how many weight bytes a call walks before the next
 // activation row meets them, when several rows are left: the weights are
@@ -77,33 +106,71 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 	K, nr := a.K, len(y)
 	switch wt {
 	case poot.F32, poot.F16, poot.BF16:
-		x, wp := &a.x[t*K], unsafe.Pointer(&w[0])
-		switch wt {
-		case poot.F32:
-			f32Rowsz(x, wp, K, &y[0], nr)
-		case poot.F16:
-			f16Rowsz(x, wp, K, &y[0], nr)
-		default:
-			bf16Rowsz(x, wp, K, &y[0], nr)
+		// The first and second halves of the rows as two streams; an odd
+		// last row alone.
+		x, h, rb := &a.x[t*K], nr/2, len(w)/nr
+		if h > 0 {
+			wa, wb := unsafe.Pointer(&w[0]), unsafe.Pointer(&w[h*rb])
+			switch wt {
+			case poot.F32:
+				f32Rows2z(x, wa, wb, K, &y[0], &y[h], h)
+			case poot.F16:
+				f16Rows2z(x, wa, wb, K, &y[0], &y[h], h)
+			default:
+				bf16Rows2z(x, wa, wb, K, &y[0], &y[h], h)
+			}
+		}
+		if nr&1 != 0 {
+			wp := unsafe.Pointer(&w[(nr-1)*rb])
+			switch wt {
+			case poot.F32:
+				f32Rowsz(x, wp, K, &y[nr-1], 1)
+			case poot.F16:
+				f16Rowsz(x, wp, K, &y[nr-1], 1)
+			default:
+				bf16Rowsz(x, wp, K, &y[nr-1], 1)
+			}
 		}
 	case poot.Q8_0, poot.Q4_0:
 		nb := K / 32
-		aq, ad := &a.q[t*K], &a.d[t*nb]
+		aq := &a.q[t*K]
 		if wt == poot.Q8_0 {
-			q8_0Rowsz(&w[0], nb, aq, ad, &y[0], nr)
+			o4, ad := &a.o4[(t-a.T&^3)*K/4], &a.d[t*nb]
+			// The first and second halves of the rows as two streams;
+			// an odd last row alone.
+			h, rb := nr/2, len(w)/nr
+			if h > 0 {
+				q8_0Rows2z(&w[0], &w[h*rb], nb, aq, o4, ad, &y[0], &y[h], h)
+			}
+			if nr&1 != 0 {
+				q8_0Rowsz(&w[(nr-1)*rb], nb, aq, o4, ad, &y[nr-1], 1)
+			}
 		} else {
-			q4_0Rowsz(&w[0], nb, aq, ad, &y[0], nr)
+			q4_0Rowsz(&w[0], nb, aq, &a.d[t*nb], &y[0], nr)
 		}
 	default:
 		nb := K / 256
 		aq, ad, bs := &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16]
-		switch wt {
-		case poot.Q4_K:
-			q4_KRowsz(&w[0], nb, aq, ad, bs, &y[0], nr)
-		case poot.Q5_K:
-			q5_KRowsz(&w[0], nb, aq, ad, bs, &y[0], nr)
-		default:
+		if wt == poot.Q6_K {
 			q6_KRowsz(&w[0], nb, aq, ad, bs, &y[0], nr)
+			break
+		}
+		s32 := &a.s32[(t-a.T&^3)*(K/32)]
+		h, rb := nr/2, len(w)/nr
+		if h > 0 {
+			if wt == poot.Q4_K {
+				q4_KRows2z(&w[0], &w[h*rb], nb, aq, ad, s32, &y[0], &y[h], h)
+			} else {
+				q5_KRows2z(&w[0], &w[h*rb], nb, aq, ad, s32, &y[0], &y[h], h)
+			}
+		}
+		if nr&1 != 0 {
+			wl, yl := &w[(nr-1)*rb], &y[nr-1]
+			if wt == poot.Q4_K {
+				q4_KRowsz(wl, nb, aq, ad, s32, yl, 1)
+			} else {
+				q5_KRowsz(wl, nb, aq, ad, s32, yl, 1)
+			}
 		}
 	}
 }

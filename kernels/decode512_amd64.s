@@ -1,12 +1,15 @@
 // AVX-512 kernels for one activation row against weight rows (decode): the
 // avx512 level's matrix-vector products. Each routine walks nr consecutive
 // weight rows, one after the other in address order, against one prepared
-// activation row and writes nr outputs. Reading the rows one at a time
-// keeps the weights one sequential stream, which the hardware prefetchers
-// follow best: kernels that read four rows side by side (sharing the
+// activation row and writes nr outputs; the two-stream forms (Rows2z) walk
+// two such runs at once, a row of each side by side. Within a run the
+// weights are one sequential stream, which the hardware prefetchers follow
+// best: kernels that read four adjacent rows side by side (sharing the
 // activation work between them) were up to twice as fast from L2 but up
-// to a third slower from DRAM, where decode's weights come from. The
-// activation stays in L1 and is read from memory operands.
+// to a third slower from DRAM, where decode's weights come from. Two
+// distant runs are two long sequential streams, and one core reads about
+// a sixth more from DRAM through two than through one. The activation
+// stays in L1 and is read from memory operands.
 //
 // Integer block sums are exact, as the Go code computes them. VPDPBUSD
 // multiplies unsigned by signed bytes: Q8_0 weights are offset by 128 (XOR
@@ -109,6 +112,116 @@ end: \
 	VZEROUPPER \
 	RET
 
+// The two-stream float kernels (see q8_0Rows2z): FROWS2 is FROWS for nr
+// rows at wa and nr rows at wb at once, into ya and yb, each row's sum
+// taken exactly as FROWS takes it. Row A sums in Z0-Z3 and row B in
+// Z8-Z11; the activation is loaded once into Z12-Z15 for both.
+#define LD2F32(b, off, z) VMOVUPS off(b), z
+#define LD2F16(b, off, z) VCVTPH2PS off(b), z
+#define LD2BF16(b, off, z) VPMOVZXWD off(b), z; VPSLLD $16, z, z
+#define LDM2F32(b, z) VMOVUPS.Z (b), K1, z
+#define LDM2F16(b, z) VCVTPH2PS.Z (b), K1, z
+#define LDM2BF16(b, z) VPMOVZXWD.Z (b), K1, z; VPSLLD $16, z, z
+
+#define FROWS2(LD, LDM, ws) \
+	MOVQ wa+8(FP), DI \
+	MOVQ wb+16(FP), R12 \
+	MOVQ ya+32(FP), DX \
+	MOVQ yb+40(FP), R13 \
+	MOVQ nr+48(FP), R8 \
+	MOVQ k+24(FP), CX \
+	ANDQ $15, CX \
+	MOVL $1, AX \
+	SHLL CX, AX \
+	DECL AX \
+	KMOVW AX, K1 \
+	TESTQ R8, R8 \
+	JZ end \
+row: \
+	MOVQ x+0(FP), SI \
+	MOVQ k+24(FP), CX \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	VPXORD Z8, Z8, Z8 \
+	VPXORD Z9, Z9, Z9 \
+	VPXORD Z10, Z10, Z10 \
+	VPXORD Z11, Z11, Z11 \
+	SHRQ $6, CX \
+	JZ by16 \
+by64: \
+	VMOVUPS (SI), Z12 \
+	VMOVUPS 64(SI), Z13 \
+	VMOVUPS 128(SI), Z14 \
+	VMOVUPS 192(SI), Z15 \
+	LD(DI, 0, Z4) \
+	LD(DI, 16*ws, Z5) \
+	LD(DI, 32*ws, Z6) \
+	LD(DI, 48*ws, Z7) \
+	VFMADD231PS Z12, Z4, Z0 \
+	VFMADD231PS Z13, Z5, Z1 \
+	VFMADD231PS Z14, Z6, Z2 \
+	VFMADD231PS Z15, Z7, Z3 \
+	LD(R12, 0, Z4) \
+	LD(R12, 16*ws, Z5) \
+	LD(R12, 32*ws, Z6) \
+	LD(R12, 48*ws, Z7) \
+	VFMADD231PS Z12, Z4, Z8 \
+	VFMADD231PS Z13, Z5, Z9 \
+	VFMADD231PS Z14, Z6, Z10 \
+	VFMADD231PS Z15, Z7, Z11 \
+	ADDQ $(64*ws), DI \
+	ADDQ $(64*ws), R12 \
+	ADDQ $256, SI \
+	DECQ CX \
+	JNZ by64 \
+by16: \
+	MOVQ k+24(FP), CX \
+	SHRQ $4, CX \
+	ANDQ $3, CX \
+	JZ last \
+step16: \
+	VMOVUPS (SI), Z12 \
+	LD(DI, 0, Z4) \
+	LD(R12, 0, Z5) \
+	VFMADD231PS Z12, Z4, Z0 \
+	VFMADD231PS Z12, Z5, Z8 \
+	ADDQ $(16*ws), DI \
+	ADDQ $(16*ws), R12 \
+	ADDQ $64, SI \
+	DECQ CX \
+	JNZ step16 \
+last: \
+	MOVQ k+24(FP), CX \
+	ANDQ $15, CX \
+	JZ sum \
+	VMOVUPS.Z (SI), K1, Z12 \
+	LDM(DI, Z4) \
+	LDM(R12, Z5) \
+	VFMADD231PS Z12, Z4, Z1 \
+	VFMADD231PS Z12, Z5, Z9 \
+	LEAQ (DI)(CX*ws), DI \
+	LEAQ (R12)(CX*ws), R12 \
+sum: \
+	VADDPS Z1, Z0, Z0 \
+	VADDPS Z3, Z2, Z2 \
+	VADDPS Z2, Z0, Z0 \
+	HSUM0 \
+	VMOVSS X0, (DX) \
+	VADDPS Z9, Z8, Z0 \
+	VADDPS Z11, Z10, Z2 \
+	VADDPS Z2, Z0, Z0 \
+	HSUM0 \
+	VMOVSS X0, (R13) \
+	ADDQ $4, DX \
+	ADDQ $4, R13 \
+	DECQ R8 \
+	JNZ row \
+end: \
+	VZEROUPPER \
+	RET
+
 // func f32Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 TEXT ·f32Rowsz(SB), NOSPLIT, $0-40
 	FROWS(LDF32, LDMF32, 4)
@@ -121,97 +234,146 @@ TEXT ·f16Rowsz(SB), NOSPLIT, $0-40
 TEXT ·bf16Rowsz(SB), NOSPLIT, $0-40
 	FROWS(LDBF16, LDMBF16, 2)
 
+// func f32Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
+TEXT ·f32Rows2z(SB), NOSPLIT, $0-56
+	FROWS2(LD2F32, LDM2F32, 4)
+
+// func f16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
+TEXT ·f16Rows2z(SB), NOSPLIT, $0-56
+	FROWS2(LD2F16, LDM2F16, 2)
+
+// func bf16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
+TEXT ·bf16Rows2z(SB), NOSPLIT, $0-56
+	FROWS2(LD2BF16, LDM2BF16, 2)
+
 // ---- Q8_0 ----------------------------------------------------------------
 
-// Q8PAIR adds the block pair at wo(BX) (activation quants at ao(SI),
-// scales at do(DI)) to acc: lanes 0-7 take the first block, 8-15 the
-// second. Z7 holds 0x80 bytes, K1 = 0xff00; zw, zi, zs (ys), zx, zd are
-// scratch.
-#define Q8PAIR(wo, ao, do, acc, zw, yw, zi, zs, ys, zx, zd) \
+// Four blocks an iteration, a pair to a register: lanes 0-7 take the
+// first block of the pair, 8-15 the second. Each lane's sum of four
+// products starts from the activation's offset for it (o4: -128 times its
+// four quants' sum, which the 0x80 added to the weights puts in). The four
+// weight scales are picked out of the iteration's first 128 bytes by one
+// permute, converted and multiplied by the activation's block scales as
+// four floats, and only then spread over the lanes.
+
+// VPERMT2W indices: the f16 scales of four consecutive blocks are words 0,
+// 17, 34 and 51 of the 128 bytes at the first.
+DATA q8scw<>+0(SB)/8, $0x0033002200110000
+DATA q8scw<>+8(SB)/8, $0
+DATA q8scw<>+16(SB)/8, $0
+DATA q8scw<>+24(SB)/8, $0
+DATA q8scw<>+32(SB)/8, $0
+DATA q8scw<>+40(SB)/8, $0
+DATA q8scw<>+48(SB)/8, $0
+DATA q8scw<>+56(SB)/8, $0
+GLOBL q8scw<>(SB), RODATA|NOPTR, $64
+
+// VPERMPS indices: element 0 to lanes 0-7 and 1 to 8-15, then 2 and 3.
+DATA q8lane<>+0(SB)/8, $0
+DATA q8lane<>+8(SB)/8, $0
+DATA q8lane<>+16(SB)/8, $0
+DATA q8lane<>+24(SB)/8, $0
+DATA q8lane<>+32(SB)/8, $0x0000000100000001
+DATA q8lane<>+40(SB)/8, $0x0000000100000001
+DATA q8lane<>+48(SB)/8, $0x0000000100000001
+DATA q8lane<>+56(SB)/8, $0x0000000100000001
+DATA q8lane<>+64(SB)/8, $0x0000000200000002
+DATA q8lane<>+72(SB)/8, $0x0000000200000002
+DATA q8lane<>+80(SB)/8, $0x0000000200000002
+DATA q8lane<>+88(SB)/8, $0x0000000200000002
+DATA q8lane<>+96(SB)/8, $0x0000000300000003
+DATA q8lane<>+104(SB)/8, $0x0000000300000003
+DATA q8lane<>+112(SB)/8, $0x0000000300000003
+DATA q8lane<>+120(SB)/8, $0x0000000300000003
+GLOBL q8lane<>(SB), RODATA|NOPTR, $128
+
+// Q8SUM leaves in zi the lane sums of the block pair at wo(BX) against
+// the activation quants and lane offsets at byte ao of SI and R10 (both
+// indexed by R11). Z7 holds 0x80 bytes; zw (yw) is scratch.
+#define Q8SUM(wo, ao, zw, yw, zi) \
 	VMOVDQU (wo+2)(BX), yw \
 	VINSERTI64X4 $1, (wo+36)(BX), zw, zw \
 	VPXORD Z7, zw, zw \
-	VPXORD zi, zi, zi \
-	VPDPBUSD ao(SI), zw, zi \
-	VPXORD zx, zx, zx \
-	VPDPBUSD ao(SI), Z7, zx \
-	VPSUBD zx, zi, zi \
-	VCVTDQ2PS zi, zi \
-	VPBROADCASTW wo(BX), ys \
-	VPBROADCASTW (wo+34)(BX), K1, ys \
-	VCVTPH2PS ys, zs \
-	VBROADCASTSS do(DI), zd \
-	VBROADCASTSS (do+4)(DI), K1, zd \
-	VMULPS zd, zs, zs \
-	VFMADD231PS zi, zs, acc
+	VMOVDQU32 ao(R10)(R11*1), zi \
+	VPDPBUSD ao(SI)(R11*1), zw, zi \
+	VCVTDQ2PS zi, zi
 
-// Q8ONE is Q8PAIR for a last single block, in lanes 0-7 (K2 = the low 32
-// bytes; the zero upper half adds nothing).
-#define Q8ONE(acc, zw, zi, zs, ys, zx, zd) \
-	VMOVDQU8.Z 2(BX), K2, zw \
-	VMOVDQU8.Z (SI), K2, Z6 \
-	VPXORD Z7, zw, zw \
-	VPXORD zi, zi, zi \
-	VPDPBUSD Z6, zw, zi \
-	VPXORD zx, zx, zx \
-	VPDPBUSD Z6, Z7, zx \
-	VPSUBD zx, zi, zi \
-	VCVTDQ2PS zi, zi \
-	VPBROADCASTW (BX), ys \
-	VCVTPH2PS ys, zs \
-	VBROADCASTSS (DI), zd \
-	VMULPS zd, zs, zs \
-	VFMADD231PS zi, zs, acc
+// Q8QUAD adds the four blocks at (BX) to Z0 and Z1 (block scales at
+// (DI)). Z12 holds the scale indices, Z13 and Z14 the lane indices.
+#define Q8QUAD \
+	VMOVDQU64 (BX), Z4 \
+	VPERMT2W 64(BX), Z12, Z4 \
+	VCVTPH2PS X4, X4 \
+	VMULPS (DI), X4, X4 \
+	Q8SUM(0, 0, Z8, Y8, Z9) \
+	VPERMPS Z4, Z13, Z5 \
+	VFMADD231PS Z9, Z5, Z0 \
+	Q8SUM(68, 64, Z2, Y2, Z3) \
+	VPERMPS Z4, Z14, Z6 \
+	VFMADD231PS Z3, Z6, Z1
 
-#define Q8A(wo, ao, do) Q8PAIR(wo, ao, do, Z0, Z8, Y8, Z9, Z10, Y10, Z11, Z12)
-#define Q8B(wo, ao, do) Q8PAIR(wo, ao, do, Z1, Z2, Y2, Z3, Z4, Y4, Z5, Z13)
+// Q8ONE adds the single block at (BX) to Z1, in lanes 0-7 (K2 = the low
+// 32 bytes, K3 = the low 8 lanes; the zero upper half adds nothing).
+#define Q8ONE \
+	VMOVDQU8.Z 2(BX), K2, Z2 \
+	VMOVDQU8.Z (SI)(R11*1), K2, Z5 \
+	VPXORD Z7, Z2, Z2 \
+	VMOVDQU32.Z (R10)(R11*1), K3, Z3 \
+	VPDPBUSD Z5, Z2, Z3 \
+	VCVTDQ2PS Z3, Z3 \
+	VPBROADCASTW (BX), Y4 \
+	VCVTPH2PS Y4, Z4 \
+	VMULPS.BCST (DI), Z4, Z4 \
+	VFMADD231PS Z3, Z4, Z1
 
-// func q8_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
-TEXT ·q8_0Rowsz(SB), NOSPLIT, $0-48
+// func q8_0Rowsz(w *byte, nb int, aq *int8, o4 *int32, ad *float32, y *float32, nr int)
+TEXT ·q8_0Rowsz(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), BX
-	MOVQ y+32(FP), DX
-	MOVQ nr+40(FP), R9
+	MOVQ aq+16(FP), SI
+	MOVQ o4+24(FP), R10
+	MOVQ y+40(FP), DX
+	MOVQ nr+48(FP), R9
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z7
-	MOVL $0xff00, AX
-	KMOVW AX, K1
+	MOVL $0xff, AX
+	KMOVW AX, K3
 	MOVL $0xffffffff, AX
 	KMOVQ AX, K2
+	VMOVDQU64 q8scw<>(SB), Z12
+	VMOVDQU64 q8lane<>(SB), Z13
+	VMOVDQU64 q8lane<>+64(SB), Z14
 	TESTQ R9, R9
 	JZ end
 
 row:
-	MOVQ aq+16(FP), SI
-	MOVQ ad+24(FP), DI
+	XORQ R11, R11
+	MOVQ ad+32(FP), DI
 	MOVQ nb+8(FP), CX
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	SHRQ $2, CX
-	JZ pair
+	JZ tail
 
 quad:
-	Q8A(0, 0, 0)
-	Q8B(68, 64, 8)
+	Q8QUAD
 	ADDQ $136, BX
-	ADDQ $128, SI
+	ADDQ $128, R11
 	ADDQ $16, DI
 	DECQ CX
 	JNZ quad
 
-pair:
+tail:
 	MOVQ nb+8(FP), CX
-	TESTQ $2, CX
-	JZ one
-	Q8A(0, 0, 0)
-	ADDQ $68, BX
-	ADDQ $64, SI
-	ADDQ $8, DI
+	ANDQ $3, CX
+	JZ sum
 
 one:
-	TESTQ $1, CX
-	JZ sum
-	Q8ONE(Z1, Z2, Z3, Z4, Y4, Z5, Z13)
+	Q8ONE
 	ADDQ $34, BX
+	ADDQ $32, R11
+	ADDQ $4, DI
+	DECQ CX
+	JNZ one
 
 sum:
 	VADDPS Z1, Z0, Z0
@@ -222,6 +384,141 @@ sum:
 	JNZ row
 
 end:
+	VZEROUPPER
+	RET
+
+// The two-stream kernel: q8_0Rows2z walks two runs of rows at once, row i
+// of the first beside row i of the second, reading the activation once
+// for both. One core streams about a sixth more from DRAM through two
+// sequential streams than through one, and the two rows' sums are
+// independent chains. Each row's sum is taken exactly as q8_0Rowsz takes
+// it, so the outputs do not depend on which rows are paired.
+
+// Q8SUM2(base, wo, oz, az, zw, yw, zi) is Q8SUM for weights at wo(base)
+// with the lane offsets in oz and the activation quants in az.
+#define Q8SUM2(base, wo, oz, az, zw, yw, zi) \
+	VMOVDQU32 (wo+2)(base), yw \
+	VINSERTI64X4 $1, (wo+36)(base), zw, zw \
+	VPXORD Z7, zw, zw \
+	VMOVDQA32 oz, zi \
+	VPDPBUSD az, zw, zi \
+	VCVTDQ2PS zi, zi
+
+// Q8QUAD2(base, a0, a1, zsc, xsc, zl0, zl1, w0, y0, i0, w1, y1, i1) is
+// Q8QUAD for the row at base with accumulators a0 and a1, the four
+// activation block scales in X20 and its quants and offsets in Z16-Z19.
+#define Q8QUAD2(base, a0, a1, zsc, xsc, zl0, zl1, w0, y0, i0, w1, y1, i1) \
+	VMOVDQU64 (base), zsc \
+	VPERMT2W 64(base), Z12, zsc \
+	VCVTPH2PS xsc, xsc \
+	VMULPS X20, xsc, xsc \
+	Q8SUM2(base, 0, Z16, Z18, w0, y0, i0) \
+	VPERMPS zsc, Z13, zl0 \
+	VFMADD231PS i0, zl0, a0 \
+	Q8SUM2(base, 68, Z17, Z19, w1, y1, i1) \
+	VPERMPS zsc, Z14, zl1 \
+	VFMADD231PS i1, zl1, a1
+
+// Q8ONE2(base, acc) is Q8ONE for the block at (base).
+#define Q8ONE2(base, acc) \
+	VMOVDQU8.Z 2(base), K2, Z8 \
+	VMOVDQU8.Z (SI)(R11*1), K2, Z11 \
+	VPXORD Z7, Z8, Z8 \
+	VMOVDQU32.Z (R10)(R11*1), K3, Z9 \
+	VPDPBUSD Z11, Z8, Z9 \
+	VCVTDQ2PS Z9, Z9 \
+	VPBROADCASTW (base), Y10 \
+	VCVTPH2PS Y10, Z10 \
+	VMULPS.BCST (DI), Z10, Z10 \
+	VFMADD231PS Z9, Z10, acc
+
+// func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o4 *int32, ad *float32, ya, yb *float32, nr int)
+TEXT ·q8_0Rows2z(SB), NOSPLIT, $0-72
+	MOVQ wa+0(FP), BX
+	MOVQ wb+8(FP), R12
+	MOVQ aq+24(FP), SI
+	MOVQ o4+32(FP), R10
+	MOVQ ya+48(FP), DX
+	MOVQ yb+56(FP), R13
+	MOVQ nr+64(FP), R9
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z7
+	MOVL $0xff, AX
+	KMOVW AX, K3
+	MOVL $0xffffffff, AX
+	KMOVQ AX, K2
+	VMOVDQU64 q8scw<>(SB), Z12
+	VMOVDQU64 q8lane<>(SB), Z13
+	VMOVDQU64 q8lane<>+64(SB), Z14
+	TESTQ R9, R9
+	JZ end
+
+row:
+	XORQ R11, R11
+	MOVQ ad+40(FP), DI
+	MOVQ nb+16(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	SHRQ $2, CX
+	JZ tail
+
+quad:
+	VMOVDQU32 (R10)(R11*1), Z16
+	VMOVDQU32 64(R10)(R11*1), Z17
+	VMOVDQU64 (SI)(R11*1), Z18
+	VMOVDQU64 64(SI)(R11*1), Z19
+	VMOVUPS (DI), X20
+	Q8QUAD2(BX, Z0, Z1, Z4, X4, Z5, Z6, Z8, Y8, Z9, Z10, Y10, Z11)
+	Q8QUAD2(R12, Z2, Z3, Z21, X21, Z22, Z23, Z24, Y24, Z25, Z26, Y26, Z27)
+	ADDQ $136, BX
+	ADDQ $136, R12
+	ADDQ $128, R11
+	ADDQ $16, DI
+	DECQ CX
+	JNZ quad
+
+tail:
+	MOVQ nb+16(FP), CX
+	ANDQ $3, CX
+	JZ sum
+
+one:
+	Q8ONE2(BX, Z1)
+	Q8ONE2(R12, Z3)
+	ADDQ $34, BX
+	ADDQ $34, R12
+	ADDQ $32, R11
+	ADDQ $4, DI
+	DECQ CX
+	JNZ one
+
+sum:
+	VADDPS Z1, Z0, Z0
+	HSUM0
+	VMOVSS X0, (DX)
+	VADDPS Z3, Z2, Z0
+	HSUM0
+	VMOVSS X0, (R13)
+	ADDQ $4, DX
+	ADDQ $4, R13
+	DECQ R9
+	JNZ row
+
+end:
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
 	VZEROUPPER
 	RET
 
@@ -366,7 +663,7 @@ end:
 // lane j: [8 scales, 8 mins]), as are their (d, dmin) pairs, which are
 // multiplied by the activation scales and kept at 0(SP); VPSHUFB spreads
 // a super-block's scales over the int16 lanes that VPDPWSSD takes. The
-// mins meet the sums of the activation sub-blocks in VPMADDWD.
+// mins meet the sums of the activation sub-blocks (Acts.s32) in VPMADDWD.
 
 // HALVES(name, lo, hi) is a 64-byte table: lo in its first 32 bytes, hi in
 // the last 32.
@@ -441,7 +738,8 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 
 // K5CONSTS sets Z10 = 0x0f bytes, Z7 = int16 ones, K1-K3 the dword masks
 // that gather the (d, dmin) pairs of super-blocks 1-3, K5 the upper 16
-// words.
+// words, and keeps the tables the loops read in registers: k5sc's four in
+// Z1-Z4, k5shift, k5mask and k5high in Z5, Z6 and Z8.
 #define K5CONSTS \
 	MOVL $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Z10 \
@@ -454,17 +752,24 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 	MOVL $0xc0, AX \
 	KMOVW AX, K3 \
 	MOVL $0xffff0000, AX \
-	KMOVD AX, K5
+	KMOVD AX, K5 \
+	VMOVDQU64 k5sc<>+0(SB), Z1 \
+	VMOVDQU64 k5sc<>+64(SB), Z2 \
+	VMOVDQU64 k5sc<>+128(SB), Z3 \
+	VMOVDQU64 k5sc<>+192(SB), Z4 \
+	VMOVDQU64 k5shift<>(SB), Z5 \
+	VMOVDQU64 k5mask<>(SB), Z6 \
+	VMOVDQU64 k5high<>(SB), Z8
 
 // K5UNPACK: the scales and mins of the super-blocks whose twelve scale
 // bytes start lanes 0-3 of Z9, as [8 scales, 8 mins] bytes (as K4UNPACK).
 #define K5UNPACK \
 	VPSHUFD $0x50, Z9, Z12 \
 	VPSHUFD $0x98, Z9, Z9 \
-	VPSRLVD k5shift<>(SB), Z9, Z9 \
-	VPANDD k5mask<>(SB), Z9, Z9 \
+	VPSRLVD Z5, Z9, Z9 \
+	VPANDD Z6, Z9, Z9 \
 	VPSRLD $2, Z12, Z12 \
-	VPANDD k5high<>(SB), Z12, Z12 \
+	VPANDD Z8, Z12, Z12 \
 	VPORD Z12, Z9, Z9
 
 // K5HEAD4(bb) prepares four super-blocks of bb bytes at (BX): Z9 their
@@ -486,11 +791,7 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 	VMULPS Z13, Z12, Z12 \
 	VMOVUPS Z12, 0(SP) \
 	VMOVSHDUP Z12, Z12 \
-	VPMADDWD (R9), Z7, Z13 \
-	VPMADDWD 64(R9), Z7, Z14 \
-	VPMOVDW Z13, Y13 \
-	VPMOVDW Z14, Y14 \
-	VINSERTI64X4 $1, Y14, Z13, Z13 \
+	VMOVDQU64 (R9), Z13 \
 	VPSHUFB k5minw<>(SB), Z9, Z14 \
 	VPMADDWD Z13, Z14, Z14 \
 	VCVTDQ2PS Z14, Z14 \
@@ -505,42 +806,42 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 	VMULPS.BCST (DI), Z12, Z12 \
 	VMOVUPS Z12, 0(SP) \
 	VMOVSHDUP Z12, Z12 \
-	VPMADDWD (R9), Y7, Y13 \
-	VPMOVDW Y13, X13 \
+	VMOVDQU (R9), X13 \
 	VPSHUFB k5minw<>(SB), Z9, Z14 \
 	VPMADDWD Z13, Z14, Z14 \
 	VCVTDQ2PS Z14, Z14 \
 	VFNMADD231PS Z14, Z12, Z0
 
-// K4PART(wo, ao, c) adds elements 64c..64c+63 (quant bytes at wo(BX),
-// activations at ao(SI)) with the super-block's scales in Z12 to the int32
-// sums in Z15. K5QPART is the same for Q5_K, with the qh bytes in Z14.
-#define K4PART(wo, ao, c) \
+// K4PART(wo, ao, t) adds elements 64c..64c+63 (quant bytes at wo(BX),
+// activations at ao(SI)) with the super-block's scales in Z12, spread by
+// k5sc's table c (in t), to the int32 sums in Z15. K5PART is the same
+// for Q5_K, with the qh bytes in Z14.
+#define K4PART(wo, ao, t) \
 	VBROADCASTI64X4 wo(BX), Z13 \
 	VPSRLW $4, Z13, K5, Z13 \
 	VPANDD Z10, Z13, Z13 \
 	VPMADDUBSW ao(SI), Z13, Z13 \
-	VPSHUFB k5sc<>+(64*c)(SB), Z12, Z11 \
+	VPSHUFB t, Z12, Z11 \
 	VPDPWSSD Z11, Z13, Z15
 
-#define K5PART(wo, ao, c) \
+#define K5PART(wo, ao, c, t) \
 	VBROADCASTI64X4 wo(BX), Z13 \
 	VPSRLW $4, Z13, K5, Z13 \
 	VPANDD Z10, Z13, Z13 \
 	VPTESTMB k5bit<>+(64*c)(SB), Z14, K4 \
 	VPADDB k5sixteen<>(SB), Z13, K4, Z13 \
 	VPMADDUBSW ao(SI), Z13, Z13 \
-	VPSHUFB k5sc<>+(64*c)(SB), Z12, Z11 \
+	VPSHUFB t, Z12, Z11 \
 	VPDPWSSD Z11, Z13, Z15
 
 // K4SB(j, bb) adds super-block j of the four (at j*bb(BX)) to Z0.
 #define K4SB(j, bb) \
 	VSHUFI64X2 $(0x55*j), Z9, Z9, Z12 \
 	VPXORD Z15, Z15, Z15 \
-	K4PART(j*bb+16, j*256, 0) \
-	K4PART(j*bb+48, j*256+64, 1) \
-	K4PART(j*bb+80, j*256+128, 2) \
-	K4PART(j*bb+112, j*256+192, 3) \
+	K4PART(j*bb+16, j*256, Z1) \
+	K4PART(j*bb+48, j*256+64, Z2) \
+	K4PART(j*bb+80, j*256+128, Z3) \
+	K4PART(j*bb+112, j*256+192, Z4) \
 	VCVTDQ2PS Z15, Z15 \
 	VFMADD231PS.BCST (16*j)(SP), Z15, Z0
 
@@ -548,10 +849,10 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 	VSHUFI64X2 $(0x55*j), Z9, Z9, Z12 \
 	VPXORD Z15, Z15, Z15 \
 	VBROADCASTI64X4 (j*bb+16)(BX), Z14 \
-	K5PART(j*bb+48, j*256, 0) \
-	K5PART(j*bb+80, j*256+64, 1) \
-	K5PART(j*bb+112, j*256+128, 2) \
-	K5PART(j*bb+144, j*256+192, 3) \
+	K5PART(j*bb+48, j*256, 0, Z1) \
+	K5PART(j*bb+80, j*256+64, 1, Z2) \
+	K5PART(j*bb+112, j*256+128, 2, Z3) \
+	K5PART(j*bb+144, j*256+192, 3, Z4) \
 	VCVTDQ2PS Z15, Z15 \
 	VFMADD231PS.BCST (16*j)(SP), Z15, Z0
 
@@ -567,7 +868,7 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 row: \
 	MOVQ aq+16(FP), SI \
 	MOVQ ad+24(FP), DI \
-	MOVQ bs+32(FP), R9 \
+	MOVQ s32+32(FP), R9 \
 	MOVQ nb+8(FP), CX \
 	VPXORD Z0, Z0, Z0 \
 	SHRQ $2, CX \
@@ -581,7 +882,7 @@ quad: \
 	ADDQ $(4*bb), BX \
 	ADDQ $1024, SI \
 	ADDQ $16, DI \
-	ADDQ $128, R9 \
+	ADDQ $64, R9 \
 	DECQ CX \
 	JNZ quad \
 tail: \
@@ -594,7 +895,7 @@ one: \
 	ADDQ $bb, BX \
 	ADDQ $256, SI \
 	ADDQ $4, DI \
-	ADDQ $32, R9 \
+	ADDQ $16, R9 \
 	DECQ CX \
 	JNZ one \
 sum: \
@@ -607,13 +908,103 @@ end: \
 	VZEROUPPER \
 	RET
 
-// func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
+// KROWS2(SB, bb) is KROWS for nr rows at wa and nr rows at wb at once
+// (see q8_0Rows2z), into ya and yb: four super-blocks of a row of the
+// first run, then the same four of a row of the second, whose weights
+// pointer (R12) and sum (Z16) are swapped with BX and Z0 for the time.
+#define KSWAP \
+	XCHGQ BX, R12 \
+	VMOVAPS Z0, Z17 \
+	VMOVAPS Z16, Z0 \
+	VMOVAPS Z17, Z16
+
+#define KROWS2(SB, bb) \
+	MOVQ wa+0(FP), BX \
+	MOVQ wb+8(FP), R12 \
+	MOVQ ya+48(FP), DX \
+	MOVQ yb+56(FP), R13 \
+	MOVQ nr+64(FP), R8 \
+	K5CONSTS \
+	TESTQ R8, R8 \
+	JZ end \
+row: \
+	MOVQ aq+24(FP), SI \
+	MOVQ ad+32(FP), DI \
+	MOVQ s32+40(FP), R9 \
+	MOVQ nb+16(FP), CX \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z16, Z16, Z16 \
+	SHRQ $2, CX \
+	JZ tail \
+quad: \
+	K5HEAD4(bb) \
+	SB(0, bb) \
+	SB(1, bb) \
+	SB(2, bb) \
+	SB(3, bb) \
+	KSWAP \
+	K5HEAD4(bb) \
+	SB(0, bb) \
+	SB(1, bb) \
+	SB(2, bb) \
+	SB(3, bb) \
+	KSWAP \
+	ADDQ $(4*bb), BX \
+	ADDQ $(4*bb), R12 \
+	ADDQ $1024, SI \
+	ADDQ $16, DI \
+	ADDQ $64, R9 \
+	DECQ CX \
+	JNZ quad \
+tail: \
+	MOVQ nb+16(FP), CX \
+	ANDQ $3, CX \
+	JZ sum \
+one: \
+	K5HEAD1 \
+	SB(0, bb) \
+	KSWAP \
+	K5HEAD1 \
+	SB(0, bb) \
+	KSWAP \
+	ADDQ $bb, BX \
+	ADDQ $bb, R12 \
+	ADDQ $256, SI \
+	ADDQ $4, DI \
+	ADDQ $16, R9 \
+	DECQ CX \
+	JNZ one \
+sum: \
+	HSUM0 \
+	VMOVSS X0, (DX) \
+	VMOVAPS Z16, Z0 \
+	HSUM0 \
+	VMOVSS X0, (R13) \
+	ADDQ $4, DX \
+	ADDQ $4, R13 \
+	DECQ R8 \
+	JNZ row \
+end: \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VZEROUPPER \
+	RET
+
+// func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
 TEXT ·q4_KRowsz(SB), NOSPLIT, $64-56
 	KROWS(K4SB, 144)
 
-// func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
+// func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
 TEXT ·q5_KRowsz(SB), NOSPLIT, $64-56
 	KROWS(K5SB, 176)
+
+// func q4_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
+TEXT ·q4_KRows2z(SB), NOSPLIT, $64-72
+	KROWS2(K4SB, 144)
+
+// func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
+TEXT ·q5_KRows2z(SB), NOSPLIT, $64-72
+	KROWS2(K5SB, 176)
 
 // ---- Q6_K ----------------------------------------------------------------
 

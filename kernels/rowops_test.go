@@ -595,6 +595,11 @@ func testXorWords(t *testing.T) {
 		if got := kernels.XorWords(x[:n]); got != want {
 			t.Fatalf("%d words: %#x, want %#x", n, got, want)
 		}
+		for _, h := range []int{n / 2, n / 3} {
+			if got := kernels.XorWordsPair(x[:h], x[h:n]); got != want {
+				t.Fatalf("%d and %d words side by side: %#x, want %#x", h, n-h, got, want)
+			}
+		}
 	}
 }
 

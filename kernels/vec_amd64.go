@@ -14,6 +14,19 @@ func f16ToF32Row(dst *float32, src *uint16, n int)
 //go:noescape
 func xorWords(p *uint64, n int) uint64
 
+//go:noescape
+func xorWords2(p, q *uint64, n int) uint64
+
+// xorPairVec is xorVec of x and y (of one length) read side by side.
+func xorPairVec(x, y []uint64) uint64 {
+	y = y[:len(x)]
+	n16 := len(x) &^ 15
+	if !useAsm || n16 == 0 {
+		return xorGo(x) ^ xorGo(y)
+	}
+	return xorWords2(&x[0], &y[0], n16) ^ xorGo(x[n16:]) ^ xorGo(y[n16:])
+}
+
 // xorVec is xorGo through the assembly when it is on.
 func xorVec(x []uint64) uint64 {
 	n16 := len(x) &^ 15
