@@ -40,6 +40,9 @@ func prefetchRowsZ(src unsafe.Pointer, lds int, rows int, n int)
 //go:noescape
 func gemmFloatZ(x *float32, ldx int, p *float32, kc int, y *float32, ldy int, rows int, nv int, mask uint64, add int)
 
+//go:noescape
+func gemmFloatZ8(x *float32, ldx int, p *float32, kc int, y *float32, ldy int, mask uint64, add int)
+
 // gemmRowsZ runs the avx512 level's tiled product for the rows [n0,n1) of
 // weights of dtype wt when it has one for wt and a's shape, and reports
 // whether it did.
@@ -94,7 +97,11 @@ func floatRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 			if k0 > 0 {
 				add = 1
 			}
-			for t := 0; t < T; t += 4 {
+			t := 0
+			for ; t+8 <= T; t += 8 {
+				gemmFloatZ8(&x[t*K+k0], K*4, &panel[0], kc, &y[t*N+n], N*4, mask, add)
+			}
+			for ; t < T; t += 4 {
 				gemmFloatZ(&x[t*K+k0], K*4, &panel[0], kc, &y[t*N+n], N*4, min(4, T-t), nv, mask, add)
 			}
 		}

@@ -32,7 +32,7 @@ func TestMatMulTiles(t *testing.T) {
 	modes(t, func(t *testing.T) {
 		for _, dt := range matDTypes {
 			for _, K := range tileKs(dt) {
-				for _, T := range []int{4, 5, 6, 7, 8, 9, 12, 13} {
+				for _, T := range []int{4, 5, 6, 7, 8, 9, 12, 13, 16, 21} {
 					for _, N := range []int{16, 17, 31, 48, 50, 97} {
 						if K >= 1024 && (N > 50 || T%3 == 1) {
 							continue // keep the reference's cost down
