@@ -111,25 +111,27 @@ func BenchmarkPrefill(b *testing.B) {
 		for _, T := range []int{64, 512} {
 			for _, sh := range shapes {
 				N, K := sh.N, sh.K
-				w := benchWeights(dt, N, K)
-				x := randActs(rand.New(rand.NewPCG(3, 4)), T*K)
-				y := make([]float32, T*N)
-				var a kernels.Acts
-				if err := a.Prepare(dt, x, T, K); err != nil {
-					b.Fatal(err)
-				}
-				for _, threads := range []int{1, 2} {
-					b.Run(fmt.Sprintf("%v/T%d/%dx%d/%dt", dt, T, N, K, threads), func(b *testing.B) {
-						p := kernels.NewPool(threads)
-						defer p.Close()
-						for b.Loop() {
-							if err := kernels.MatMul(p, dt, y, w, &a, N); err != nil {
-								b.Fatal(err)
+				b.Run(fmt.Sprintf("%v/T%d/%dx%d", dt, T, N, K), func(b *testing.B) {
+					w := benchWeights(dt, N, K)
+					x := randActs(rand.New(rand.NewPCG(3, 4)), T*K)
+					y := make([]float32, T*N)
+					var a kernels.Acts
+					if err := a.Prepare(dt, x, T, K); err != nil {
+						b.Fatal(err)
+					}
+					for _, threads := range []int{1, 2} {
+						b.Run(fmt.Sprintf("%dt", threads), func(b *testing.B) {
+							p := kernels.NewPool(threads)
+							defer p.Close()
+							for b.Loop() {
+								if err := kernels.MatMul(p, dt, y, w, &a, N); err != nil {
+									b.Fatal(err)
+								}
 							}
-						}
-						b.ReportMetric(2*float64(T*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-					})
-				}
+							b.ReportMetric(2*float64(T*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+						})
+					}
+				})
 			}
 		}
 	}

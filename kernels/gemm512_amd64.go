@@ -21,6 +21,9 @@ const (
 	// pays: below it the AVX2 4x3 tile, which reads the weights in place,
 	// is as fast.
 	zFloatMinT = 8
+	// zFloatActBytes bounds the activations (T rows by a block of K) that
+	// every panel meets before the next block: a quarter of Zen 4/5's L2.
+	zFloatActBytes = 256 << 10
 )
 
 // The assembly in gemm512_amd64.s.
@@ -41,7 +44,34 @@ func prefetchRowsZ(src unsafe.Pointer, lds int, rows int, n int)
 func gemmFloatZ(x *float32, ldx int, p *float32, kc int, y *float32, ldy int, rows int, nv int, mask uint64, add int)
 
 //go:noescape
-func gemmFloatZ8(x *float32, ldx int, p *float32, kc int, y *float32, ldy int, mask uint64, add int)
+func gemmFloatZ8(x8 *float32, p *float32, kc int, y *float32, ldy int, mask uint64, add int)
+
+// interleaveActs fills a.x8 when the avx512 float tiles will read it (the
+// avx512 level, at least zFloatMinT rows). Each activation is used for
+// every weight row, so one copy here is cheap; reading eight rows K*4
+// bytes apart instead would put them all in the same few L1 sets (K*4 is
+// often a multiple of 4 KiB), where with the packed panel they overflow
+// the ways and evict each other.
+func (a *Acts) interleaveActs() {
+	G := a.T / 8
+	if !useAVX512 || a.T < zFloatMinT {
+		G = 0
+	}
+	K, need := a.K, G*8*a.K
+	if cap(a.x8) < need {
+		a.x8 = make([]float32, need)
+	}
+	a.x8 = a.x8[:need]
+	for g := range G {
+		dst := a.x8[g*8*K : (g+1)*8*K]
+		for r := range 8 {
+			row := a.x[(8*g+r)*K : (8*g+r+1)*K]
+			for k, v := range row {
+				dst[8*k+r] = v
+			}
+		}
+	}
+}
 
 // gemmRowsZ runs the avx512 level's tiled product for the rows [n0,n1) of
 // weights of dtype wt when it has one for wt and a's shape, and reports
@@ -71,7 +101,10 @@ func zLane(j int) int { return [4]int{0, 2, 1, 3}[j>>2]<<2 | j&3 }
 
 // floatRowsZ is the float product by 48-row panels: each panel is converted
 // and transposed once per zFloatKC elements of K and then meets every
-// activation row, four at a time.
+// activation row, eight (then four) at a time. K is cut into blocks of at
+// most zFloatActBytes of activations, each block met by every panel in
+// turn, so that the activations the tiles read stay in L2 instead of
+// coming from L3 (or DRAM) once per panel.
 func floatRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	var panel [zFloatKC * zFloatNR]float32
 	T, K, x := a.T, a.K, a.x
@@ -80,29 +113,32 @@ func floatRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 		size = 4
 	}
 	ldw := K * size
-	for n := n0; n < n1; n += zFloatNR {
-		nr := min(zFloatNR, n1-n)
-		nv := (nr + 15) / 16
-		mask := uint64(1)<<nr - 1
-		for k0 := 0; k0 < K; k0 += zFloatKC {
-			kc := min(zFloatKC, K-k0)
-			packFloatPanel(wt, &panel, w[n*ldw+k0*size:], ldw, nr, kc)
-			// Fetch what the next packing reads while the tiles run.
-			if k0+kc < K {
-				prefetchRowsZ(unsafe.Pointer(&w[n*ldw+(k0+kc)*size]), ldw, nr, min(zFloatKC, K-k0-kc)*size)
-			} else if n+nr < n1 {
-				prefetchRowsZ(unsafe.Pointer(&w[(n+nr)*ldw]), ldw, min(zFloatNR, n1-n-nr), min(zFloatKC, K)*size)
-			}
-			add := 0
-			if k0 > 0 {
-				add = 1
-			}
-			t := 0
-			for ; t+8 <= T; t += 8 {
-				gemmFloatZ8(&x[t*K+k0], K*4, &panel[0], kc, &y[t*N+n], N*4, mask, add)
-			}
-			for ; t < T; t += 4 {
-				gemmFloatZ(&x[t*K+k0], K*4, &panel[0], kc, &y[t*N+n], N*4, min(4, T-t), nv, mask, add)
+	kb := max(zFloatKC, zFloatActBytes/(4*T)/zFloatKC*zFloatKC)
+	for kb0 := 0; kb0 < K; kb0 += kb {
+		kb1 := min(K, kb0+kb)
+		for n := n0; n < n1; n += zFloatNR {
+			nr := min(zFloatNR, n1-n)
+			mask := uint64(1)<<nr - 1
+			for k0 := kb0; k0 < kb1; k0 += zFloatKC {
+				kc := min(zFloatKC, kb1-k0)
+				packFloatPanel(wt, &panel, w[n*ldw+k0*size:], ldw, nr, kc)
+				// Fetch what the next packing reads while the tiles run.
+				if k0+kc < kb1 {
+					prefetchRowsZ(unsafe.Pointer(&w[n*ldw+(k0+kc)*size]), ldw, nr, min(zFloatKC, kb1-k0-kc)*size)
+				} else if n+nr < n1 {
+					prefetchRowsZ(unsafe.Pointer(&w[(n+nr)*ldw+kb0*size]), ldw, min(zFloatNR, n1-n-nr), min(zFloatKC, kb1-kb0)*size)
+				}
+				add := 0
+				if k0 > 0 {
+					add = 1
+				}
+				t := 0
+				for ; t+8 <= T && len(a.x8) >= (t+8)*K; t += 8 {
+					gemmFloatZ8(&a.x8[t*K+8*k0], &panel[0], kc, &y[t*N+n], N*4, mask, add)
+				}
+				for ; t < T; t += 4 {
+					gemmFloatZ(&x[t*K+k0], K*4, &panel[0], kc, &y[t*N+n], N*4, min(4, T-t), (nr+15)/16, mask, add)
+				}
 			}
 		}
 	}
