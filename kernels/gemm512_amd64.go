@@ -24,6 +24,13 @@ const (
 	// zFloatActBytes bounds the activations (T rows by a block of K) that
 	// every panel meets before the next block: a quarter of Zen 4/5's L2.
 	zFloatActBytes = 256 << 10
+	// zDotActBytes is zFloatActBytes for floatRowsDot, whose activations
+	// are read four rows at a time; half of L2.
+	zDotActBytes = 512 << 10
+	// zDotMinKB is the fewest elements of K a block of floatRowsDot may
+	// have: shorter ones spend too much on summing the lanes, and the
+	// packed panels do better.
+	zDotMinKB = 2048
 )
 
 // The assembly in gemm512_amd64.s.
@@ -73,6 +80,50 @@ func (a *Acts) interleaveActs() {
 	}
 }
 
+//go:noescape
+func gemmDotF16Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
+
+//go:noescape
+func gemmDotBF16Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
+
+//go:noescape
+func gemmDotF32Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
+
+// floatRowsDot is the float product without a packed panel, for K a
+// multiple of 16: four activation rows by six weight rows a tile, read in
+// place (see gemmdot512_amd64.s). K is cut into blocks as in floatRowsZ.
+func floatRowsDot(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
+	T, K, x := a.T, a.K, a.x
+	size := 2
+	if wt == poot.F32 {
+		size = 4
+	}
+	ldw := K * size
+	kb := max(16, zDotActBytes/(4*T)/16*16)
+	for kb0 := 0; kb0 < K; kb0 += kb {
+		kc := min(kb, K-kb0)
+		add := 0
+		if kb0 > 0 {
+			add = 1
+		}
+		for n := n0; n < n1; n += 6 {
+			nw := min(6, n1-n)
+			wp := unsafe.Pointer(&w[n*ldw+kb0*size])
+			for t := 0; t < T; t += 4 {
+				xp, yp, rows := &x[t*K+kb0], &y[t*N+n], min(4, T-t)
+				switch wt {
+				case poot.F16:
+					gemmDotF16Z(xp, K*4, rows, wp, ldw, nw, kc/16, yp, N*4, add)
+				case poot.BF16:
+					gemmDotBF16Z(xp, K*4, rows, wp, ldw, nw, kc/16, yp, N*4, add)
+				default:
+					gemmDotF32Z(xp, K*4, rows, wp, ldw, nw, kc/16, yp, N*4, add)
+				}
+			}
+		}
+	}
+}
+
 // gemmRowsZ runs the avx512 level's tiled product for the rows [n0,n1) of
 // weights of dtype wt when it has one for wt and a's shape, and reports
 // whether it did.
@@ -82,7 +133,11 @@ func gemmRowsZ(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) boo
 		if a.T < zFloatMinT {
 			return false
 		}
-		floatRowsZ(wt, y, N, w, a, n0, n1)
+		if a.K%16 == 0 && zDotActBytes/(4*a.T) >= min(a.K, zDotMinKB) {
+			floatRowsDot(wt, y, N, w, a, n0, n1)
+		} else {
+			floatRowsZ(wt, y, N, w, a, n0, n1)
+		}
 		return true
 	case poot.Q8_0, poot.Q4_K:
 		if a.T < 4 {

@@ -45,6 +45,9 @@ func TestMatMulTiles(t *testing.T) {
 				// 68 rows cut K into blocks of 896 for the avx512 float
 				// tiles: two blocks, the second a partial panel.
 				checkProduct(t, dt, 68, 50, 1100, 7)
+				// 64 rows and K a multiple of 16 take the unpacked
+				// tiles, in blocks of 2048: a whole one and a short one.
+				checkProduct(t, dt, 64, 13, 2064, 8)
 			}
 		}
 	})
