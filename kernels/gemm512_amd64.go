@@ -53,15 +53,15 @@ func gemmFloatZ(x *float32, ldx int, p *float32, kc int, y *float32, ldy int, ro
 //go:noescape
 func gemmFloatZ8(x8 *float32, p *float32, kc int, y *float32, ldy int, mask uint64, add int)
 
-// interleaveActs fills a.x8 when the avx512 float tiles will read it (the
-// avx512 level, at least zFloatMinT rows). Each activation is used for
+// interleaveActs fills a.x8 when the avx512 packed-panel float tiles will
+// read it (the avx512 level, at least zFloatMinT rows, not floatDot's). Each activation is used for
 // every weight row, so one copy here is cheap; reading eight rows K*4
 // bytes apart instead would put them all in the same few L1 sets (K*4 is
 // often a multiple of 4 KiB), where with the packed panel they overflow
 // the ways and evict each other.
 func (a *Acts) interleaveActs() {
 	G := a.T / 8
-	if !useAVX512 || a.T < zFloatMinT {
+	if !useAVX512 || a.T < zFloatMinT || floatDot(a.T, a.K) {
 		G = 0
 	}
 	K, need := a.K, G*8*a.K
@@ -88,6 +88,12 @@ func gemmDotBF16Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw i
 
 //go:noescape
 func gemmDotF32Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
+
+// floatDot reports whether floatRowsDot takes a product of T rows of K
+// elements (floatRowsZ those of at least zFloatMinT rows it does not).
+func floatDot(T, K int) bool {
+	return K%16 == 0 && zDotActBytes/(4*T) >= min(K, zDotMinKB)
+}
 
 // floatRowsDot is the float product without a packed panel, for K a
 // multiple of 16: four activation rows by six weight rows a tile, read in
@@ -133,7 +139,7 @@ func gemmRowsZ(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) boo
 		if a.T < zFloatMinT {
 			return false
 		}
-		if a.K%16 == 0 && zDotActBytes/(4*a.T) >= min(a.K, zDotMinKB) {
+		if floatDot(a.T, a.K) {
 			floatRowsDot(wt, y, N, w, a, n0, n1)
 		} else {
 			floatRowsZ(wt, y, N, w, a, n0, n1)
