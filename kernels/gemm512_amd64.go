@@ -9,11 +9,15 @@ import (
 // The AVX-512 prompt-processing products (the avx512 level, T >= 4). They
 // replace the one-weight-row-at-a-time kernels of matmul_amd64.go with
 // register tiles that reuse each loaded weight for several activation rows
-// and each activation for many weight rows: see gemm512_amd64.s (float
-// weights) and gemmq512_amd64.s (quantized weights).
+// and each activation for many weight rows: see gemmdot512_amd64.s (float
+// weights, up to 64 rows: dot products over weights read in place),
+// gemm512_amd64.s (float weights, more rows: panels packed and transposed
+// once per product and met by every row) and gemmq512_amd64.s (quantized
+// weights).
 
-// The float tile's shape: 48 weight rows (three vectors) by zFloatKC
-// elements of K a packed panel, four activation rows a tile.
+// The packed float tile's shape: 48 weight rows (three vectors) by
+// zFloatKC elements of K a packed panel, eight (or four) activation rows a
+// tile.
 const (
 	zFloatNR = 48
 	zFloatKC = 128
