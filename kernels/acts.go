@@ -52,11 +52,6 @@ type Acts struct {
 	s         []float32 // actQ8: d * sum(q) per block, for the min-offset dtypes
 	o         []int32   // actQ8: -128 * sum(q) per block, the offset the VNNI tiles subtract
 	bs        []int16   // actQ8K: sum of each 16 consecutive quants, T*K/16
-	// x8 is actF32 at the avx512 level: the whole groups of eight rows of
-	// x, each group's rows interleaved element by element (element k of
-	// row 8g+r at x8[8gK+8k+r]), which the float prompt tile reads as one
-	// sequential stream (see interleaveActs).
-	x8 []float32
 
 	job    matJob           // the parallel product's arguments, see MatMul
 	run    func(lo, hi int) // job.do bound to runFor.job
@@ -92,8 +87,6 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	case actQ8K:
 		a.grow(T*K, T*K/256, T*K/16)
 		quantizeQ8K(a.q, a.d, a.bs, x[:T*K])
-	case actF32:
-		a.interleaveActs()
 	}
 	if kind != actF32 {
 		if cap(a.nonFinite) < T {

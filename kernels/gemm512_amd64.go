@@ -55,34 +55,7 @@ func prefetchRowsZ(src unsafe.Pointer, lds int, rows int, n int)
 func gemmFloatZ(x *float32, ldx int, p *float32, kc int, y *float32, ldy int, rows int, nv int, mask uint64, add int)
 
 //go:noescape
-func gemmFloatZ8(x8 *float32, p *float32, kc int, y *float32, ldy int, mask uint64, add int)
-
-// interleaveActs fills a.x8 when the avx512 packed-panel float tiles will
-// read it (the avx512 level, at least zFloatMinT rows, not floatDot's). Each activation is used for
-// every weight row, so one copy here is cheap; reading eight rows K*4
-// bytes apart instead would put them all in the same few L1 sets (K*4 is
-// often a multiple of 4 KiB), where with the packed panel they overflow
-// the ways and evict each other.
-func (a *Acts) interleaveActs() {
-	G := a.T / 8
-	if !useAVX512 || a.T < zFloatMinT || floatDot(a.T, a.K) {
-		G = 0
-	}
-	K, need := a.K, G*8*a.K
-	if cap(a.x8) < need {
-		a.x8 = make([]float32, need)
-	}
-	a.x8 = a.x8[:need]
-	for g := range G {
-		dst := a.x8[g*8*K : (g+1)*8*K]
-		for r := range 8 {
-			row := a.x[(8*g+r)*K : (8*g+r+1)*K]
-			for k, v := range row {
-				dst[8*k+r] = v
-			}
-		}
-	}
-}
+func gemmFloatZ8(x *float32, ldx int, p *float32, kc int, y *float32, ldy int, mask uint64, add int)
 
 //go:noescape
 func gemmDotF16Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
@@ -198,8 +171,8 @@ func floatRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 					add = 1
 				}
 				t := 0
-				for ; t+8 <= T && len(a.x8) >= (t+8)*K; t += 8 {
-					gemmFloatZ8(&a.x8[t*K+8*k0], &panel[0], kc, &y[t*N+n], N*4, mask, add)
+				for ; t+8 <= T; t += 8 {
+					gemmFloatZ8(&x[t*K+k0], K*4, &panel[0], kc, &y[t*N+n], N*4, mask, add)
 				}
 				for ; t < T; t += 4 {
 					gemmFloatZ(&x[t*K+k0], K*4, &panel[0], kc, &y[t*N+n], N*4, min(4, T-t), (nr+15)/16, mask, add)

@@ -274,20 +274,22 @@ pdone:
 	VFMADD231PS Z25, b, z1 \
 	VFMADD231PS Z26, b, z2
 
-// func gemmFloatZ8(x8 *float32, p *float32, kc int, y *float32, ldy int, mask uint64, add int)
+// func gemmFloatZ8(x *float32, ldx int, p *float32, kc int, y *float32, ldy int, mask uint64, add int)
 //
-// Eight activation rows, interleaved element by element at x8 (see
-// Acts.x8), by the 48 weight rows of the panel p, kc elements, into eight
-// rows of y (stride ldy bytes), the 48 lanes masked by mask. Twenty-four
-// accumulators (Z0-Z23) take each panel vector (Z24-Z26) eight times,
-// twice as often as gemmFloatZ's twelve: the loads are then 11 for 24
-// FMAs, and y is read and written half as often. The panel's three
-// vectors are always read (lanes past a short panel's rows are never
-// stored).
-TEXT ·gemmFloatZ8(SB), NOSPLIT, $0-56
-	MOVQ x8+0(FP), SI
-	MOVQ p+8(FP), DI
-	MOVQ kc+16(FP), CX
+// Eight activation rows at x (stride ldx bytes) by the 48 weight rows of
+// the panel p, kc elements, into eight rows of y (stride ldy bytes), the
+// 48 lanes masked by mask. Twenty-four accumulators (Z0-Z23) take each
+// panel vector (Z24-Z26) eight times, twice as often as gemmFloatZ's
+// twelve: the loads are then 11 for 24 FMAs, and y is read and written
+// half as often. The panel's three vectors are always read (lanes past a
+// short panel's rows are never stored).
+TEXT ·gemmFloatZ8(SB), NOSPLIT, $0-64
+	MOVQ x+0(FP), SI
+	MOVQ ldx+8(FP), R8
+	MOVQ p+16(FP), DI
+	MOVQ kc+24(FP), CX
+	LEAQ (R8)(R8*2), R9
+	LEAQ (SI)(R8*4), R10
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -320,28 +322,29 @@ loop8:
 	VMOVUPS 64(DI), Z25
 	VMOVUPS 128(DI), Z26
 	FROW8((SI), Z27, Z0, Z1, Z2)
-	FROW8(4(SI), Z28, Z3, Z4, Z5)
-	FROW8(8(SI), Z29, Z6, Z7, Z8)
-	FROW8(12(SI), Z30, Z9, Z10, Z11)
-	FROW8(16(SI), Z27, Z12, Z13, Z14)
-	FROW8(20(SI), Z28, Z15, Z16, Z17)
-	FROW8(24(SI), Z29, Z18, Z19, Z20)
-	FROW8(28(SI), Z30, Z21, Z22, Z23)
+	FROW8((SI)(R8*1), Z28, Z3, Z4, Z5)
+	FROW8((SI)(R8*2), Z29, Z6, Z7, Z8)
+	FROW8((SI)(R9*1), Z30, Z9, Z10, Z11)
+	FROW8((R10), Z27, Z12, Z13, Z14)
+	FROW8((R10)(R8*1), Z28, Z15, Z16, Z17)
+	FROW8((R10)(R8*2), Z29, Z18, Z19, Z20)
+	FROW8((R10)(R9*1), Z30, Z21, Z22, Z23)
 	ADDQ $192, DI
-	ADDQ $32, SI
+	ADDQ $4, SI
+	ADDQ $4, R10
 	DECQ CX
 	JNZ  loop8
 
 store8:
-	MOVQ mask+40(FP), DX
+	MOVQ mask+48(FP), DX
 	KMOVW DX, K1
 	SHRQ $16, DX
 	KMOVW DX, K2
 	SHRQ $16, DX
 	KMOVW DX, K3
-	MOVQ y+24(FP), DI
-	MOVQ ldy+32(FP), R8
-	MOVQ add+48(FP), R9
+	MOVQ y+32(FP), DI
+	MOVQ ldy+40(FP), R8
+	MOVQ add+56(FP), R9
 	FSTORE(DI, Z0, Z1, Z2)
 	ADDQ R8, DI
 	FSTORE(DI, Z3, Z4, Z5)

@@ -6,6 +6,3 @@ import "github.com/pootlabs/poot"
 
 // gemmRowsZ is the avx512 level's tiled product, which only amd64 has.
 func gemmRowsZ(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) bool { return false }
-
-// interleaveActs prepares what only the avx512 level's tiles read.
-func (a *Acts) interleaveActs() { a.x8 = a.x8[:0] }
