@@ -9,10 +9,10 @@ import (
 // The AVX-512 prompt-processing products (the avx512 level, T >= 4). They
 // replace the one-weight-row-at-a-time kernels of matmul_amd64.go with
 // register tiles that reuse each loaded weight for several activation rows
-// and each activation for many weight rows: see gemmdot512_amd64.s (float
-// weights, up to 64 rows: dot products over weights read in place),
-// gemm512_amd64.s (float weights, more rows: panels packed and transposed
-// once per product and met by every row) and gemmq512_amd64.s (quantized
+// and each activation for many weight rows: see gemmdot512_amd64.s (F16 and
+// BF16 weights, up to 64 rows: dot products over weights read in place),
+// gemm512_amd64.s (F32 weights, and F16 and BF16 with more rows: panels
+// packed and transposed once per product and met by every row) and gemmq512_amd64.s (quantized
 // weights).
 
 // The packed float tile's shape: 48 weight rows (three vectors) by
@@ -63,24 +63,20 @@ func gemmDotF16Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw in
 //go:noescape
 func gemmDotBF16Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
 
-//go:noescape
-func gemmDotF32Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
-
 // floatDot reports whether floatRowsDot takes a product of T rows of K
-// elements (floatRowsZ those of at least zFloatMinT rows it does not).
-func floatDot(T, K int) bool {
-	return K%16 == 0 && zDotActBytes/(4*T) >= min(K, zDotMinKB)
+// elements with wt weights (floatRowsZ those of at least zFloatMinT rows
+// it does not). Not F32: six rows of a block of 2048 would fill L1, and
+// the packed panels measured faster.
+func floatDot(wt poot.DType, T, K int) bool {
+	return wt != poot.F32 && K%16 == 0 && zDotActBytes/(4*T) >= min(K, zDotMinKB)
 }
 
-// floatRowsDot is the float product without a packed panel, for K a
+// floatRowsDot is the F16 or BF16 product without a packed panel, for K a
 // multiple of 16: four activation rows by six weight rows a tile, read in
 // place (see gemmdot512_amd64.s). K is cut into blocks as in floatRowsZ.
 func floatRowsDot(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	T, K, x := a.T, a.K, a.x
-	size := 2
-	if wt == poot.F32 {
-		size = 4
-	}
+	const size = 2
 	ldw := K * size
 	kb := max(16, zDotActBytes/(4*T)/16*16)
 	for kb0 := 0; kb0 < K; kb0 += kb {
@@ -94,13 +90,10 @@ func floatRowsDot(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 			wp := unsafe.Pointer(&w[n*ldw+kb0*size])
 			for t := 0; t < T; t += 4 {
 				xp, yp, rows := &x[t*K+kb0], &y[t*N+n], min(4, T-t)
-				switch wt {
-				case poot.F16:
+				if wt == poot.F16 {
 					gemmDotF16Z(xp, K*4, rows, wp, ldw, nw, kc/16, yp, N*4, add)
-				case poot.BF16:
+				} else {
 					gemmDotBF16Z(xp, K*4, rows, wp, ldw, nw, kc/16, yp, N*4, add)
-				default:
-					gemmDotF32Z(xp, K*4, rows, wp, ldw, nw, kc/16, yp, N*4, add)
 				}
 			}
 		}
@@ -116,7 +109,7 @@ func gemmRowsZ(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) boo
 		if a.T < zFloatMinT {
 			return false
 		}
-		if floatDot(a.T, a.K) {
+		if floatDot(wt, a.T, a.K) {
 			floatRowsDot(wt, y, N, w, a, n0, n1)
 		} else {
 			floatRowsZ(wt, y, N, w, a, n0, n1)

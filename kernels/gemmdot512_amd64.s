@@ -1,4 +1,4 @@
-// AVX-512 float products without a packed panel (prompt processing): each
+// AVX-512 F16 and BF16 products without a packed panel (prompt processing): each
 // accumulator is one activation row's dot product with one weight row,
 // sixteen elements of K a lane, summed across its lanes when the call
 // ends. Four activation rows by six weight rows are 24 accumulators
@@ -11,7 +11,6 @@
 
 #define DLD_F16(a, z) VCVTPH2PS a, z
 #define DLD_BF16(a, z) VPMOVZXWD a, z; VPSLLD $16, z, z
-#define DLD_F32(a, z) VMOVUPS a, z
 
 // DROW adds one step of activation row base a (index BX scaled by s) into
 // the row's six accumulators.
@@ -59,7 +58,7 @@
 	VADDPS.Z (DX), Z30, K1, Z30 \
 	VMOVUPS Z30, K1, (DX)
 
-// DOT is the body of gemmDotF16Z, gemmDotBF16Z and gemmDotF32Z: DLD loads
+// DOT is the body of gemmDotF16Z and gemmDotBF16Z: DLD loads
 // (and converts) sixteen weights, ws is the bytes of sixteen weights and
 // as the scale from the weights' offset to the activations'.
 #define DOT(DLD, ws, as) \
@@ -201,7 +200,3 @@ TEXT ·gemmDotF16Z(SB), NOSPLIT, $0-80
 // func gemmDotBF16Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
 TEXT ·gemmDotBF16Z(SB), NOSPLIT, $0-80
 	DOT(DLD_BF16, 32, 2)
-
-// func gemmDotF32Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
-TEXT ·gemmDotF32Z(SB), NOSPLIT, $0-80
-	DOT(DLD_F32, 64, 1)
