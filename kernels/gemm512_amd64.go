@@ -12,8 +12,8 @@ import (
 // and each activation for many weight rows: see gemmdot512_amd64.s (F16 and
 // BF16 weights, up to 64 rows: dot products over weights read in place),
 // gemm512_amd64.s (F32 weights, and F16 and BF16 with more rows: panels
-// packed and transposed once per product and met by every row) and gemmq512_amd64.s (quantized
-// weights).
+// packed and transposed once per product and met by every row) and
+// gemmq512_amd64.s (quantized weights).
 
 // The packed float tile's shape: 48 weight rows (three vectors) by
 // zFloatKC elements of K a packed panel, eight (or four) activation rows a
