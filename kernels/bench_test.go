@@ -103,6 +103,42 @@ func BenchmarkMatMul(b *testing.B) {
 	}
 }
 
+// BenchmarkPrefill measures the products of a prompt through a 1B
+// Llama-shaped layer (hidden 2048, 512-wide keys and values, feed-forward
+// 8192), T activation rows, on one thread and on a pool of two, reporting
+// GFLOP/s (2·T·N·K per product). Only the prompt-tile dtypes are run.
+func BenchmarkPrefill(b *testing.B) {
+	shapes := []struct{ N, K int }{{2048, 2048}, {512, 2048}, {8192, 2048}, {2048, 8192}}
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_K, poot.Q5_K, poot.Q6_K} {
+		for _, T := range []int{64, 512} {
+			for _, sh := range shapes {
+				N, K := sh.N, sh.K
+				b.Run(fmt.Sprintf("%v/T%d/%dx%d", dt, T, N, K), func(b *testing.B) {
+					w := benchWeights(dt, N, K)
+					x := randActs(rand.New(rand.NewPCG(3, 4)), T*K)
+					y := make([]float32, T*N)
+					var a kernels.Acts
+					if err := a.Prepare(dt, x, T, K); err != nil {
+						b.Fatal(err)
+					}
+					for _, threads := range []int{1, 2} {
+						b.Run(fmt.Sprintf("%dt", threads), func(b *testing.B) {
+							p := kernels.NewPool(threads)
+							defer p.Close()
+							for b.Loop() {
+								if err := kernels.MatMul(p, dt, y, w, &a, N); err != nil {
+									b.Fatal(err)
+								}
+							}
+							b.ReportMetric(2*float64(T*N*K)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+						})
+					}
+				})
+			}
+		}
+	}
+}
+
 // BenchmarkPrepare measures quantizing one 4096-element activation row.
 func BenchmarkPrepare(b *testing.B) {
 	x := randActs(rand.New(rand.NewPCG(3, 4)), 4096)

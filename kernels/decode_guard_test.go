@@ -32,14 +32,14 @@ func guarded(t *testing.T, n int) []byte {
 // TestMatVecReadsNoFurther runs the products with the weights and the
 // activations each ending at an inaccessible page: no kernel may read past
 // the last row or the last element (the masked tails included). One
-// activation row takes the decode kernels; seven and thirteen take the prompt tiles for
+// activation row takes the decode kernels; seven, thirteen and twenty take the prompt tiles for
 // the first rows and the decode kernels for the rest.
 func TestMatVecReadsNoFurther(t *testing.T) {
 	modes(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(7, 8))
 		for _, dt := range decodeDTypes {
 			for _, K := range decodeKs(dt) {
-				for _, M := range []int{1, 7, 13} {
+				for _, M := range []int{1, 7, 13, 20} {
 					const N = 37
 					src := randWeights(r, dt, N, K)
 					w := guarded(t, len(src))

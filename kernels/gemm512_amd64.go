@@ -9,11 +9,15 @@ import (
 // The AVX-512 prompt-processing products (the avx512 level, T >= 4). They
 // replace the one-weight-row-at-a-time kernels of matmul_amd64.go with
 // register tiles that reuse each loaded weight for several activation rows
-// and each activation for many weight rows: see gemm512_amd64.s (float
-// weights) and gemmq512_amd64.s (quantized weights).
+// and each activation for many weight rows: see gemmdot512_amd64.s (F16 and
+// BF16 weights, up to 64 rows: dot products over weights read in place),
+// gemm512_amd64.s (F32 weights, and F16 and BF16 with more rows: panels
+// packed and transposed once per product and met by every row) and
+// gemmq512_amd64.s (quantized weights).
 
-// The float tile's shape: 48 weight rows (three vectors) by zFloatKC
-// elements of K a packed panel, four activation rows a tile.
+// The packed float tile's shape: 48 weight rows (three vectors) by
+// zFloatKC elements of K a packed panel, eight (or four) activation rows a
+// tile.
 const (
 	zFloatNR = 48
 	zFloatKC = 128
@@ -21,6 +25,16 @@ const (
 	// pays: below it the AVX2 4x3 tile, which reads the weights in place,
 	// is as fast.
 	zFloatMinT = 8
+	// zFloatActBytes bounds the activations (T rows by a block of K) that
+	// every panel meets before the next block: a quarter of Zen 4/5's L2.
+	zFloatActBytes = 256 << 10
+	// zDotActBytes is zFloatActBytes for floatRowsDot, whose activations
+	// are read four rows at a time; half of L2.
+	zDotActBytes = 512 << 10
+	// zDotMinKB is the fewest elements of K a block of floatRowsDot may
+	// have: shorter ones spend too much on summing the lanes, and the
+	// packed panels do better.
+	zDotMinKB = 2048
 )
 
 // The assembly in gemm512_amd64.s.
@@ -40,6 +54,52 @@ func prefetchRowsZ(src unsafe.Pointer, lds int, rows int, n int)
 //go:noescape
 func gemmFloatZ(x *float32, ldx int, p *float32, kc int, y *float32, ldy int, rows int, nv int, mask uint64, add int)
 
+//go:noescape
+func gemmFloatZ8(x *float32, ldx int, p *float32, kc int, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmDotF16Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
+
+//go:noescape
+func gemmDotBF16Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
+
+// floatDot reports whether floatRowsDot takes a product of T rows of K
+// elements with wt weights (floatRowsZ those of at least zFloatMinT rows
+// it does not). Not F32: six rows of a block of 2048 would fill L1, and
+// the packed panels measured faster.
+func floatDot(wt poot.DType, T, K int) bool {
+	return wt != poot.F32 && K%16 == 0 && zDotActBytes/(4*T) >= min(K, zDotMinKB)
+}
+
+// floatRowsDot is the F16 or BF16 product without a packed panel, for K a
+// multiple of 16: four activation rows by six weight rows a tile, read in
+// place (see gemmdot512_amd64.s). K is cut into blocks as in floatRowsZ.
+func floatRowsDot(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
+	T, K, x := a.T, a.K, a.x
+	const size = 2
+	ldw := K * size
+	kb := max(16, zDotActBytes/(4*T)/16*16)
+	for kb0 := 0; kb0 < K; kb0 += kb {
+		kc := min(kb, K-kb0)
+		add := 0
+		if kb0 > 0 {
+			add = 1
+		}
+		for n := n0; n < n1; n += 6 {
+			nw := min(6, n1-n)
+			wp := unsafe.Pointer(&w[n*ldw+kb0*size])
+			for t := 0; t < T; t += 4 {
+				xp, yp, rows := &x[t*K+kb0], &y[t*N+n], min(4, T-t)
+				if wt == poot.F16 {
+					gemmDotF16Z(xp, K*4, rows, wp, ldw, nw, kc/16, yp, N*4, add)
+				} else {
+					gemmDotBF16Z(xp, K*4, rows, wp, ldw, nw, kc/16, yp, N*4, add)
+				}
+			}
+		}
+	}
+}
+
 // gemmRowsZ runs the avx512 level's tiled product for the rows [n0,n1) of
 // weights of dtype wt when it has one for wt and a's shape, and reports
 // whether it did.
@@ -49,7 +109,11 @@ func gemmRowsZ(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) boo
 		if a.T < zFloatMinT {
 			return false
 		}
-		floatRowsZ(wt, y, N, w, a, n0, n1)
+		if floatDot(wt, a.T, a.K) {
+			floatRowsDot(wt, y, N, w, a, n0, n1)
+		} else {
+			floatRowsZ(wt, y, N, w, a, n0, n1)
+		}
 		return true
 	case poot.Q8_0, poot.Q4_K:
 		if a.T < 4 {
@@ -68,7 +132,10 @@ func zLane(j int) int { return [4]int{0, 2, 1, 3}[j>>2]<<2 | j&3 }
 
 // floatRowsZ is the float product by 48-row panels: each panel is converted
 // and transposed once per zFloatKC elements of K and then meets every
-// activation row, four at a time.
+// activation row, eight (then four) at a time. K is cut into blocks of at
+// most zFloatActBytes of activations, each block met by every panel in
+// turn, so that the activations the tiles read stay in L2 instead of
+// coming from L3 (or DRAM) once per panel.
 func floatRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	var panel [zFloatKC * zFloatNR]float32
 	T, K, x := a.T, a.K, a.x
@@ -77,25 +144,32 @@ func floatRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 		size = 4
 	}
 	ldw := K * size
-	for n := n0; n < n1; n += zFloatNR {
-		nr := min(zFloatNR, n1-n)
-		nv := (nr + 15) / 16
-		mask := uint64(1)<<nr - 1
-		for k0 := 0; k0 < K; k0 += zFloatKC {
-			kc := min(zFloatKC, K-k0)
-			packFloatPanel(wt, &panel, w[n*ldw+k0*size:], ldw, nr, kc)
-			// Fetch what the next packing reads while the tiles run.
-			if k0+kc < K {
-				prefetchRowsZ(unsafe.Pointer(&w[n*ldw+(k0+kc)*size]), ldw, nr, min(zFloatKC, K-k0-kc)*size)
-			} else if n+nr < n1 {
-				prefetchRowsZ(unsafe.Pointer(&w[(n+nr)*ldw]), ldw, min(zFloatNR, n1-n-nr), min(zFloatKC, K)*size)
-			}
-			add := 0
-			if k0 > 0 {
-				add = 1
-			}
-			for t := 0; t < T; t += 4 {
-				gemmFloatZ(&x[t*K+k0], K*4, &panel[0], kc, &y[t*N+n], N*4, min(4, T-t), nv, mask, add)
+	kb := max(zFloatKC, zFloatActBytes/(4*T)/zFloatKC*zFloatKC)
+	for kb0 := 0; kb0 < K; kb0 += kb {
+		kb1 := min(K, kb0+kb)
+		for n := n0; n < n1; n += zFloatNR {
+			nr := min(zFloatNR, n1-n)
+			mask := uint64(1)<<nr - 1
+			for k0 := kb0; k0 < kb1; k0 += zFloatKC {
+				kc := min(zFloatKC, kb1-k0)
+				packFloatPanel(wt, &panel, w[n*ldw+k0*size:], ldw, nr, kc)
+				// Fetch what the next packing reads while the tiles run.
+				if k0+kc < kb1 {
+					prefetchRowsZ(unsafe.Pointer(&w[n*ldw+(k0+kc)*size]), ldw, nr, min(zFloatKC, kb1-k0-kc)*size)
+				} else if n+nr < n1 {
+					prefetchRowsZ(unsafe.Pointer(&w[(n+nr)*ldw+kb0*size]), ldw, min(zFloatNR, n1-n-nr), min(zFloatKC, kb1-kb0)*size)
+				}
+				add := 0
+				if k0 > 0 {
+					add = 1
+				}
+				t := 0
+				for ; t+8 <= T; t += 8 {
+					gemmFloatZ8(&x[t*K+k0], K*4, &panel[0], kc, &y[t*N+n], N*4, mask, add)
+				}
+				for ; t < T; t += 4 {
+					gemmFloatZ(&x[t*K+k0], K*4, &panel[0], kc, &y[t*N+n], N*4, min(4, T-t), (nr+15)/16, mask, add)
+				}
 			}
 		}
 	}

@@ -32,7 +32,7 @@ func TestMatMulTiles(t *testing.T) {
 	modes(t, func(t *testing.T) {
 		for _, dt := range matDTypes {
 			for _, K := range tileKs(dt) {
-				for _, T := range []int{4, 5, 6, 7, 8, 9, 12, 13} {
+				for _, T := range []int{4, 5, 6, 7, 8, 9, 12, 13, 16, 21} {
 					for _, N := range []int{16, 17, 31, 48, 50, 97} {
 						if K >= 1024 && (N > 50 || T%3 == 1) {
 							continue // keep the reference's cost down
@@ -40,6 +40,14 @@ func TestMatMulTiles(t *testing.T) {
 						checkProduct(t, dt, T, N, K, uint64(K*1000+T*100+N))
 					}
 				}
+			}
+			if dt.BlockElems() == 1 {
+				// 68 rows cut K into blocks of 896 for the avx512 float
+				// tiles: two blocks, the second a partial panel.
+				checkProduct(t, dt, 68, 50, 1100, 7)
+				// 64 rows and K a multiple of 16 take the unpacked
+				// tiles, in blocks of 2048: a whole one and a short one.
+				checkProduct(t, dt, 64, 13, 2064, 8)
 			}
 		}
 	})
