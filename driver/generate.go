@@ -241,7 +241,7 @@ func (s *Session) generate(ctx context.Context, ids []int32, opts GenerateOption
 		if len(s.history) >= s.capacity {
 			return finish(StopContext)
 		}
-		out, err := s.run([]int32{id}, families.LastToken)
+		out, err := s.run([]int32{id}, families.LastToken, true)
 		if err != nil {
 			return st, err
 		}

@@ -78,6 +78,18 @@ type step struct {
 	info  StepInfo
 	graph *poot.Graph // bound: constants retyped to their stored dtypes
 	exe   interp.Executable
+	// outs are the outputs of the step's last reusing run (see
+	// Session.run), which an executable that writes into its caller's
+	// tensors (intoRunner) overwrites on the next.
+	outs []tensor.Tensor
+}
+
+// intoRunner is an executable that writes a step's outputs into tensors
+// its caller keeps (the cpu interpreter's RunInto): a decode step that
+// returned fresh logits (half a megabyte at a vocabulary of 128k) spent up
+// to two milliseconds in page faults and the collector.
+type intoRunner interface {
+	RunInto(slots interp.Slots, state *interp.State, outs []tensor.Tensor) error
 }
 
 // Session is one opened model with its KV state. Its steps run one at a
@@ -472,7 +484,7 @@ func (s *Session) feed(tokens []int32, all bool) ([][]float32, error) {
 		if !last && !all {
 			m = families.LastToken
 		}
-		out, err := s.run(chunk, m)
+		out, err := s.run(chunk, m, false)
 		if err != nil {
 			return nil, err
 		}
@@ -487,8 +499,11 @@ func (s *Session) feed(tokens []int32, all bool) ([][]float32, error) {
 	return rows, nil
 }
 
-// run runs one step over chunk at the next positions and returns its logits.
-func (s *Session) run(chunk []int32, mode families.LogitsMode) ([]float32, error) {
+// run runs one step over chunk at the next positions and returns its
+// logits. With reuse the logits may be the step's own buffer, valid until
+// the next reusing run of the same step: for a caller that is done with
+// them by then (generation's decode loop).
+func (s *Session) run(chunk []int32, mode families.LogitsMode, reuse bool) ([]float32, error) {
 	st, err := s.step(len(chunk), mode, nil)
 	if err != nil {
 		return nil, err
@@ -510,8 +525,16 @@ func (s *Session) run(chunk []int32, mode families.LogitsMode) ([]float32, error
 	// as an error wrapping load.ErrFault, from this goroutine or from the
 	// backend's workers, which hand their panics to this one.
 	var out []tensor.Tensor
+	slots := interp.Slots{"token": tok, "pos": pt}
 	err = mmap.Guard("running "+st.info.Program, func() (err error) {
-		out, err = st.exe.Run(interp.Slots{"token": tok, "pos": pt}, s.state)
+		if r, ok := st.exe.(intoRunner); ok && reuse && st.outs != nil {
+			out = st.outs
+			return r.RunInto(slots, s.state, out)
+		}
+		out, err = st.exe.Run(slots, s.state)
+		if err == nil && reuse {
+			st.outs = out
+		}
 		return err
 	})
 	if err != nil {
