@@ -277,3 +277,26 @@ func ExampleEngine() {
 	fmt.Println(len(st.Tokens), st.Stop, err)
 	// Output: 5 budget <nil>
 }
+
+// The engine's paged steps over Q8_0 caches (pages of quantized rows,
+// gathered for each sequence) give the greedy tokens of a session over
+// Q8_0 caches, on the oracle and on the cpu backend.
+func TestEngineQ8Caches(t *testing.T) {
+	prompt := []int32{1, 40, 41, 42, 300, 301, 7, 8, 9, 10, 11}
+	opts := driver.GenerateOptions{MaxTokens: 10, IgnoreEOS: true}
+	for _, in := range []string{"oracle", "cpu"} {
+		e := openEngine(t, driver.EngineOptions{Interp: in, Parallel: 2, PrefillChunk: 4, PageSize: 4, Capacity: 64, KV: poot.Q8_0})
+		s := open(t, driver.Options{Interp: in, Capacity: 64, KV: poot.Q8_0})
+		want, err := s.GenerateTokens(context.Background(), prompt, opts, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := runReq(context.Background(), e, driver.Request{Prompt: prompt, GenerateOptions: opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.toks, want.Tokens) {
+			t.Errorf("%s: engine generated %v, the session %v", in, got.toks, want.Tokens)
+		}
+	}
+}
