@@ -1,5 +1,10 @@
 package kernels
 
+import (
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/quant"
+)
+
 // Q8_0RowToF32 decodes the Q8_0 blocks of src (34 bytes each: a binary16
 // scale d, then 32 int8 quants q, each value d·q) into dst, as many whole
 // blocks as both hold: min(len(dst)/32, len(src)/34). The quantized KV
@@ -12,17 +17,6 @@ func Q8_0RowToF32(dst []float32, src []byte) {
 	if q8RowVec(dst[:32*n], src[:34*n]) {
 		return
 	}
-	q8RowGo(dst[:32*n], src[:34*n])
-}
-
-func q8RowGo(dst []float32, src []byte) {
-	t := f16Table
-	for b := 0; 32*b < len(dst); b++ {
-		blk := src[34*b : 34*b+34]
-		d := t[uint16(blk[0])|uint16(blk[1])<<8]
-		out := dst[32*b : 32*b+32]
-		for j, q := range blk[2:34] {
-			out[j] = d * float32(int8(q))
-		}
-	}
+	// The lengths are whole blocks, which is all DequantizeRow checks.
+	_ = quant.DequantizeRow(poot.Q8_0, dst[:32*n], src[:34*n])
 }

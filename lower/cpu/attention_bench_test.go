@@ -33,14 +33,7 @@ func BenchmarkFlashDecode(b *testing.B) {
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
-	rnd := func(n, m int) tensor.Tensor {
-		x := make([]float32, n*m)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		t, _ := tensor.FromF32(poot.Shape{n, m}, x)
-		return t
-	}
+	rnd := func(n, m int) tensor.Tensor { return randTensor(rng, n, m) }
 	p, _ := tensor.FromI32(poot.Shape{1}, []int32{511})
 	slots := interp.Slots{"q": rnd(1, h*d), "k": rnd(capacity, hkv*d), "v": rnd(capacity, hkv*d), "pos": p}
 	for _, fast := range []bool{true, false} {
@@ -88,14 +81,7 @@ func BenchmarkFlashPrefill(b *testing.B) {
 			b.Fatal(err)
 		}
 		rng := rand.New(rand.NewPCG(1, 2))
-		rnd := func(n, m int) tensor.Tensor {
-			x := make([]float32, n*m)
-			for i := range x {
-				x[i] = float32(rng.NormFloat64())
-			}
-			t, _ := tensor.FromF32(poot.Shape{n, m}, x)
-			return t
-		}
+		rnd := func(n, m int) tensor.Tensor { return randTensor(rng, n, m) }
 		ps := make([]int32, n)
 		for i := range ps {
 			ps[i] = int32(i)
@@ -119,4 +105,14 @@ func BenchmarkFlashPrefill(b *testing.B) {
 			}
 		})
 	}
+}
+
+// randTensor is an f32 [n, m] tensor of normal values from rng.
+func randTensor(rng *rand.Rand, n, m int) tensor.Tensor {
+	x := make([]float32, n*m)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	t, _ := tensor.FromF32(poot.Shape{n, m}, x)
+	return t
 }
