@@ -551,13 +551,24 @@ func rowMajorRows(l Load, rows, L int) bool {
 // concatStores writes the parts of a Concat straight into its result when
 // the program just before it computes every part and nothing else reads
 // them: each part's store becomes a strided store into the result.
+// The reshapes between the parts and the concat (aliases, which the
+// program then covers) may sit between the two kernels.
 func (p *planner) concatStores() error {
 	users := p.users()
 	var out []*Kernel
 	for _, k := range p.kernels {
-		if k.Kind == Generic && k.Op == poot.Concat && len(out) > 0 && out[len(out)-1].Kind == Elementwise {
-			if p.fuseConcat(out[len(out)-1], k, users) {
-				continue
+		if k.Kind == Generic && k.Op == poot.Concat {
+			j := len(out) - 1
+			for j >= 0 && out[j].Kind == Alias {
+				j--
+			}
+			if j >= 0 && out[j].Kind == Elementwise {
+				if through, ok := p.fuseConcat(out[j], k, users); ok {
+					out = slices.DeleteFunc(out, func(a *Kernel) bool {
+						return a.Kind == Alias && slices.Contains(through, a.Eqns[0])
+					})
+					continue
+				}
 			}
 		}
 		out = append(out, k)
@@ -567,12 +578,12 @@ func (p *planner) concatStores() error {
 }
 
 // fuseConcat rewrites prev's stores of the concat's operands and reports
-// whether it did.
-func (p *planner) fuseConcat(prev, k *Kernel, users [][]int) bool {
+// whether it did, with the reshape equations it took in on the way.
+func (p *planner) fuseConcat(prev, k *Kernel, users [][]int) ([]int, bool) {
 	e := p.eqns[k.Eqns[0]]
 	ot := p.g.Type(e.Out)
 	if ot.DType != poot.F32 {
-		return false
+		return nil, false
 	}
 	// Each operand, through reshapes, must be a store of prev read only on
 	// the way to this concat.
@@ -591,7 +602,7 @@ func (p *planner) fuseConcat(prev, k *Kernel, users [][]int) bool {
 			}
 			pi := p.prod[v]
 			if pi < 0 || p.eqns[pi].Op != poot.Reshape {
-				return false
+				return nil, false
 			}
 			through = append(through, pi)
 			v = p.eqns[pi].Inputs[0]
@@ -605,21 +616,21 @@ func (p *planner) fuseConcat(prev, k *Kernel, users [][]int) bool {
 	for _, si := range stores {
 		v := prev.Program.Stores[si].Value
 		if p.escapes[v] {
-			return false
+			return nil, false
 		}
 		for _, u := range users[v] {
 			if !inside[u] {
-				return false
+				return nil, false
 			}
 		}
 	}
 	for _, i := range through {
 		if p.escapes[p.eqns[i].Out] {
-			return false
+			return nil, false
 		}
 		for _, u := range users[p.eqns[i].Out] {
 			if !inside[u] {
-				return false
+				return nil, false
 			}
 		}
 	}
@@ -636,8 +647,17 @@ func (p *planner) fuseConcat(prev, k *Kernel, users [][]int) bool {
 	off := 0
 	for j, v := range e.Inputs {
 		old := prev.Program.Stores[stores[j]]
-		newStores = append(newStores, Store{Value: e.Out, DType: poot.F32, Reg: old.Reg,
-			Shape: p.g.Type(v).Shape.Clone(), Strides: st, Offset: off * st[axis]})
+		// Axes of one element index nothing: the store drops them, so a
+		// part one wide on the last axis (an interleaving) runs along the
+		// axis before it.
+		ns := Store{Value: e.Out, DType: poot.F32, Reg: old.Reg, Shape: poot.Shape{}, Strides: []int{}, Offset: off * st[axis]}
+		for a, d := range p.g.Type(v).Shape {
+			if d != 1 {
+				ns.Shape = append(ns.Shape, d)
+				ns.Strides = append(ns.Strides, st[a])
+			}
+		}
+		newStores = append(newStores, ns)
 		off += p.g.Type(v).Shape[axis]
 	}
 	dropped := map[int]bool{}
@@ -658,5 +678,5 @@ func (p *planner) fuseConcat(prev, k *Kernel, users [][]int) bool {
 	prev.Eqns = append(prev.Eqns, k.Eqns[0])
 	slices.Sort(prev.Eqns)
 	prev.Eqns = slices.Compact(prev.Eqns)
-	return true
+	return through, true
 }

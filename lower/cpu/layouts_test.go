@@ -16,7 +16,8 @@ import (
 
 // TestBatchedLayouts holds the CPU backend to the oracle on steps of two
 // sequences with three new tokens each, over contiguous and paged caches
-// that already hold random keys and values, all logits returned.
+// that already hold random keys and values, all logits returned; rotary
+// embedding's concatenation is written in place by its program.
 func TestBatchedLayouts(t *testing.T) {
 	tol := pootest.Tolerance{F32: pootest.Bound{Abs: 1e-4, Rel: 1e-3}}
 	for _, file := range []string{"tiny-llama-f32.gguf", "tiny-gemma3-f32.gguf", "stories260K-q8_0.gguf"} {
@@ -79,14 +80,21 @@ func TestBatchedLayouts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				fused := 0
+				fused, concats := 0, 0
 				for _, k := range x.Plan().Kernels {
 					if k.Kind == lower.FlashAttention {
 						fused++
 					}
+					if k.Kind == lower.Generic && k.Op == poot.Concat {
+						concats++
+					}
 				}
 				if fused == 0 {
 					t.Errorf("no attention was fused:\n%v", x.Plan())
+				}
+				if concats > 0 {
+					// Rotary embedding's halves are stored in place by its program.
+					t.Errorf("%d concatenations were not fused:\n%v", concats, x.Plan())
 				}
 			})
 		}

@@ -52,6 +52,9 @@ func newProgKernel(c *compiler, k *lower.Kernel) *progKernel {
 	for _, l := range pr.Loads {
 		maxRank = max(maxRank, len(l.Shape))
 	}
+	for _, st := range pr.Stores {
+		maxRank = max(maxRank, len(st.Shape))
+	}
 	for range pk.parts {
 		pk.regs = append(pk.regs, make([]float32, nreg*chunk))
 		pk.idx = append(pk.idx, make([]int, maxRank))
@@ -170,7 +173,7 @@ func (pk *progKernel) work(p, a, b int) {
 			c1 := min(c0+chunk, b)
 			pk.eval(p, c0, c1)
 			for s, st := range pk.prog.Stores {
-				pk.store(st, pk.stores[s], pk.reg(p, st.Reg, c1-c0), c0)
+				pk.store(p, st, pk.stores[s], pk.reg(p, st.Reg, c1-c0), c0)
 			}
 		}
 		return
@@ -185,7 +188,7 @@ func (pk *progKernel) work(p, a, b int) {
 			pk.eval(p, c0, c1)
 			for s, st := range pk.prog.Stores {
 				if s != pk.prog.Reduced {
-					pk.store(st, pk.stores[s], pk.reg(p, st.Reg, c1-c0), c0)
+					pk.store(p, st, pk.stores[s], pk.reg(p, st.Reg, c1-c0), c0)
 				}
 			}
 			v := pk.reg(p, reg, c1-c0)
@@ -211,9 +214,9 @@ func (pk *progKernel) reg(p, r, n int) []float32 {
 	return pk.regs[p][r*chunk : r*chunk+n]
 }
 
-func (pk *progKernel) store(st lower.Store, dst *buf, v []float32, c0 int) {
+func (pk *progKernel) store(p int, st lower.Store, dst *buf, v []float32, c0 int) {
 	if st.Strides != nil {
-		pk.scatter(st, dst, v, c0)
+		pk.scatter(p, st, dst, v, c0)
 		return
 	}
 	if st.DType == poot.F32 {
@@ -328,31 +331,42 @@ func (pk *progKernel) strided(p int, l lower.Load, src *buf, r []float32, c0 int
 }
 
 // scatter writes v, elements c0… of a strided store, to their places in
-// dst (F32).
-func (pk *progKernel) scatter(st lower.Store, dst *buf, v []float32, c0 int) {
+// dst (F32), a run along the last axis at a time.
+func (pk *progKernel) scatter(p int, st lower.Store, dst *buf, v []float32, c0 int) {
 	rank := len(st.Shape)
-	off := st.Offset
-	rest := c0
-	for a := rank - 1; a >= 0; a-- {
-		off += rest % st.Shape[a] * st.Strides[a]
-		rest /= st.Shape[a]
-	}
 	if rank == 0 {
-		dst.f[off] = v[0]
+		dst.f[st.Offset] = v[0]
 		return
 	}
-	i := c0
-	for j, x := range v {
-		if j > 0 {
-			i++
-			off = st.Offset
-			rest = i
-			for a := rank - 1; a >= 0; a-- {
-				off += rest % st.Shape[a] * st.Strides[a]
-				rest /= st.Shape[a]
+	idx := pk.idx[p][:rank]
+	rest, off := c0, st.Offset
+	for a := rank - 1; a >= 0; a-- {
+		idx[a] = rest % st.Shape[a]
+		rest /= st.Shape[a]
+		off += idx[a] * st.Strides[a]
+	}
+	last := rank - 1
+	ls, ln := st.Strides[last], st.Shape[last]
+	for i := 0; i < len(v); {
+		run := min(len(v)-i, ln-idx[last])
+		src := v[i : i+run]
+		if ls == 1 {
+			copy(dst.f[off:off+run], src)
+		} else {
+			o := dst.f[off : off+(run-1)*ls+1]
+			for j, x := range src {
+				o[j*ls] = x
 			}
 		}
-		dst.f[off] = x
+		i += run
+		off += run * ls
+		idx[last] += run
+		for a := last; a > 0 && idx[a] == st.Shape[a]; a-- {
+			off -= st.Strides[a] * st.Shape[a]
+			idx[a] = 0
+			idx[a-1]++
+			off += st.Strides[a-1]
+		}
 	}
 }
 
