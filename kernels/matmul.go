@@ -137,6 +137,9 @@ func exactNonFinite(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int
 		all := a.nonFinite != nil && a.nonFinite[t]
 		yr := y[t*N+n0 : t*N+n1]
 		x := a.x[t*a.K : (t+1)*a.K]
+		if !all && !nonFiniteVec(yr) {
+			continue
+		}
 		for i, v := range yr {
 			if all || v-v != 0 {
 				n := n0 + i
@@ -144,6 +147,16 @@ func exactNonFinite(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int
 			}
 		}
 	}
+}
+
+// nonFiniteGo reports whether x holds an infinity or a NaN.
+func nonFiniteGo(x []float32) bool {
+	for _, v := range x {
+		if v-v != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // mxfp4Huge reports whether an MXFP4 row has a block scaled by 2^125 or

@@ -145,3 +145,34 @@ func testAttendNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestNonFiniteScan: the scan that picks the outputs to recompute exactly
+// finds one infinity or NaN at any position of a row of any length, and
+// nothing in rows of finite values as large as float32 holds.
+func TestNonFiniteScan(t *testing.T) { modes(t, testNonFiniteScan) }
+
+func testNonFiniteScan(t *testing.T) {
+	odd := []float32{float32(math.Inf(1)), float32(math.Inf(-1)), nan32(), math.Float32frombits(0x7f800001), math.Float32frombits(0xffc00000)}
+	for n := range 100 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = math.MaxFloat32
+			if i%2 == 1 {
+				x[i] = -math.SmallestNonzeroFloat32
+			}
+		}
+		if kernels.NonFinite(x) {
+			t.Fatalf("n=%d: finite row reported", n)
+		}
+		for i := range n {
+			for _, v := range odd {
+				old := x[i]
+				x[i] = v
+				if !kernels.NonFinite(x) {
+					t.Fatalf("n=%d: %v at %d missed", n, v, i)
+				}
+				x[i] = old
+			}
+		}
+	}
+}

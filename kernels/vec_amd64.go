@@ -15,6 +15,21 @@ func f16ToF32Row(dst *float32, src *uint16, n int)
 func xorWords(p *uint64, n int) uint64
 
 //go:noescape
+func nonFiniteF32(x *float32, n int) bool
+
+// nonFiniteVec reports whether x holds an infinity or a NaN.
+func nonFiniteVec(x []float32) bool {
+	n32 := len(x) &^ 31
+	if useAsm && n32 > 0 && nonFiniteF32(&x[0], n32) {
+		return true
+	}
+	if !useAsm {
+		n32 = 0
+	}
+	return nonFiniteGo(x[n32:])
+}
+
+//go:noescape
 func xorWords2(p, q *uint64, n int) uint64
 
 // xorPairVec is xorVec of x and y (of one length) read side by side.

@@ -515,3 +515,37 @@ xdone:
 	VMOVQ X0, ret+16(FP)
 	VZEROUPPER
 	RET
+
+VEC8(expmask<>, 0x7f800000)
+
+// func nonFiniteF32(x *float32, n int) bool
+// Reports whether any of x[:n] (n a multiple of 32) is an infinity or a
+// NaN: its exponent field all ones.
+TEXT ·nonFiniteF32(SB), NOSPLIT, $0-17
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VPXOR Y0, Y0, Y0
+	VMOVDQU expmask<>(SB), Y5
+	SHRQ $5, CX
+	JZ done
+loop:
+	VPAND (SI), Y5, Y1
+	VPAND 32(SI), Y5, Y2
+	VPAND 64(SI), Y5, Y3
+	VPAND 96(SI), Y5, Y4
+	VPCMPEQD Y5, Y1, Y1
+	VPCMPEQD Y5, Y2, Y2
+	VPCMPEQD Y5, Y3, Y3
+	VPCMPEQD Y5, Y4, Y4
+	VPOR Y1, Y2, Y2
+	VPOR Y3, Y4, Y4
+	VPOR Y2, Y0, Y0
+	VPOR Y4, Y0, Y0
+	ADDQ $128, SI
+	DECQ CX
+	JNZ loop
+done:
+	VPTEST Y0, Y0
+	SETNE ret+16(FP)
+	VZEROUPPER
+	RET
