@@ -86,3 +86,61 @@ func TestIota(t *testing.T) {
 		t.Errorf("Iota over axis 0: %v, want %v", got, want)
 	}
 }
+
+// TestWriteRowsParallel: a WriteRows large enough to split across workers
+// writes what the serial copy writes, in place or not, for increasing
+// indices (split by index) and for indices that repeat a row (copied in
+// order, so the later source row wins).
+func TestWriteRowsParallel(t *testing.T) {
+	const rows, width, m = 600, 256, 300 // 300 rows of 1 KiB: past parallelCopy
+	for _, name := range []string{"increasing", "repeating"} {
+		idx := make([]int32, m)
+		for i := range idx {
+			idx[i] = int32(2*i + 1)
+			if name == "repeating" {
+				idx[i] = int32(i % 7 * 13)
+			}
+		}
+		for _, inPlace := range []bool{false, true} {
+			run := func(par Parallel) []float32 {
+				dst, ix, src := NewBuf(rows*width*4), NewBuf(m*4), NewBuf(m*width*4)
+				for i := range dst.F32() {
+					dst.F32()[i] = -float32(i)
+				}
+				for i := range src.F32() {
+					src.F32()[i] = float32(i)
+				}
+				copy(ix.I32(), idx)
+				out := dst
+				if !inPlace {
+					out = NewBuf(rows * width * 4)
+				}
+				ty := poot.T(poot.F32, rows, width)
+				f, err := Compile(&Eqn{Op: poot.WriteRows, Out: ty, Res: out, Par: par,
+					In:   []poot.TensorType{ty, poot.T(poot.I32, m), poot.T(poot.F32, m, width)},
+					Args: []Storage{dst, ix, src}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := f(); err != nil {
+					t.Fatal(err)
+				}
+				return slices.Clone(out.F32())
+			}
+			want := make([]float32, rows*width)
+			for i := range want {
+				want[i] = -float32(i)
+			}
+			for i, r := range idx {
+				for j := range width {
+					want[int(r)*width+j] = float32(i*width + j)
+				}
+			}
+			for _, par := range []Parallel{nil, Spawn(3)} {
+				if got := run(par); !slices.Equal(got, want) {
+					t.Errorf("%s, in place %v, %v workers: rows differ from the naive copy", name, inPlace, par)
+				}
+			}
+		}
+	}
+}

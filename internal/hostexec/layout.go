@@ -198,24 +198,70 @@ func ruleGather(e *Eqn) (func() error, error) {
 // ruleWriteRows checks every index before writing, so a fault leaves no
 // partial result behind.
 func ruleWriteRows(e *Eqn) (func() error, error) {
-	dst, idx, src, out := e.Args[0], e.Args[1], e.Args[2], e.Res
-	rows, n := e.In[0].Shape[0], rowBytes(e.In[0])
-	m, total := size(e.In[1]), int(e.Out.Bytes())
-	inPlace := dst == out
-	return func() error {
-		ix := idx.I32()[:m]
-		if i := OutOfRange(ix, rows); i >= 0 {
-			return fmt.Errorf("%w: index %d (row %d of the source) outside [0, %d)", ErrIndexRange, ix[i], i, rows)
+	w := &writeRows{dst: e.Args[0], idx: e.Args[1], src: e.Args[2], out: e.Res,
+		rows: e.In[0].Shape[0], n: rowBytes(e.In[0]), m: size(e.In[1]), total: int(e.Out.Bytes()), parts: 1}
+	if e.Par != nil && w.m*w.n >= parallelCopy {
+		w.par, w.parts = e.Par, min(e.Par.Workers(), w.m)
+	}
+	w.fn = w.do
+	return w.run, nil
+}
+
+// parallelCopy is the number of bytes from which a WriteRows splits its
+// copies across Eqn.Par.
+const parallelCopy = 1 << 18
+
+// writeRows is a compiled WriteRows. When its indices increase (a cache
+// append), no row is written twice and the copies split across parts by
+// index; otherwise one part copies them in order, so a row written twice
+// ends with the later source row.
+type writeRows struct {
+	dst, idx, src, out Storage
+	rows, n, m, total  int
+	par                Parallel
+	parts              int
+	fn                 func(lo, hi int)
+}
+
+func (w *writeRows) run() error {
+	ix := w.idx.I32()[:w.m]
+	if i := OutOfRange(ix, w.rows); i >= 0 {
+		return fmt.Errorf("%w: index %d (row %d of the source) outside [0, %d)", ErrIndexRange, ix[i], i, w.rows)
+	}
+	if w.dst != w.out {
+		copy(w.out.Bytes()[:w.total], w.dst.Bytes()[:w.total])
+	}
+	if w.parts == 1 || !increasing(ix) {
+		w.copyRows(0, w.m)
+	} else {
+		w.par.Run(w.parts, w.fn)
+	}
+	return nil
+}
+
+func (w *writeRows) do(lo, hi int) {
+	for p := lo; p < hi; p++ {
+		w.copyRows(w.m*p/w.parts, w.m*(p+1)/w.parts)
+	}
+}
+
+// copyRows copies source rows [i0, i1) to their destinations.
+func (w *writeRows) copyRows(i0, i1 int) {
+	ob, sb, n := w.out.Bytes()[:w.total], w.src.Bytes(), w.n
+	for i, r := range w.idx.I32()[i0:i1] {
+		i += i0
+		copy(ob[int(r)*n:(int(r)+1)*n], sb[i*n:(i+1)*n])
+	}
+}
+
+// increasing reports whether every index is above the one before it.
+func increasing(ix []int32) bool {
+	for i := 1; i < len(ix); i++ {
+		if ix[i] <= ix[i-1] {
+			return false
 		}
-		ob, sb := out.Bytes()[:total], src.Bytes()
-		if !inPlace {
-			copy(ob, dst.Bytes()[:total])
-		}
-		for i, r := range ix {
-			copy(ob[int(r)*n:(int(r)+1)*n], sb[i*n:(i+1)*n])
-		}
-		return nil
-	}, nil
+	}
+	return true
 }
 
 // OutOfRange returns the position of the first index in idx outside
