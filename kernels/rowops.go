@@ -118,6 +118,54 @@ func Add(dst, a, b []float32) error {
 	return nil
 }
 
+// ArithOp is the operator of [Arith].
+type ArithOp uint8
+
+// The operators of [Arith].
+const (
+	ArithAdd ArithOp = iota
+	ArithSub
+	ArithMul
+	ArithDiv
+)
+
+// Arith writes dst[i] = a[i] op b[i] for the len(dst) elements of dst,
+// rounded as Go's float32 operators round (IEEE 754, to nearest even);
+// dst may alias a or b. Elementwise programs run their arithmetic on it.
+func Arith(op ArithOp, dst, a, b []float32) error {
+	n := len(dst)
+	if len(a) < n || len(b) < n {
+		return errShort("Arith", "input", min(len(a), len(b)), n)
+	}
+	if op > ArithDiv {
+		return sizeError("Arith", "unknown operator %d", op)
+	}
+	arithVec(op, dst, a[:n], b[:n])
+	return nil
+}
+
+func arithGo(op ArithOp, dst, a, b []float32) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	switch op {
+	case ArithAdd:
+		for i := range dst {
+			dst[i] = a[i] + b[i]
+		}
+	case ArithSub:
+		for i := range dst {
+			dst[i] = a[i] - b[i]
+		}
+	case ArithMul:
+		for i := range dst {
+			dst[i] = a[i] * b[i]
+		}
+	default:
+		for i := range dst {
+			dst[i] = a[i] / b[i]
+		}
+	}
+}
+
 func addGo(dst, a, b []float32) {
 	a, b = a[:len(dst)], b[:len(dst)]
 	for i := range dst {

@@ -633,3 +633,57 @@ func TestExpInRange(t *testing.T) {
 		}
 	})
 }
+
+// TestArith: each operator gives, element by element and bit for bit
+// (NaN for NaN), what Go's float32 operator gives, at every length and
+// with dst aliasing an operand, over values that include zeros of both
+// signs, subnormals, infinities and NaN.
+func TestArith(t *testing.T) { modes(t, testArith) }
+
+func testArith(t *testing.T) {
+	specials := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -3e-39, float32(math.Inf(1)), float32(math.Inf(-1)), nan32(), math.MaxFloat32}
+	ops := []struct {
+		op kernels.ArithOp
+		f  func(x, y float32) float32
+	}{
+		{kernels.ArithAdd, func(x, y float32) float32 { return x + y }},
+		{kernels.ArithSub, func(x, y float32) float32 { return x - y }},
+		{kernels.ArithMul, func(x, y float32) float32 { return x * y }},
+		{kernels.ArithDiv, func(x, y float32) float32 { return x / y }},
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for n := range 70 {
+		a, b := make([]float32, n), make([]float32, n)
+		for i := range n {
+			a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			if r.IntN(4) == 0 {
+				a[i] = specials[r.IntN(len(specials))]
+			}
+			if r.IntN(4) == 0 {
+				b[i] = specials[r.IntN(len(specials))]
+			}
+		}
+		for _, o := range ops {
+			for _, alias := range []bool{false, true} {
+				dst := make([]float32, n)
+				if alias {
+					copy(dst, a)
+					if err := kernels.Arith(o.op, dst, dst, b); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := kernels.Arith(o.op, dst, a, b); err != nil {
+					t.Fatal(err)
+				}
+				for i := range n {
+					want := o.f(a[i], b[i])
+					if got := dst[i]; math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+						t.Fatalf("n=%d op %d alias %v: %v op %v = %v, want %v", n, o.op, alias, a[i], b[i], got, want)
+					}
+				}
+			}
+		}
+	}
+	if err := kernels.Arith(kernels.ArithAdd, make([]float32, 3), make([]float32, 2), make([]float32, 3)); err == nil {
+		t.Error("a short operand was accepted")
+	}
+}

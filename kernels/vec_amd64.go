@@ -272,6 +272,36 @@ func mulScaleF32(dst, x, w *float32, s float32, n int)
 //go:noescape
 func addF32(dst, a, b *float32, n int)
 
+//go:noescape
+func subF32(dst, a, b *float32, n int)
+
+//go:noescape
+func mulF32(dst, a, b *float32, n int)
+
+//go:noescape
+func divF32(dst, a, b *float32, n int)
+
+// arithVec is arithGo through the assembly when it is on.
+func arithVec(op ArithOp, dst, a, b []float32) {
+	n8 := len(dst) &^ 7
+	if useAsm && n8 > 0 {
+		a, b = a[:len(dst)], b[:len(dst)]
+		switch op {
+		case ArithAdd:
+			addF32(&dst[0], &a[0], &b[0], n8)
+		case ArithSub:
+			subF32(&dst[0], &a[0], &b[0], n8)
+		case ArithMul:
+			mulF32(&dst[0], &a[0], &b[0], n8)
+		default:
+			divF32(&dst[0], &a[0], &b[0], n8)
+		}
+	} else {
+		n8 = 0
+	}
+	arithGo(op, dst[n8:], a[n8:], b[n8:])
+}
+
 // sumSquaresVec is sumSquares through the assembly when it is on.
 func sumSquaresVec(x []float32) float64 {
 	n8 := len(x) &^ 7

@@ -53,6 +53,40 @@ done:
 	DATA name+16(SB)/4, $bits; DATA name+20(SB)/4, $bits; DATA name+24(SB)/4, $bits; DATA name+28(SB)/4, $bits \
 	GLOBL name(SB), RODATA|NOPTR, $32
 
+// ARITH8(OP) is the body of func(dst, a, b *float32, n int): dst[i] =
+// a[i] OP b[i] for i < n (a multiple of 8), 16 a step while it can. The
+// AVX instructions round as Go's float32 operators do.
+#define ARITH8(OP) \
+	MOVQ dst+0(FP), DI \
+	MOVQ a+8(FP), SI \
+	MOVQ b+16(FP), DX \
+	MOVQ n+24(FP), CX \
+	SHRQ $3, CX \
+	JZ done \
+loop2: \
+	CMPQ CX, $2 \
+	JLT one \
+	VMOVUPS (SI), Y0 \
+	VMOVUPS 32(SI), Y1 \
+	OP (DX), Y0, Y0 \
+	OP 32(DX), Y1, Y1 \
+	VMOVUPS Y0, (DI) \
+	VMOVUPS Y1, 32(DI) \
+	ADDQ $64, SI \
+	ADDQ $64, DX \
+	ADDQ $64, DI \
+	SUBQ $2, CX \
+	JMP loop2 \
+one: \
+	TESTQ CX, CX \
+	JZ done \
+	VMOVUPS (SI), Y0 \
+	OP (DX), Y0, Y0 \
+	VMOVUPS Y0, (DI) \
+done: \
+	VZEROUPPER \
+	RET
+
 VEC8(exphi<>, 0x42b17217)    // 88.72283
 VEC8(explo<>, 0xc2aeac4f)    // -87.33654
 VEC8(explog2e<>, 0x3fb8aa3b) // log2(e)
@@ -549,3 +583,15 @@ done:
 	SETNE ret+16(FP)
 	VZEROUPPER
 	RET
+
+// func subF32(dst, a, b *float32, n int)
+TEXT ·subF32(SB), NOSPLIT, $0-32
+	ARITH8(VSUBPS)
+
+// func mulF32(dst, a, b *float32, n int)
+TEXT ·mulF32(SB), NOSPLIT, $0-32
+	ARITH8(VMULPS)
+
+// func divF32(dst, a, b *float32, n int)
+TEXT ·divF32(SB), NOSPLIT, $0-32
+	ARITH8(VDIVPS)

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/internal/hostexec"
@@ -22,6 +23,11 @@ type progKernel struct {
 	stores []*buf
 	parts  int
 	regs   [][]float32 // per part: one chunk per register
+	// views, per part, are the load registers of the chunk being run: a
+	// window on the loaded buffer itself for a contiguous F32 load that no
+	// store of the program writes (direct[i]), the register otherwise.
+	views  [][][]float32
+	direct []bool
 	idx    [][]int     // per part: the multi-index of a strided load
 	fn     func(lo, hi int)
 
@@ -57,6 +63,7 @@ func newProgKernel(c *compiler, k *lower.Kernel) *progKernel {
 	}
 	for range pk.parts {
 		pk.regs = append(pk.regs, make([]float32, nreg*chunk))
+		pk.views = append(pk.views, make([][]float32, len(pr.Loads)))
 		pk.idx = append(pk.idx, make([]int, maxRank))
 	}
 	if k.Kind == lower.Reduce {
@@ -76,6 +83,9 @@ func newProgKernel(c *compiler, k *lower.Kernel) *progKernel {
 		} else {
 			pk.stores = append(pk.stores, c.bufs[s.Value])
 		}
+	}
+	for li, l := range pr.Loads {
+		pk.direct = append(pk.direct, !l.Imm && l.Strides == nil && l.DType == poot.F32 && !slices.Contains(pk.stores, pk.loads[li]))
 	}
 	return pk
 }
@@ -211,6 +221,9 @@ func (pk *progKernel) work(p, a, b int) {
 }
 
 func (pk *progKernel) reg(p, r, n int) []float32 {
+	if r < len(pk.views[p]) {
+		return pk.views[p][r][:n]
+	}
 	return pk.regs[p][r*chunk : r*chunk+n]
 }
 
@@ -234,14 +247,17 @@ func (pk *progKernel) eval(p, c0, c1 int) {
 	n := c1 - c0
 	pr := pk.prog
 	for li, l := range pr.Loads {
-		r := pk.reg(p, li, n)
+		if pk.direct[li] {
+			pk.views[p][li] = pk.loads[li].f[c0:c1]
+			continue
+		}
+		r := pk.regs[p][li*chunk : li*chunk+n]
+		pk.views[p][li] = r
 		switch {
 		case l.Imm:
 			for i := range r {
 				r[i] = l.Const
 			}
-		case l.Strides == nil && l.DType == poot.F32:
-			copy(r, pk.loads[li].f[c0:c1])
 		case l.Strides == nil:
 			for i, b := range pk.loads[li].b[c0:c1] {
 				r[i] = b2f(b != 0)
@@ -414,27 +430,20 @@ func unaryChunk(in lower.Instr, dst, x []float32, exact bool) {
 	}
 }
 
-// binaryChunk runs a binary instruction over a chunk: arithmetic and logic
-// by loops of their own, every other primitive by its scalar meaning.
+// binaryChunk runs a binary instruction over a chunk: arithmetic by package
+// kernels' vector loops, logic by loops of its own, every other primitive
+// by its scalar meaning.
 func binaryChunk(in lower.Instr, dst, x, y []float32) {
 	dst, y = dst[:len(x)], y[:len(x)]
 	switch in.Op {
 	case poot.Add:
-		for i, v := range x {
-			dst[i] = v + y[i]
-		}
+		_ = kernels.Arith(kernels.ArithAdd, dst, x, y) // lengths match
 	case poot.Sub:
-		for i, v := range x {
-			dst[i] = v - y[i]
-		}
+		_ = kernels.Arith(kernels.ArithSub, dst, x, y)
 	case poot.Mul:
-		for i, v := range x {
-			dst[i] = v * y[i]
-		}
+		_ = kernels.Arith(kernels.ArithMul, dst, x, y)
 	case poot.Div:
-		for i, v := range x {
-			dst[i] = v / y[i]
-		}
+		_ = kernels.Arith(kernels.ArithDiv, dst, x, y)
 	case poot.And:
 		for i, v := range x {
 			dst[i] = b2f(v != 0 && y[i] != 0)
