@@ -28,7 +28,7 @@ type progKernel struct {
 	// store of the program writes (direct[i]), the register otherwise.
 	views  [][][]float32
 	direct []bool
-	idx    [][]int     // per part: the multi-index of a strided load
+	idx    [][]int // per part: the multi-index of a strided load
 	fn     func(lo, hi int)
 
 	// Reduce kernels only.
