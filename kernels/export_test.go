@@ -17,7 +17,3 @@ func QuantizeQ8(x []float32) ([]int8, float32) {
 // NewPoolFinishing is NewPool with a function that each worker finishing a
 // loop last calls between counting itself done and signalling the caller.
 func NewPoolFinishing(n int, finished func()) *Pool { return newPool(n, finished) }
-
-// NonFinite exposes the scan of a product's outputs for infinities and
-// NaNs.
-var NonFinite = nonFiniteVec

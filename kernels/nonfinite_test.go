@@ -161,14 +161,14 @@ func testNonFiniteScan(t *testing.T) {
 				x[i] = -math.SmallestNonzeroFloat32
 			}
 		}
-		if kernels.NonFinite(x) {
+		if kernels.HasNonFinite(x) {
 			t.Fatalf("n=%d: finite row reported", n)
 		}
 		for i := range n {
 			for _, v := range odd {
 				old := x[i]
 				x[i] = v
-				if !kernels.NonFinite(x) {
+				if !kernels.HasNonFinite(x) {
 					t.Fatalf("n=%d: %v at %d missed", n, v, i)
 				}
 				x[i] = old

@@ -78,8 +78,8 @@ func Softmax(x []float32) {
 	scaleVec(x, x, 1/sum)
 }
 
-// hasNaN reports whether x holds a NaN (maxVec may miss one).
-func hasNaN(x []float32) bool {
+// hasNaNGo reports whether x holds a NaN (maxVec may miss one).
+func hasNaNGo(x []float32) bool {
 	for _, v := range x {
 		if v != v {
 			return true
@@ -117,6 +117,9 @@ func Add(dst, a, b []float32) error {
 	addVec(dst, a[:n], b[:n])
 	return nil
 }
+
+// HasNonFinite reports whether x holds an infinity or a NaN.
+func HasNonFinite(x []float32) bool { return nonFiniteVec(x) }
 
 // ArithOp is the operator of [Arith].
 type ArithOp uint8

@@ -140,7 +140,13 @@ func testSoftmax(t *testing.T) {
 	// the whole row NaN (this row once became zeros, and a NaN was
 	// dropped by the maximum).
 	inf := float32(math.Inf(1))
-	for _, row := range [][]float32{{-inf, -inf}, {1, 2, nan32(), 3, 4, 5, 6, 7, 8, 9}, {1, inf, 2}, {nan32(), -inf}} {
+	rows := [][]float32{{-inf, -inf}, {1, 2, nan32(), 3, 4, 5, 6, 7, 8, 9}, {1, inf, 2}, {nan32(), -inf}}
+	for _, at := range []int{0, 31, 33, 69} { // long rows: the vector NaN scan
+		row := make([]float32, 70)
+		row[at] = nan32()
+		rows = append(rows, row)
+	}
+	for _, row := range rows {
 		x := append([]float32(nil), row...)
 		kernels.Softmax(x)
 		for i, v := range x {

@@ -17,6 +17,21 @@ func xorWords(p *uint64, n int) uint64
 //go:noescape
 func nonFiniteF32(x *float32, n int) bool
 
+//go:noescape
+func nanF32(x *float32, n int) bool
+
+// hasNaN reports whether x holds a NaN.
+func hasNaN(x []float32) bool {
+	n32 := len(x) &^ 31
+	if useAsm && n32 > 0 && nanF32(&x[0], n32) {
+		return true
+	}
+	if !useAsm {
+		n32 = 0
+	}
+	return hasNaNGo(x[n32:])
+}
+
 // nonFiniteVec reports whether x holds an infinity or a NaN.
 func nonFiniteVec(x []float32) bool {
 	n32 := len(x) &^ 31

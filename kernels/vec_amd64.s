@@ -595,3 +595,33 @@ TEXT ·mulF32(SB), NOSPLIT, $0-32
 // func divF32(dst, a, b *float32, n int)
 TEXT ·divF32(SB), NOSPLIT, $0-32
 	ARITH8(VDIVPS)
+
+// func nanF32(x *float32, n int) bool
+// Reports whether any of x[:n] (n a multiple of 32) is a NaN.
+TEXT ·nanF32(SB), NOSPLIT, $0-17
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VPXOR Y0, Y0, Y0
+	SHRQ $5, CX
+	JZ done
+loop:
+	VMOVUPS (SI), Y1
+	VMOVUPS 32(SI), Y2
+	VMOVUPS 64(SI), Y3
+	VMOVUPS 96(SI), Y4
+	VCMPPS $3, Y1, Y1, Y1
+	VCMPPS $3, Y2, Y2, Y2
+	VCMPPS $3, Y3, Y3, Y3
+	VCMPPS $3, Y4, Y4, Y4
+	VORPS Y1, Y2, Y2
+	VORPS Y3, Y4, Y4
+	VORPS Y2, Y0, Y0
+	VORPS Y4, Y0, Y0
+	ADDQ $128, SI
+	DECQ CX
+	JNZ loop
+done:
+	VPTEST Y0, Y0
+	SETNE ret+16(FP)
+	VZEROUPPER
+	RET

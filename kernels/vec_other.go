@@ -9,6 +9,7 @@ func axpyVec(y, x []float32, a float32)          { axpy(y, x, a) }
 func f16RowVec(dst []float32, src []uint16) bool { return false }
 func xorVec(x []uint64) uint64                   { return xorGo(x) }
 func nonFiniteVec(x []float32) bool              { return nonFiniteGo(x) }
+func hasNaN(x []float32) bool                    { return hasNaNGo(x) }
 func xorPairVec(x, y []uint64) uint64            { return xorGo(x) ^ xorGo(y[:len(x)]) }
 
 func expSubSumVec(x []float32, sub float32) float32 {

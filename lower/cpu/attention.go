@@ -39,6 +39,11 @@ type flash struct {
 	kat    []kernels.Attention
 	kmask  [][]float32
 	rowsFn func(lo, hi int)
+
+	// The tiled path (tiled.go), for prefill steps of the fast path.
+	tiles   []tile
+	last    []int // per query row: its last visible position
+	tilesFn func(lo, hi int)
 }
 
 func compileFlash(c *compiler, k *lower.Kernel) (func() error, error) {
@@ -76,6 +81,10 @@ func compileFlash(c *compiler, k *lower.Kernel) (func() error, error) {
 			f.kmask = append(f.kmask, make([]float32, a.S))
 		}
 		f.rowsFn = f.doRows
+		if a.T >= tileMinT && a.Scale > 0 && a.Scale <= 1 { // a scaled query overflows no sooner than its scores
+			f.tiles, f.last = make([]tile, c.x.pool.Workers()), make([]int, a.R*a.T)
+			f.tilesFn = f.doTiles
+		}
 	}
 	return f.run, nil
 }
@@ -142,9 +151,9 @@ func (f *flash) fastRows(p, r0, r1, step int) {
 	}
 }
 
-// kernelsAttention enables the kernels path; benchmarks turn it off to
-// compare.
-var kernelsAttention = true
+// kernelsAttention enables the kernels path, and tiledAttention its tiled
+// form for prefill steps; tests and benchmarks turn them off to compare.
+var kernelsAttention, tiledAttention = true, true
 
 func (f *flash) units() int { return f.a.R * f.a.T * f.a.KVHeads }
 
@@ -220,6 +229,15 @@ func (f *flash) runFast() error {
 	a := &f.a
 	rows := a.R * a.T
 	big := rows*a.Heads*a.S*2*a.D >= 1<<17
+	if f.tiles != nil && tiledAttention {
+		f.lastSeen()
+		if len(f.tiles) == 1 {
+			f.doTiles(0, 1)
+		} else {
+			f.x.pool.Run(len(f.tiles), f.tilesFn)
+		}
+		return nil
+	}
 	switch {
 	case rows == 1:
 		var pool *kernels.Pool
