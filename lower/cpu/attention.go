@@ -81,7 +81,7 @@ func compileFlash(c *compiler, k *lower.Kernel) (func() error, error) {
 			f.kmask = append(f.kmask, make([]float32, a.S))
 		}
 		f.rowsFn = f.doRows
-		if a.T >= tileMinT && a.Scale > 0 && a.Scale <= 1 { // a scaled query overflows no sooner than its scores
+		if a.T >= tileMinT {
 			f.tiles, f.last = make([]tile, c.x.pool.Workers()), make([]int, a.R*a.T)
 			f.tilesFn = f.doTiles
 		}

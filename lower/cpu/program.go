@@ -28,7 +28,8 @@ type progKernel struct {
 	// store of the program writes (direct[i]), the register otherwise.
 	views  [][][]float32
 	direct []bool
-	idx    [][]int // per part: the multi-index of a strided load
+	views1 []lower.Load // the loads without their axes of one element, so runs are long
+	idx    [][]int      // per part: the multi-index of a strided load
 	fn     func(lo, hi int)
 
 	// Reduce kernels only.
@@ -86,6 +87,7 @@ func newProgKernel(c *compiler, k *lower.Kernel) *progKernel {
 	}
 	for li, l := range pr.Loads {
 		pk.direct = append(pk.direct, !l.Imm && l.Strides == nil && l.DType == poot.F32 && !slices.Contains(pk.stores, pk.loads[li]))
+		pk.views1 = append(pk.views1, squeeze(l))
 	}
 	return pk
 }
@@ -263,7 +265,7 @@ func (pk *progKernel) eval(p, c0, c1 int) {
 				r[i] = b2f(b != 0)
 			}
 		default:
-			pk.strided(p, l, pk.loads[li], r, c0)
+			pk.strided(p, pk.views1[li], pk.loads[li], r, c0)
 		}
 	}
 	base := len(pr.Loads)
@@ -344,6 +346,23 @@ func (pk *progKernel) strided(p int, l lower.Load, src *buf, r []float32, c0 int
 			off += l.Strides[a-1]
 		}
 	}
+}
+
+// squeeze returns view load l without its axes of one element, which
+// index nothing: a slice one wide on the last axis then runs along the
+// axis before it instead of one element at a time.
+func squeeze(l lower.Load) lower.Load {
+	if l.Strides == nil {
+		return l
+	}
+	sh, st := poot.Shape{}, []int{}
+	for a, d := range l.Shape {
+		if d != 1 {
+			sh, st = append(sh, d), append(st, l.Strides[a])
+		}
+	}
+	l.Shape, l.Strides = sh, st
+	return l
 }
 
 // scatter writes v, elements c0… of a strided store, to their places in

@@ -17,7 +17,7 @@ import (
 // only the positions up to the last its block sees, so a causal prompt
 // does about half the products of a square one. Per query row it
 // computes what the row path computes, in float32 with sums in other
-// orders (the scale applied to the query rather than the scores); a unit
+// orders; a unit
 // whose gathered V rows hold a NaN or an infinity runs the portable path
 // instead, which reads only visible rows (a score's NaN or infinity the
 // softmax treats as the definition does).
@@ -32,6 +32,7 @@ const (
 // tile is one part's scratch for the tiled path, grown on first use.
 type tile struct {
 	k, v, vt, q, sc, out []float32
+	scale                []float32 // the score scale, repeated
 	aq, ap               kernels.Acts
 }
 
@@ -92,6 +93,10 @@ func (f *flash) tileUnit(p, r, g int) {
 	M := tileRows * rep
 	tl.q, tl.out = grow(tl.q, M*D), grow(tl.out, M*D)
 	tl.sc, tl.vt = grow(tl.sc, M*n), grow(tl.vt, D*n)
+	if len(tl.scale) < n || n > 0 && tl.scale[0] != a.Scale {
+		tl.scale = grow(tl.scale, n)
+		fill(tl.scale, a.Scale)
+	}
 	qw := a.Heads * D
 	for t0 := 0; t0 < T; t0 += tileRows {
 		rows := min(tileRows, T-t0)
@@ -102,10 +107,7 @@ func (f *flash) tileUnit(p, r, g int) {
 		m := rows * rep
 		for t := range rows {
 			row := r*T + t0 + t
-			q := tl.q[t*rep*D : (t+1)*rep*D]
-			for c, x := range f.q.f[row*qw+g*rep*D : row*qw+(g+1)*rep*D] {
-				q[c] = x * a.Scale
-			}
+			copy(tl.q[t*rep*D:(t+1)*rep*D], f.q.f[row*qw+g*rep*D:row*qw+(g+1)*rep*D])
 		}
 		if sp > 0 {
 			f.tileScores(tl, r*T+t0, m, sp)
@@ -120,7 +122,7 @@ func (f *flash) tileUnit(p, r, g int) {
 }
 
 // tileScores computes, for the m query vectors in tl.q (rep heads of the
-// query rows from row0, already scaled), the softmax weights over
+// query rows from row0), the softmax weights over
 // positions [0, sp) into tl.sc (m rows of sp) and P·V into tl.out.
 // Softmax gives the definition's non-finite cases: a row with a NaN or
 // +Inf score, or none visible, is NaN throughout.
@@ -141,12 +143,15 @@ func (f *flash) tileScores(tl *tile, row0, m, sp int) {
 		for j := t * rep; j < (t+1)*rep; j++ {
 			x := sc[j*sp : (j+1)*sp]
 			if run {
+				_ = kernels.Arith(kernels.ArithMul, x[lo:hi], x[lo:hi], tl.scale)
 				fill(x[:lo], negInf)
 				fill(x[hi:], negInf)
 			} else {
 				for s, vis := range mask {
 					if vis == 0 {
 						x[s] = negInf
+					} else {
+						x[s] *= a.Scale
 					}
 				}
 			}
