@@ -8,9 +8,12 @@
 // blocks for the packed formats, as llama.cpp does, so the inner loops are
 // integer dot products; assembly chosen at run time by CPU features, with
 // portable Go fallbacks); fused elementwise and reduction programs run
-// over 256-element chunks split across the pool; fused attention runs on
-// package kernels' vectorized attention per query row when it has no soft
-// cap or sinks, and otherwise on a portable kernel that reads each K and V
+// over 256-element chunks split across the pool (arithmetic in package
+// kernels' vector loops); fused attention without soft cap or sinks runs
+// tiled in a prefill of 32 rows or more (blocks of query rows meet each
+// key/value head's rows as two matrix products on the kernels' tiles, see
+// tiled.go) and per query row on package kernels' vectorized attention
+// otherwise, and with them on a portable kernel that reads each K and V
 // row once per query row and key/value head for all the query heads that
 // share it; every other
 // equation runs by the generic host kernel of its primitive, the one the
