@@ -413,6 +413,14 @@ func b2f(b bool) float32 {
 	return 0
 }
 
+// minusOnes negates a chunk by one vector product.
+var minusOnes = func() (m [chunk]float32) {
+	for i := range m {
+		m[i] = -1
+	}
+	return m
+}()
+
 // unaryChunk runs a unary instruction over a chunk: a few primitives by
 // loops of their own (Exp approximated unless exact), every other by the
 // scalar meaning of its record.
@@ -420,9 +428,7 @@ func unaryChunk(in lower.Instr, dst, x []float32, exact bool) {
 	dst = dst[:len(x)]
 	switch in.Op {
 	case poot.Neg:
-		for i, v := range x {
-			dst[i] = -v
-		}
+		_ = kernels.Arith(kernels.ArithMul, dst, x, minusOnes[:]) // x·-1 is -x, exactly
 	case poot.Not:
 		for i, v := range x {
 			dst[i] = b2f(v == 0)
