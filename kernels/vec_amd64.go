@@ -21,27 +21,22 @@ func nonFiniteF32(x *float32, n int) bool
 func nanF32(x *float32, n int) bool
 
 // hasNaN reports whether x holds a NaN.
-func hasNaN(x []float32) bool {
-	n32 := len(x) &^ 31
-	if useAsm && n32 > 0 && nanF32(&x[0], n32) {
-		return true
-	}
-	if !useAsm {
-		n32 = 0
-	}
-	return hasNaNGo(x[n32:])
-}
+func hasNaN(x []float32) bool { return scan32(x, nanF32, hasNaNGo) }
 
 // nonFiniteVec reports whether x holds an infinity or a NaN.
-func nonFiniteVec(x []float32) bool {
+func nonFiniteVec(x []float32) bool { return scan32(x, nonFiniteF32, nonFiniteGo) }
+
+// scan32 runs a scan for some kind of value over x: the assembly over
+// whole 32-element runs when it is on, the Go loop over the rest.
+func scan32(x []float32, vec func(*float32, int) bool, tail func([]float32) bool) bool {
 	n32 := len(x) &^ 31
-	if useAsm && n32 > 0 && nonFiniteF32(&x[0], n32) {
-		return true
-	}
 	if !useAsm {
 		n32 = 0
 	}
-	return nonFiniteGo(x[n32:])
+	if n32 > 0 && vec(&x[0], n32) {
+		return true
+	}
+	return tail(x[n32:])
 }
 
 //go:noescape
