@@ -33,6 +33,7 @@ type benchResult struct {
 	Threads           int     `json:"threads"`
 	Depth             int     `json:"depth"`
 	CacheType         string  `json:"cache_type"`
+	Weights           string  `json:"weights"` // where they were read from: "mmap" or "copy" (see --load)
 	PromptTokens      int     `json:"prompt_tokens"`
 	GenTokens         int     `json:"gen_tokens"`
 	PromptTokensPerS  float64 `json:"prompt_tokens_per_s"`
@@ -109,8 +110,11 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	}
 	prefillTime /= time.Duration(bf.reps)
 	genTime /= time.Duration(bf.reps)
-	r := benchResult{Model: bf.model, Interp: bf.interp, Threads: bf.threads, Depth: bf.depth, CacheType: bf.kv.String(), PromptTokens: bf.prompt, GenTokens: bf.gen,
+	r := benchResult{Model: bf.model, Interp: bf.interp, Threads: bf.threads, Depth: bf.depth, CacheType: bf.kv.String(), Weights: load.Mapped.String(), PromptTokens: bf.prompt, GenTokens: bf.gen,
 		Kernels: kernels.CurrentLevel().String(), KernelFeatures: kernels.Features()}
+	if b.ckpt.Resident() {
+		r.Weights = load.Copied.String()
+	}
 	if bf.prompt > 0 {
 		r.PromptTokensPerS = float64(bf.prompt) / prefillTime.Seconds()
 	}
@@ -129,7 +133,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 // parseBench reads and validates bench's flags.
 func parseBench(args []string, stdout io.Writer) (benchFlags, error) {
 	var bf benchFlags
-	fs := flags("bench", "bench -m MODEL [--interp NAME] [--prompt N] [--gen N] [--depth D] [--cache-type f32|f16|q8_0] [--threads T] [--reps R] [--json]", stdout)
+	fs := flags("bench", "bench -m MODEL [--interp NAME] [--prompt N] [--gen N] [--depth D] [--cache-type f32|f16|q8_0] [--load auto|mmap|copy] [--threads T] [--reps R] [--json]", stdout)
 	modelFlags(fs, &bf.model, &bf.interp, nil)
 	bf.kv = cacheTypeFlag(fs)
 	fs.IntVar(&bf.prompt, "prompt", 64, "prompt tokens, processed in one prefill step (0: none, decode only)")
@@ -198,7 +202,7 @@ func newBencher(bf benchFlags, bar *bar) (*bencher, error) {
 		}
 	}
 	bar.draw("open", 0)
-	ckpt, err := load.Open(bf.model)
+	ckpt, err := load.OpenWith(bf.model, bf.kv.residency())
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +351,7 @@ func (r benchResult) print(w io.Writer, asJSON bool) error {
 	if asJSON {
 		return json.NewEncoder(w).Encode(r)
 	}
-	fmt.Fprintf(w, "model %s, interp %s, %d threads, depth %d, %s KV cache\n", r.Model, r.Interp, r.Threads, r.Depth, r.CacheType)
+	fmt.Fprintf(w, "model %s, interp %s, %d threads, depth %d, %s KV cache, weights by %s\n", r.Model, r.Interp, r.Threads, r.Depth, r.CacheType, r.Weights)
 	fmt.Fprintf(w, "kernels %s\n", r.KernelFeatures)
 	if r.PromptTokens > 0 {
 		fmt.Fprintf(w, "prompt  %5d tokens  %10.2f tokens/s\n", r.PromptTokens, r.PromptTokensPerS)

@@ -513,3 +513,36 @@ func TestCacheType(t *testing.T) {
 		t.Errorf("--cache-type q4_0: status %d, %s", status, errs)
 	}
 }
+
+// TestLoadFlag: --load copy reads the weights from a private copy (bench
+// says so) with the same greedy text as the memory map, auto leaves the
+// tiny model mapped, and a mode it does not know is a usage error.
+func TestLoadFlag(t *testing.T) {
+	for _, mode := range []string{"auto", "mmap", "copy"} {
+		out, errs, status := runPoot("bench", "-m", tinyModel, "--prompt", "2", "--gen", "2", "--reps", "1", "--json", "--load", mode)
+		if status != 0 {
+			t.Fatalf("--load %s: status %d: %s", mode, status, errs)
+		}
+		var r struct {
+			Weights string `json:"weights"`
+		}
+		want := map[string]string{"auto": "mmap", "mmap": "mmap", "copy": "copy"}[mode]
+		if err := json.Unmarshal([]byte(out), &r); err != nil || r.Weights != want {
+			t.Errorf("--load %s: weights %q, want %q (%v)", mode, r.Weights, want, err)
+		}
+	}
+	var texts []string
+	for _, mode := range []string{"mmap", "copy"} {
+		out, errs, status := runPoot("generate", "-m", tinyModel, "-p", "Once upon a time", "-n", "12", "--load", mode)
+		if status != 0 {
+			t.Fatalf("status %d: %s", status, errs)
+		}
+		texts = append(texts, out)
+	}
+	if texts[0] != texts[1] {
+		t.Errorf("--load copy: %q, mmap: %q", texts[1], texts[0])
+	}
+	if _, errs, status := runPoot("generate", "-m", tinyModel, "-p", "x", "--load", "huge"); status != 2 || !strings.Contains(errs, "want auto, mmap or copy") {
+		t.Errorf("--load huge: status %d, %s", status, errs)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver"
 	"github.com/pootlabs/poot/families"
+	"github.com/pootlabs/poot/load"
 )
 
 // stdin is the commands' standard input (tests replace it).
@@ -108,7 +109,7 @@ func openSession(path, interpName string, capacity int, kv *cacheType, stderr io
 		return nil, err
 	}
 	b := newBar(stderr)
-	s, err := driver.Open(path, driver.Options{Interp: interpName, Capacity: capacity, KV: kv.dtype(), Progress: func(p driver.Progress) {
+	s, err := driver.Open(path, driver.Options{Interp: interpName, Capacity: capacity, KV: kv.dtype(), Residency: kv.residency(), Progress: func(p driver.Progress) {
 		b.last = -1
 		b.draw(p.Stage, float64(p.Done)/float64(p.Total))
 	}})
@@ -135,12 +136,17 @@ func modelFlags(fs *flagSet, model, interpName *string, capacity *int) *cacheTyp
 	return cacheTypeFlag(fs)
 }
 
-// cacheType is the value of --cache-type: the KV caches' dtype.
-type cacheType struct{ d poot.DType }
+// cacheType is the value of --cache-type, the KV caches' dtype, with that
+// of --load, where the weights are read from.
+type cacheType struct {
+	d   poot.DType
+	res load.Residency
+}
 
-// cacheTypeFlag registers --cache-type.
+// cacheTypeFlag registers --cache-type and --load.
 func cacheTypeFlag(fs *flagSet) *cacheType {
 	c := &cacheType{d: poot.F32}
+	fs.TextVar(&c.res, "load", load.Auto, "where the weights are read from: mmap (the file's memory map), copy (a private copy in huge pages, faster to stream) or auto (copy when the file is at least 64 MiB, fits in half the free memory and the system has huge pages)")
 	fs.Var(c, "cache-type", "the KV caches' dtype: f32, f16 (half the memory and the bytes attention reads; as llama.cpp's -ctk f16 -ctv f16) or q8_0 (0.27 of f32's memory; as -ctk q8_0 -ctv q8_0; cache widths must be multiples of 32)")
 	return c
 }
@@ -159,6 +165,14 @@ func (c *cacheType) Set(s string) error {
 	}
 	c.d = d
 	return nil
+}
+
+// residency is --load's value (load.Auto when the command has none).
+func (c *cacheType) residency() load.Residency {
+	if c == nil {
+		return load.Auto
+	}
+	return c.res
 }
 
 // dtype is the flag's dtype (F32 when the command has none).

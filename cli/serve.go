@@ -74,7 +74,7 @@ func cmdServe(args []string, stdout, stderr io.Writer) error {
 		tmplSrc = string(data)
 	}
 	b := newBar(stderr)
-	e, err := driver.OpenEngine(model, driver.EngineOptions{Interp: interpName, Parallel: *parallel, Capacity: capacity, KV: kv.dtype(),
+	e, err := driver.OpenEngine(model, driver.EngineOptions{Interp: interpName, Parallel: *parallel, Capacity: capacity, KV: kv.dtype(), Residency: kv.residency(),
 		PrefillChunk: *chunk, Queue: *queue, Progress: func(p driver.Progress) {
 			b.last = -1
 			b.draw(p.Stage, float64(p.Done)/float64(p.Total))

@@ -45,6 +45,8 @@ type EngineOptions struct {
 	Limits poot.Limits
 	// KV is the dtype of the KV caches, as in Options.
 	KV poot.DType
+	// Residency says where the weights are read from, as in Options.
+	Residency load.Residency
 	// Progress, when set, is told as opening advances.
 	Progress func(Progress)
 }
@@ -193,7 +195,7 @@ func OpenEngine(path string, o EngineOptions) (*Engine, error) {
 		return nil, err
 	}
 	progress("open", 0)
-	ckpt, err := load.Open(path)
+	ckpt, err := load.OpenWith(path, o.Residency)
 	if err != nil {
 		return nil, err
 	}

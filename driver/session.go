@@ -40,6 +40,9 @@ type Options struct {
 	// which halves their memory and the bytes attention reads (see
 	// families.StepShape.KV).
 	KV poot.DType
+	// Residency says where the weights are read from (see load.Residency;
+	// zero means load.Auto).
+	Residency load.Residency
 	// Progress, when set, is told as opening advances.
 	Progress func(Progress)
 }
@@ -147,7 +150,7 @@ func Open(path string, opts Options) (*Session, error) {
 		return nil, err
 	}
 	progress("open", 0)
-	ckpt, err := load.Open(path)
+	ckpt, err := load.OpenWith(path, opts.Residency)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +208,7 @@ func ModelOf(c *load.Checkpoint) (families.Model, error) {
 // and config.json when present; no weights). done releases the checkpoint the vocabulary may
 // still read.
 func OpenTokenizer(path string) (t *tokenizer.Tokenizer, done func(), err error) {
-	c, err := load.Open(path)
+	c, err := load.OpenWith(path, load.Mapped)
 	if err != nil {
 		for _, name := range []string{"tokenizer.json", "tokenizer.json.gz"} {
 			if st, serr := os.Stat(filepath.Join(path, name)); serr == nil && st.Mode().IsRegular() {

@@ -129,6 +129,21 @@ func (f *File) Close() error {
 	return f.m.Close()
 }
 
+// Resident copies the file's bytes out of its memory map into private
+// memory backed by huge pages where the system has them, and drops the map
+// (see load.Copied): decode streams weights faster from there. Tensor data
+// obtained before must not be used afterwards. For a File from Parse it
+// does nothing.
+func (f *File) Resident() error {
+	if err := f.m.Resident(); err != nil {
+		return fmt.Errorf("gguf: %w", err)
+	}
+	return nil
+}
+
+// Size is the file's length in bytes.
+func (f *File) Size() int64 { return int64(f.m.Len()) }
+
 // Parse reads a GGUF file held in data. The File keeps data (tensor data are
 // views into it), so data must not change while the File is in use.
 func Parse(data []byte) (*File, error) { return parse(mmap.FromBytes(data)) }

@@ -54,9 +54,10 @@ var ErrFault = mmap.ErrFault
 // Checkpoint is an opened GGUF file or safetensors directory. Its tensors are
 // views of memory-mapped files, valid until Close.
 type Checkpoint struct {
-	path string
-	gf   *gguf.File
-	st   *safetensors.Dir
+	path     string
+	gf       *gguf.File
+	st       *safetensors.Dir
+	resident bool
 }
 
 // Open opens path: a directory is read as a Hugging Face safetensors model
@@ -65,7 +66,23 @@ type Checkpoint struct {
 // before it is read, with an *mmap.FileError; an empty file or one without
 // the GGUF magic is an error wrapping ErrFormat; a malformed container is
 // the container's own typed error, naming the file and the byte offset.
-func Open(path string) (*Checkpoint, error) {
+// The bytes are held as Auto says.
+func Open(path string) (*Checkpoint, error) { return OpenWith(path, Auto) }
+
+// OpenWith is Open with the weights held as r says.
+func OpenWith(path string, r Residency) (*Checkpoint, error) {
+	c, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.hold(r); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func open(path string) (*Checkpoint, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("load: %w", err)

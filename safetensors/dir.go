@@ -235,6 +235,25 @@ func (d *Dir) Close() error {
 	return errors.Join(errs...)
 }
 
+// Resident makes every shard resident (see File.Resident).
+func (d *Dir) Resident() error {
+	for _, f := range d.shards {
+		if err := f.Resident(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Size is the weight files' total length in bytes.
+func (d *Dir) Size() int64 {
+	var n int64
+	for _, f := range d.shards {
+		n += int64(f.m.Len())
+	}
+	return n
+}
+
 // DirContents is a model directory to write: config.json (which must be a
 // JSON object), the tensors, and further files by name (tokenizer.json,
 // tokenizer_config.json). The tensors go in one model.safetensors when they

@@ -92,6 +92,16 @@ func (f *File) Close() error {
 	return f.m.Close()
 }
 
+// Resident copies the file's bytes out of its memory map into private
+// memory, as gguf.File.Resident does; tensor data obtained before must not
+// be used afterwards.
+func (f *File) Resident() error {
+	if err := f.m.Resident(); err != nil {
+		return fmt.Errorf("safetensors: %w", err)
+	}
+	return nil
+}
+
 type rawEntry struct {
 	DType       string        `json:"dtype"`
 	Shape       []json.Number `json:"shape"`

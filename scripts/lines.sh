@@ -12,12 +12,15 @@
 # the OpenAI-compatible server, continuous batching and chat, about 1,850;
 # then 38,000 -> 43,000: the CUDA backend's driver bindings, code
 # generation and host harness, about 1,800; the streamed lowering's batched
-# deployment and LayerNorm forms, about 600; the packed integer GEMM.)
+# deployment and LayerNorm forms, about 600; the packed integer GEMM.
+# 43,000 -> 43,600 at stop 30: weights copied into huge pages at load
+# (internal/mmap, load, the flag), about 200 lines, which raise F16 decode
+# by a third; the rest for what issue 16 still needs.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 core_budget=3000
-tree_budget=43000
+tree_budget=43600
 
 count() { awk '!/^[[:space:]]*$/ && !/^[[:space:]]*\/\//' "$@" | wc -l | tr -d ' '; }
 
