@@ -9,11 +9,13 @@ import (
 	"runtime/pprof"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/driver"
 	"github.com/pootlabs/poot/families"
 	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/internal/mmap"
 	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/kernels"
 	"github.com/pootlabs/poot/load"
@@ -374,8 +376,18 @@ func (r benchResult) print(w io.Writer, asJSON bool) error {
 // one core of a Zen 5 reads about a sixth more through two streams, as
 // the decode kernels read their weights, so one stream alone would let
 // decode pass the figure.
+//
+// The buffer is advised for huge pages, as the weights are by default
+// (load.Auto): on 4 KiB pages the figure would be that of mapped weights.
 func readBandwidth(threads int) float64 {
-	buf := make([]uint64, 64<<20)
+	const words = 64 << 20
+	var buf []uint64
+	if b, err := mmap.Anonymous(words * 8); err == nil {
+		defer mmap.Free(b)
+		buf = unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), words)
+	} else {
+		buf = make([]uint64, words)
+	}
 	for i := range buf {
 		buf[i] = uint64(i)
 	}

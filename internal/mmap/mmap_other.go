@@ -18,3 +18,10 @@ func Open(path string) (*Map, error) {
 
 // Resident does nothing: the Map already holds the file's bytes in memory.
 func (m *Map) Resident() error { return nil }
+
+// Anonymous returns n zeroed bytes of heap memory: this platform has no
+// anonymous mappings in package syscall that poot relies on.
+func Anonymous(n int) ([]byte, error) { return make([]byte, n), nil }
+
+// Free drops memory from Anonymous to the garbage collector.
+func Free([]byte) error { return nil }

@@ -52,11 +52,10 @@ func (m *Map) Resident() error {
 	if m.closed || m.unmap == nil || len(m.data) == 0 {
 		return nil
 	}
-	buf, err := syscall.Mmap(-1, 0, len(m.data), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	buf, err := Anonymous(len(m.data))
 	if err != nil {
-		return fmt.Errorf("mmap: %d bytes of memory for a resident copy: %w", len(m.data), err)
+		return err
 	}
-	adviseHuge(buf)
 	if err := copyGuarded(buf, m.data); err != nil {
 		syscall.Munmap(buf)
 		return err
@@ -69,6 +68,20 @@ func (m *Map) Resident() error {
 	m.data = buf
 	return syscall.Munmap(old)
 }
+
+// Anonymous returns n zeroed bytes of private memory outside Go's heap,
+// advised for transparent huge pages, to be released with Free.
+func Anonymous(n int) ([]byte, error) {
+	buf, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return nil, fmt.Errorf("mmap: %d bytes of anonymous memory: %w", n, err)
+	}
+	adviseHuge(buf)
+	return buf, nil
+}
+
+// Free releases memory from Anonymous.
+func Free(b []byte) error { return syscall.Munmap(b) }
 
 // copyGuarded copies src into dst, of the same length, by chunks on one
 // goroutine per processor, each under its own Guard.

@@ -79,3 +79,18 @@ func TestResidentTruncated(t *testing.T) {
 		t.Error("a failed Resident changed the Map")
 	}
 }
+
+// Anonymous memory is zeroed, writable and released by Free.
+func TestAnonymous(t *testing.T) {
+	b, err := Anonymous(3<<20 + 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != 3<<20+5 || bytes.IndexFunc(b, func(r rune) bool { return r != 0 }) >= 0 {
+		t.Fatal("Anonymous memory is not n zero bytes")
+	}
+	b[len(b)-1] = 7
+	if err := Free(b); err != nil {
+		t.Error(err)
+	}
+}
