@@ -498,15 +498,7 @@ func TestCacheType(t *testing.T) {
 	if bytes[1] >= bytes[0] || bytes[2] >= bytes[1] {
 		t.Errorf("bytes a token: %d with q8_0 caches, %d with f16, %d with f32", bytes[2], bytes[1], bytes[0])
 	}
-	var texts []string
-	for _, kv := range []string{"f32", "f16"} {
-		out, errs, status := runPoot("generate", "-m", tinyModel, "-p", "Once upon a time", "-n", "12", "--cache-type", kv)
-		if status != 0 {
-			t.Fatalf("status %d: %s", status, errs)
-		}
-		texts = append(texts, out)
-	}
-	if texts[0] != texts[1] {
+	if texts := greedyTexts(t, "--cache-type", "f32", "f16"); texts[0] != texts[1] {
 		t.Errorf("f16 caches: %q, f32: %q", texts[1], texts[0])
 	}
 	if _, errs, status := runPoot("generate", "-m", tinyModel, "-p", "x", "--cache-type", "q4_0"); status != 2 || !strings.Contains(errs, "want f32, f16 or q8_0") {
@@ -531,18 +523,25 @@ func TestLoadFlag(t *testing.T) {
 			t.Errorf("--load %s: weights %q, want %q (%v)", mode, r.Weights, want, err)
 		}
 	}
-	var texts []string
-	for _, mode := range []string{"mmap", "copy"} {
-		out, errs, status := runPoot("generate", "-m", tinyModel, "-p", "Once upon a time", "-n", "12", "--load", mode)
-		if status != 0 {
-			t.Fatalf("status %d: %s", status, errs)
-		}
-		texts = append(texts, out)
-	}
-	if texts[0] != texts[1] {
+	if texts := greedyTexts(t, "--load", "mmap", "copy"); texts[0] != texts[1] {
 		t.Errorf("--load copy: %q, mmap: %q", texts[1], texts[0])
 	}
 	if _, errs, status := runPoot("generate", "-m", tinyModel, "-p", "x", "--load", "huge"); status != 2 || !strings.Contains(errs, "want auto, mmap or copy") {
 		t.Errorf("--load huge: status %d, %s", status, errs)
 	}
+}
+
+// greedyTexts generates greedily from the tiny model once with each value
+// of flag, and returns the texts in order.
+func greedyTexts(t *testing.T, flag string, values ...string) []string {
+	t.Helper()
+	var texts []string
+	for _, v := range values {
+		out, errs, status := runPoot("generate", "-m", tinyModel, "-p", "Once upon a time", "-n", "12", flag, v)
+		if status != 0 {
+			t.Fatalf("%s %s: status %d: %s", flag, v, status, errs)
+		}
+		texts = append(texts, out)
+	}
+	return texts
 }
