@@ -43,7 +43,11 @@ func TestChatResetAndExit(t *testing.T) {
 	}
 }
 
-// interruptingWriter sends an interrupt on its first write.
+// interruptingWriter sends an interrupt on its first write and returns
+// only once the chat has acted on it: sigs is unbuffered and the chat
+// handles one signal at a time, so the second send completes after the
+// first was handled. (With one send, the reply could end before the
+// handler ran, and the test failed now and then.)
 type interruptingWriter struct {
 	bytes.Buffer
 	sigs chan os.Signal
@@ -52,7 +56,10 @@ type interruptingWriter struct {
 }
 
 func (w *interruptingWriter) Write(p []byte) (int, error) {
-	w.once.Do(func() { w.sigs <- os.Interrupt })
+	w.once.Do(func() {
+		w.sigs <- os.Interrupt
+		w.sigs <- os.Interrupt
+	})
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.Buffer.Write(p)
@@ -60,7 +67,7 @@ func (w *interruptingWriter) Write(p []byte) (int, error) {
 
 // Ctrl-C stops a reply and the chat goes on.
 func TestChatInterrupt(t *testing.T) {
-	sigs := make(chan os.Signal, 1)
+	sigs := make(chan os.Signal)
 	w := &interruptingWriter{sigs: sigs}
 	errOut, status := runChat(t, "tell me everything\n/exit\n", w, sigs, "-n", "0")
 	if status != 0 {

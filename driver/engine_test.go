@@ -125,7 +125,7 @@ func TestEngineAloneEqualsBatched(t *testing.T) {
 // waitIdle waits for the engine to have no sequence and every page free.
 func waitIdle(t *testing.T, e *driver.Engine) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		running, waiting, free, pages := e.Load()
 		if running == 0 && waiting == 0 && free == pages {
@@ -216,7 +216,7 @@ func testQueueFull(t *testing.T) {
 	wg.Go(func() {
 		e.Generate(ctx, driver.Request{Prompt: []int32{1}, GenerateOptions: driver.GenerateOptions{MaxTokens: 1}}, nil)
 	})
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for _, waiting, _, _ := e.Load(); waiting == 0 && time.Now().Before(deadline); _, waiting, _, _ = e.Load() {
 		time.Sleep(time.Millisecond)
 	}

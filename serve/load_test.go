@@ -149,7 +149,7 @@ func TestLoad(t *testing.T) {
 		t.Errorf("%d completed and %d cancelled of %d", completed.Load(), cancelled.Load(), clients*each)
 	}
 
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		running, waiting, free, pages := e.Load()
 		if running == 0 && waiting == 0 && free == pages {
@@ -165,7 +165,7 @@ func TestLoad(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline = time.Now().Add(5 * time.Second); runtime.NumGoroutine() > baseline; time.Sleep(10 * time.Millisecond) {
+	for deadline = time.Now().Add(30 * time.Second); runtime.NumGoroutine() > baseline; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<16)
 			t.Fatalf("%d goroutines after the load, %d before:\n%s", runtime.NumGoroutine(), baseline, buf[:runtime.Stack(buf, true)])
