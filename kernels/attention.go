@@ -188,6 +188,7 @@ func attendHeads(at *Attention, h0, h1 int) {
 	q8 := at.K == nil && at.K16 == nil
 	half := at.K == nil && !q8
 	hs := at.headStride()
+	fast := at.blocksZ()
 	var (
 		m, l   [maxRep]float32
 		bad    [maxRep]bool // a score is NaN or +Inf: the head's softmax is NaN
@@ -215,49 +216,54 @@ func attendHeads(at *Attention, h0, h1 int) {
 		clear(out)
 		for s0 := 0; s0 < at.S; s0 += attnBlock {
 			nb := min(attnBlock, at.S-s0)
-			for j := range nb {
-				s := s0 + j
-				var bias float32
-				if at.Mask != nil {
-					bias = at.Mask[s]
-					if math.IsInf(float64(bias), -1) {
-						for i := range nh {
-							scores[i][j] = negInf
+			if fast {
+				at.blockScoresZ(q, nh, g, hs, s0, nb, &scores)
+				at.finishScores(nh, s0, nb, &scores, &bad)
+			} else {
+				for j := range nb {
+					s := s0 + j
+					var bias float32
+					if at.Mask != nil {
+						bias = at.Mask[s]
+						if math.IsInf(float64(bias), -1) {
+							for i := range nh {
+								scores[i][j] = negInf
+							}
+							continue
 						}
-						continue
 					}
-				}
-				at.fetchRow(false, s+fetchAhead, g, hs)
-				off := s*at.KVStride + g*hs
-				var kr []float32
-				switch {
-				case q8:
-					kr = row[:d]
-					Q8_0RowToF32(kr, at.K8[off/32*34:(off+d)/32*34])
-				case half && n4 > 0:
-					kr = row[:d]
-					F16RowToF32(kr, at.K16[off:off+d])
-				case !half:
-					kr = at.K[off : off+d]
-				}
-				for i := 0; i < n4; i += 4 {
-					dot4Heads(kr, q[i*d:], d, &o)
-					for r := range 4 {
-						v := o[r]*at.Scale + bias
-						scores[i+r][j] = v
-						bad[i+r] = bad[i+r] || !(v < posInf)
+					at.fetchRow(false, s+fetchAhead, g, hs)
+					off := s*at.KVStride + g*hs
+					var kr []float32
+					switch {
+					case q8:
+						kr = row[:d]
+						Q8_0RowToF32(kr, at.K8[off/32*34:(off+d)/32*34])
+					case half && n4 > 0:
+						kr = row[:d]
+						F16RowToF32(kr, at.K16[off:off+d])
+					case !half:
+						kr = at.K[off : off+d]
 					}
-				}
-				for i := n4; i < nh; i++ {
-					var v float32
-					if half {
-						v = dotVecF16(q[i*d:(i+1)*d], at.K16[off:off+d])
-					} else {
-						v = dotVec(q[i*d:(i+1)*d], kr)
+					for i := 0; i < n4; i += 4 {
+						dot4Heads(kr, q[i*d:], d, &o)
+						for r := range 4 {
+							v := o[r]*at.Scale + bias
+							scores[i+r][j] = v
+							bad[i+r] = bad[i+r] || !(v < posInf)
+						}
 					}
-					v = v*at.Scale + bias
-					scores[i][j] = v
-					bad[i] = bad[i] || !(v < posInf)
+					for i := n4; i < nh; i++ {
+						var v float32
+						if half {
+							v = dotVecF16(q[i*d:(i+1)*d], at.K16[off:off+d])
+						} else {
+							v = dotVec(q[i*d:(i+1)*d], kr)
+						}
+						v = v*at.Scale + bias
+						scores[i][j] = v
+						bad[i] = bad[i] || !(v < posInf)
+					}
 				}
 			}
 			for i := range nh {
@@ -280,6 +286,10 @@ func attendHeads(at *Attention, h0, h1 int) {
 					m[i] = bm
 				}
 				l[i] += expSubSumVec(sc, m[i])
+			}
+			if fast {
+				at.blockValuesZ(out, nh, g, hs, s0, nb, &scores)
+				continue
 			}
 			for j := range nb {
 				if at.Mask != nil && math.IsInf(float64(at.Mask[s0+j]), -1) {
@@ -328,6 +338,54 @@ func attendHeads(at *Attention, h0, h1 int) {
 			}
 		}
 		h = hEnd
+	}
+}
+
+// visibleRun returns the next run [j, e) of positions s0+j.. that the mask
+// leaves visible, from j on within a block of nb; j = e = nb when none is.
+func (at *Attention) visibleRun(s0, j, nb int) (int, int) {
+	if at.Mask == nil {
+		return j, nb
+	}
+	m := at.Mask[s0 : s0+nb]
+	for j < nb && math.IsInf(float64(m[j]), -1) {
+		j++
+	}
+	e := j
+	for e < nb && !math.IsInf(float64(m[e]), -1) {
+		e++
+	}
+	return j, e
+}
+
+// finishScores turns the raw scores of heads [0,nh) for the block of nb
+// positions at s0 into Scale*score + Mask, -inf where the mask is (the
+// raw value there was never computed), and marks the heads with a NaN or
+// +Inf score bad.
+func (at *Attention) finishScores(nh, s0, nb int, scores *[maxRep][attnBlock]float32, bad *[maxRep]bool) {
+	negInf, posInf := float32(math.Inf(-1)), float32(math.Inf(1))
+	sc := at.Scale
+	for i := range nh {
+		row, b := scores[i][:nb], bad[i]
+		if at.Mask == nil {
+			for j, v := range row {
+				v *= sc
+				row[j] = v
+				b = b || !(v < posInf)
+			}
+		} else {
+			mk := at.Mask[s0 : s0+nb]
+			for j, v := range row {
+				if mk[j] == negInf {
+					row[j] = negInf
+					continue
+				}
+				v = v*sc + mk[j]
+				row[j] = v
+				b = b || !(v < posInf)
+			}
+		}
+		bad[i] = b
 	}
 }
 

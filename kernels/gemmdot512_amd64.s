@@ -200,3 +200,12 @@ TEXT ·gemmDotF16Z(SB), NOSPLIT, $0-80
 // func gemmDotBF16Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
 TEXT ·gemmDotBF16Z(SB), NOSPLIT, $0-80
 	DOT(DLD_BF16, 32, 2)
+
+// func gemmDotF32Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
+//
+// gemmDotF16Z for f32 weights (decode attention's scores over an f32
+// cache).
+#define DLD_F32(a, z) VMOVUPS a, z
+
+TEXT ·gemmDotF32Z(SB), NOSPLIT, $0-80
+	DOT(DLD_F32, 64, 1)

@@ -352,6 +352,10 @@ func testAttention(t *testing.T) {
 		rep := rapid.IntRange(1, 20).Draw(rt, "rep")
 		cache := rapid.SampledFrom([]string{"f32", "f16", "q8_0"}).Draw(rt, "cache")
 		d := rapid.IntRange(1, 40).Draw(rt, "headdim")
+		if rapid.Bool().Draw(rt, "wide") {
+			// Whole vectors, past one 64-column pass of the avx512 kernels.
+			d = rapid.SampledFrom([]int{48, 64, 80, 128, 144, 256}).Draw(rt, "wideHeaddim")
+		}
 		S := rapid.IntRange(0, 150).Draw(rt, "S")
 		pad := rapid.IntRange(0, 5).Draw(rt, "pad")
 		if cache == "q8_0" {
