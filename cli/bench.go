@@ -84,31 +84,53 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if _, _, err := b.run(); err != nil {
 		return err
 	}
-	// Measured before any profile starts, so that --cpuprofile shows only
-	// the model's steps.
-	var peak float64
+	// The read bandwidth is sampled before the reps and after each, and
+	// the best sample counts: on a shared machine one sample can fall in a
+	// neighbour's burst, and a low peak would overstate decode's fraction.
+	// The samples stay out of the timed steps; under --cpuprofile they are
+	// taken before the profile starts and after it stops, so that it shows
+	// only the model's steps.
+	var probe *bandwidthProbe
 	if bf.gen > 0 {
-		peak = readBandwidth(bf.threads)
-	}
-	if bf.cpuProfile != "" {
-		f, err := os.Create(bf.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		probe = newBandwidthProbe(bf.threads)
+		defer probe.free()
+		probe.sample()
 	}
 	var prefillTime, genTime time.Duration
-	for range bf.reps {
-		p, g, err := b.run()
-		if err != nil {
-			return err
+	err = func() error {
+		if bf.cpuProfile != "" {
+			f, err := os.Create(bf.cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
 		}
-		prefillTime += p
-		genTime += g
+		for range bf.reps {
+			p, g, err := b.run()
+			if err != nil {
+				return err
+			}
+			prefillTime += p
+			genTime += g
+			if probe != nil && bf.cpuProfile == "" {
+				probe.sample()
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		return err
+	}
+	var peak float64
+	if probe != nil {
+		if bf.cpuProfile != "" {
+			probe.sample()
+		}
+		peak = probe.best
 	}
 	prefillTime /= time.Duration(bf.reps)
 	genTime /= time.Duration(bf.reps)
@@ -365,37 +387,56 @@ func (r benchResult) print(w io.Writer, asJSON bool) error {
 	return nil
 }
 
-// readBandwidth measures the machine's streaming read bandwidth in GB/s:
+// bandwidthProbe measures the machine's streaming read bandwidth in GB/s:
 // goroutines reading a 512 MiB buffer (larger than any last-level cache
 // these machines have; 300 MiB is the largest seen) with the kernels'
 // widest loads (kernels.XorWords: a scalar loop under-measures, so that
-// decode seemed to pass the machine's bandwidth), the best of five
-// passes with threads goroutines and, when that is fewer, five with one
-// per core. Each goroutine reads its part both as one sequential stream
-// and as two side by side (kernels.XorWordsPair), and the better counts:
-// one core of a Zen 5 reads about a sixth more through two streams, as
-// the decode kernels read their weights, so one stream alone would let
-// decode pass the figure.
+// decode seemed to pass the machine's bandwidth). Each sample is the best
+// of ten passes with threads goroutines and, when that is fewer, ten with
+// one per core; best is the best sample so far. Each goroutine reads its
+// part both as one sequential stream and as two side by side
+// (kernels.XorWordsPair), and the better counts: one core of a Zen 5
+// reads about a sixth more through two streams, as the decode kernels
+// read their weights, so one stream alone would let decode pass the
+// figure.
 //
 // The buffer is advised for huge pages, as the weights are by default
 // (load.Auto): on 4 KiB pages the figure would be that of mapped weights.
-func readBandwidth(threads int) float64 {
+type bandwidthProbe struct {
+	buf     []uint64
+	mapped  []byte
+	threads int
+	best    float64
+}
+
+func newBandwidthProbe(threads int) *bandwidthProbe {
 	const words = 64 << 20
-	var buf []uint64
+	p := &bandwidthProbe{threads: threads}
 	if b, err := mmap.Anonymous(words * 8); err == nil {
-		defer mmap.Free(b)
-		buf = unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), words)
+		p.mapped = b
+		p.buf = unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), words)
 	} else {
-		buf = make([]uint64, words)
+		p.buf = make([]uint64, words)
 	}
-	for i := range buf {
-		buf[i] = uint64(i)
+	for i := range p.buf {
+		p.buf[i] = uint64(i)
 	}
-	best := readPass(buf, threads)
-	if n := runtime.GOMAXPROCS(0); n > threads {
-		best = max(best, readPass(buf, n))
+	return p
+}
+
+// sample measures once more and keeps the best figure.
+func (p *bandwidthProbe) sample() {
+	p.best = max(p.best, readPass(p.buf, p.threads))
+	if n := runtime.GOMAXPROCS(0); n > p.threads {
+		p.best = max(p.best, readPass(p.buf, n))
 	}
-	return best
+}
+
+func (p *bandwidthProbe) free() {
+	if p.mapped != nil {
+		mmap.Free(p.mapped)
+	}
+	p.buf, p.mapped = nil, nil
 }
 
 func readPass(buf []uint64, threads int) float64 {
