@@ -52,11 +52,8 @@ type Acts struct {
 	s         []float32 // actQ8: d * sum(q) per block, for the min-offset dtypes
 	o         []int32   // actQ8: -128 * sum(q) per block, the offset the VNNI tiles subtract
 	bs        []int16   // actQ8K: sum of each 16 consecutive quants, T*K/16
-	// o4 is, for the one-row kernels' rows (those past the last group of
-	// four, counted from there), actQ8: -128 * the sum of each four
-	// consecutive quants, the offset of each VPDPBUSD lane; K/4 a row.
-	o4 []int32
-	// s32 is, for the same rows, actQ8K: the sum of each 32 consecutive
+	// s32 is, for the one-row kernels' rows (those past the last group
+	// of four, counted from there), actQ8K: the sum of each 32 consecutive
 	// quants (at most 32*127, an int16), K/32 a row.
 	s32 []int16
 
@@ -91,7 +88,6 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	case actQ8:
 		a.grow(T*K, T*K/32, 0)
 		quantizeQ8(a.q, a.d, a.s, a.o, x[:T*K])
-		a.laneQ8(T &^ 3)
 	case actQ8K:
 		a.grow(T*K, T*K/256, T*K/16)
 		quantizeQ8K(a.q, a.d, a.bs, x[:T*K])
@@ -182,20 +178,6 @@ func quantizeQ8(q []int8, d, s []float32, o []int32, x []float32) {
 		d[b] = db
 		s[b] = db * float32(sum)
 		o[b] = -128 * sum
-	}
-}
-
-// laneQ8 fills o4 for the rows from head on.
-func (a *Acts) laneQ8(head int) {
-	n := (a.T - head) * a.K / 4
-	if cap(a.o4) < n {
-		a.o4 = make([]int32, n)
-	}
-	a.o4 = a.o4[:n]
-	q := a.q[head*a.K : a.T*a.K]
-	for i := range a.o4 {
-		g := (*[4]int8)(q[4*i : 4*i+4])
-		a.o4[i] = -128 * (int32(g[0]) + int32(g[1]) + int32(g[2]) + int32(g[3]))
 	}
 }
 

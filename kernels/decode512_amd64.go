@@ -11,16 +11,16 @@ import (
 // against one prepared activation row, one row after the other, so that an
 // output never depends on how the rows were split between workers.
 
-// q8_0Rowsz also reads the activation's lane offsets (o4).
+// q8_0Rowsz also reads the activation's block offsets (o).
 //
 //go:noescape
-func q8_0Rowsz(w *byte, nb int, aq *int8, o4 *int32, ad *float32, y *float32, nr int)
+func q8_0Rowsz(w *byte, nb int, aq *int8, o *int32, ad *float32, y *float32, nr int)
 
 // q8_0Rows2z is q8_0Rowsz for nr rows at wa and nr rows at wb at once,
 // into ya and yb.
 //
 //go:noescape
-func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o4 *int32, ad *float32, ya, yb *float32, nr int)
+func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad *float32, ya, yb *float32, nr int)
 
 //go:noescape
 func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
@@ -135,15 +135,15 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 		nb := K / 32
 		aq := &a.q[t*K]
 		if wt == poot.Q8_0 {
-			o4, ad := &a.o4[(t-a.T&^3)*K/4], &a.d[t*nb]
+			o, ad := &a.o[t*nb], &a.d[t*nb]
 			// The first and second halves of the rows as two streams;
 			// an odd last row alone.
 			h, rb := nr/2, len(w)/nr
 			if h > 0 {
-				q8_0Rows2z(&w[0], &w[h*rb], nb, aq, o4, ad, &y[0], &y[h], h)
+				q8_0Rows2z(&w[0], &w[h*rb], nb, aq, o, ad, &y[0], &y[h], h)
 			}
 			if nr&1 != 0 {
-				q8_0Rowsz(&w[(nr-1)*rb], nb, aq, o4, ad, &y[nr-1], 1)
+				q8_0Rowsz(&w[(nr-1)*rb], nb, aq, o, ad, &y[nr-1], 1)
 			}
 		} else {
 			q4_0Rowsz(&w[0], nb, aq, &a.d[t*nb], &y[0], nr)

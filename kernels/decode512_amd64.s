@@ -249,9 +249,12 @@ TEXT ·bf16Rows2z(SB), NOSPLIT, $0-56
 // ---- Q8_0 ----------------------------------------------------------------
 
 // Four blocks an iteration, a pair to a register: lanes 0-7 take the
-// first block of the pair, 8-15 the second. Each lane's sum of four
-// products starts from the activation's offset for it (o4: -128 times its
-// four quants' sum, which the 0x80 added to the weights puts in). The four
+// first block of the pair, 8-15 the second. The first lane of each block
+// starts from the activation's offset for the block (o: -128 times its
+// quants' sum, which the 0x80 added to the weights puts in), the others
+// from zero: the offsets are read as one int32 a block, a quarter of a
+// row's quant bytes, so that a long row's activation stays in L1 beside
+// the weight rows streaming through it. The four
 // weight scales are picked out of the iteration's first 128 bytes by one
 // permute, converted and multiplied by the activation's block scales as
 // four floats, and only then spread over the lanes.
@@ -288,13 +291,15 @@ DATA q8lane<>+120(SB)/8, $0x0000000300000003
 GLOBL q8lane<>(SB), RODATA|NOPTR, $128
 
 // Q8SUM leaves in zi the lane sums of the block pair at wo(BX) against
-// the activation quants and lane offsets at byte ao of SI and R10 (both
-// indexed by R11). Z7 holds 0x80 bytes; zw (yw) is scratch.
-#define Q8SUM(wo, ao, zw, yw, zi) \
+// the activation quants at byte ao of SI (indexed by R11) and the pair's
+// block offsets at byte oo of the offsets (R10 bytes past the block
+// scales at DI; K4 selects lanes 0 and 9 of their broadcast). Z7 holds
+// 0x80 bytes; zw (yw) is scratch.
+#define Q8SUM(wo, ao, oo, zw, yw, zi) \
 	VMOVDQU (wo+2)(BX), yw \
 	VINSERTI64X4 $1, (wo+36)(BX), zw, zw \
 	VPXORD Z7, zw, zw \
-	VMOVDQU32 ao(R10)(R11*1), zi \
+	VBROADCASTI32X2.Z oo(DI)(R10*1), K4, zi \
 	VPDPBUSD ao(SI)(R11*1), zw, zi \
 	VCVTDQ2PS zi, zi
 
@@ -305,20 +310,21 @@ GLOBL q8lane<>(SB), RODATA|NOPTR, $128
 	VPERMT2W 64(BX), Z12, Z4 \
 	VCVTPH2PS X4, X4 \
 	VMULPS (DI), X4, X4 \
-	Q8SUM(0, 0, Z8, Y8, Z9) \
+	Q8SUM(0, 0, 0, Z8, Y8, Z9) \
 	VPERMPS Z4, Z13, Z5 \
 	VFMADD231PS Z9, Z5, Z0 \
-	Q8SUM(68, 64, Z2, Y2, Z3) \
+	Q8SUM(68, 64, 8, Z2, Y2, Z3) \
 	VPERMPS Z4, Z14, Z6 \
 	VFMADD231PS Z3, Z6, Z1
 
 // Q8ONE adds the single block at (BX) to Z1, in lanes 0-7 (K2 = the low
-// 32 bytes, K3 = the low 8 lanes; the zero upper half adds nothing).
+// 32 bytes; the block's offset starts lane 0, and the zero upper half
+// adds nothing).
 #define Q8ONE \
 	VMOVDQU8.Z 2(BX), K2, Z2 \
 	VMOVDQU8.Z (SI)(R11*1), K2, Z5 \
 	VPXORD Z7, Z2, Z2 \
-	VMOVDQU32.Z (R10)(R11*1), K3, Z3 \
+	VMOVD (DI)(R10*1), X3 \
 	VPDPBUSD Z5, Z2, Z3 \
 	VCVTDQ2PS Z3, Z3 \
 	VPBROADCASTW (BX), Y4 \
@@ -326,17 +332,19 @@ GLOBL q8lane<>(SB), RODATA|NOPTR, $128
 	VMULPS.BCST (DI), Z4, Z4 \
 	VFMADD231PS Z3, Z4, Z1
 
-// func q8_0Rowsz(w *byte, nb int, aq *int8, o4 *int32, ad *float32, y *float32, nr int)
+// func q8_0Rowsz(w *byte, nb int, aq *int8, o *int32, ad *float32, y *float32, nr int)
 TEXT ·q8_0Rowsz(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), BX
 	MOVQ aq+16(FP), SI
-	MOVQ o4+24(FP), R10
+	MOVQ o+24(FP), R10
+	MOVQ ad+32(FP), AX
+	SUBQ AX, R10
 	MOVQ y+40(FP), DX
 	MOVQ nr+48(FP), R9
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z7
-	MOVL $0xff, AX
-	KMOVW AX, K3
+	MOVL $0x0201, AX
+	KMOVW AX, K4
 	MOVL $0xffffffff, AX
 	KMOVQ AX, K2
 	VMOVDQU64 q8scw<>(SB), Z12
@@ -395,7 +403,8 @@ end:
 // it, so the outputs do not depend on which rows are paired.
 
 // Q8SUM2(base, wo, oz, az, zw, yw, zi) is Q8SUM for weights at wo(base)
-// with the lane offsets in oz and the activation quants in az.
+// with the block offsets in oz (lanes 0 and 9) and the activation quants
+// in az.
 #define Q8SUM2(base, wo, oz, az, zw, yw, zi) \
 	VMOVDQU32 (wo+2)(base), yw \
 	VINSERTI64X4 $1, (wo+36)(base), zw, zw \
@@ -424,7 +433,7 @@ end:
 	VMOVDQU8.Z 2(base), K2, Z8 \
 	VMOVDQU8.Z (SI)(R11*1), K2, Z11 \
 	VPXORD Z7, Z8, Z8 \
-	VMOVDQU32.Z (R10)(R11*1), K3, Z9 \
+	VMOVD (DI)(R10*1), X9 \
 	VPDPBUSD Z11, Z8, Z9 \
 	VCVTDQ2PS Z9, Z9 \
 	VPBROADCASTW (base), Y10 \
@@ -432,19 +441,21 @@ end:
 	VMULPS.BCST (DI), Z10, Z10 \
 	VFMADD231PS Z9, Z10, acc
 
-// func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o4 *int32, ad *float32, ya, yb *float32, nr int)
+// func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad *float32, ya, yb *float32, nr int)
 TEXT ·q8_0Rows2z(SB), NOSPLIT, $0-72
 	MOVQ wa+0(FP), BX
 	MOVQ wb+8(FP), R12
 	MOVQ aq+24(FP), SI
-	MOVQ o4+32(FP), R10
+	MOVQ o+32(FP), R10
+	MOVQ ad+40(FP), AX
+	SUBQ AX, R10
 	MOVQ ya+48(FP), DX
 	MOVQ yb+56(FP), R13
 	MOVQ nr+64(FP), R9
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z7
-	MOVL $0xff, AX
-	KMOVW AX, K3
+	MOVL $0x0201, AX
+	KMOVW AX, K4
 	MOVL $0xffffffff, AX
 	KMOVQ AX, K2
 	VMOVDQU64 q8scw<>(SB), Z12
@@ -465,8 +476,8 @@ row:
 	JZ tail
 
 quad:
-	VMOVDQU32 (R10)(R11*1), Z16
-	VMOVDQU32 64(R10)(R11*1), Z17
+	VBROADCASTI32X2.Z (DI)(R10*1), K4, Z16
+	VBROADCASTI32X2.Z 8(DI)(R10*1), K4, Z17
 	VMOVDQU64 (SI)(R11*1), Z18
 	VMOVDQU64 64(SI)(R11*1), Z19
 	VMOVUPS (DI), X20
