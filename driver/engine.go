@@ -581,6 +581,14 @@ func (e *Engine) finish(s *sequence, reason StopReason, err error) {
 
 // zeroPage clears page p of every cache state.
 func (e *Engine) zeroPage(p int32) {
+	// A device holding the caches brings them home first; if it cannot,
+	// they are lost, and every page is cleared.
+	if err := e.state.Sync(); err != nil {
+		for _, t := range e.state.Tensors {
+			clear(t.Data)
+		}
+		return
+	}
 	for _, t := range e.state.Tensors {
 		// Caches hold page-size rows a page, sequence states one.
 		page := len(t.Data) / (e.pages + 1)

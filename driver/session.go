@@ -338,6 +338,9 @@ func (s *Session) Reset() {
 func (s *Session) reset() {
 	s.history = s.history[:0]
 	if s.state != nil {
+		// The values are about to be cleared: a device holding them
+		// only has to let go.
+		s.state.Discard()
 		for _, t := range s.state.Tensors {
 			clear(t.Data)
 		}

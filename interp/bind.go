@@ -53,8 +53,63 @@ type Slots map[string]tensor.Tensor
 // same Data, so views handed out earlier see the update). A failed step
 // leaves the state untouched. The prefill and decode graphs of one model
 // share one State.
+//
+// An interpreter on an accelerator may keep the state's values in its own
+// memory between steps instead of copying them home after each (a GPU's
+// KV caches would otherwise cross the bus twice a token): it marks the
+// State held ([State.Hold]) and the host tensors are stale until
+// [State.Sync] brings the values home. Code that reads or writes the
+// tensors' data outside a step calls Sync first; every interpreter that
+// reads them from the host does so at the start of its Run.
 type State struct {
 	Tensors map[string]tensor.Tensor
+	holder  Holder
+}
+
+// A Holder keeps the current values of a State's tensors in memory of its
+// own (a GPU's) between steps.
+type Holder interface {
+	// Release copies the held values into the State's host tensors.
+	Release(s *State) error
+}
+
+// Hold records that h holds s's current values: the host tensors are
+// stale until Sync. An interpreter calls it after a step that left the
+// values in its memory.
+func (s *State) Hold(h Holder) { s.holder = h }
+
+// Holder returns who holds s's current values, or nil when the host
+// tensors are current.
+func (s *State) Holder() Holder {
+	if s == nil {
+		return nil
+	}
+	return s.holder
+}
+
+// Discard lets go of held values without copying them home, for a
+// caller about to overwrite every tensor (a cache being emptied): the host
+// tensors become the state's values as they stand.
+func (s *State) Discard() {
+	if s != nil {
+		s.holder = nil
+	}
+}
+
+// Sync makes the host tensors current: where an interpreter holds the
+// values, it copies them home and lets go. A nil or unheld State is
+// current already. After an error the values are lost (the driver then
+// empties its cache), and the State is no longer held.
+func (s *State) Sync() error {
+	if s == nil || s.holder == nil {
+		return nil
+	}
+	h := s.holder
+	s.holder = nil
+	if err := h.Release(s); err != nil {
+		return fmt.Errorf("interp: bringing the state home: %w", err)
+	}
+	return nil
 }
 
 // NewState returns a State holding a zero-filled tensor for every state
@@ -73,11 +128,13 @@ func NewState(g *poot.Graph) (*State, error) {
 }
 
 // Clone returns a deep copy of s, for comparing two interpreters from the
-// same starting state.
+// same starting state. A held State is brought home first (Sync); one
+// that cannot be is copied as its host tensors stand.
 func (s *State) Clone() *State {
 	if s == nil {
 		return nil
 	}
+	_ = s.Sync()
 	c := &State{Tensors: make(map[string]tensor.Tensor, len(s.Tensors))}
 	for k, t := range s.Tensors {
 		c.Tensors[k] = t.Clone()

@@ -159,6 +159,9 @@ func (p *Program) Run(slots Slots, state *State) ([]tensor.Tensor, error) {
 	if err := p.binds.Check(slots, state); err != nil {
 		return nil, err
 	}
+	if err := state.Sync(); err != nil {
+		return nil, &Error{Eqn: -1, Err: err}
+	}
 	for _, v := range p.binds.slots {
 		copy(p.vals[v.id].Bytes(), slots[v.Name].Data)
 	}

@@ -196,6 +196,11 @@ func Compare(a, b interp.Interpreter, g *poot.Graph, consts interp.Consts, slots
 		}
 	}
 	if sa != nil {
+		for _, s := range []*interp.State{sa, sb} {
+			if err := s.Sync(); err != nil {
+				diffs = append(diffs, err.Error())
+			}
+		}
 		for name, ta := range sa.Tensors {
 			m, err := Diff(ta, sb.Tensors[name], tol)
 			if err != nil {

@@ -108,6 +108,9 @@ func (e *Executable) Run(slots interp.Slots, state *interp.State) ([]tensor.Tens
 	if err := e.binds.Check(slots, state); err != nil {
 		return nil, err
 	}
+	if err := state.Sync(); err != nil {
+		return nil, &interp.Error{Eqn: -1, Err: err}
+	}
 	var writeBack []func()
 	for _, name := range e.m.States() {
 		t := state.Tensors[name]

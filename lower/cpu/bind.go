@@ -15,6 +15,9 @@ func (x *Exec) bind(slots interp.Slots, state *interp.State) error {
 	if err := x.binds.Check(slots, state); err != nil {
 		return err
 	}
+	if err := state.Sync(); err != nil {
+		return &interp.Error{Eqn: -1, Err: err}
+	}
 	var tensors map[string]tensor.Tensor
 	if state != nil {
 		tensors = state.Tensors
