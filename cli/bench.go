@@ -49,6 +49,17 @@ type benchResult struct {
 	// best when POOT_KERNELS lowered it or was rejected.
 	Kernels        string `json:"kernels"`
 	KernelFeatures string `json:"kernel_features"`
+	// Device names the accelerator an interpreter such as cuda ran on;
+	// its peak bandwidth is then the device's copy bandwidth.
+	Device string `json:"device,omitempty"`
+}
+
+// deviceInterp is an interpreter that runs on an accelerator (cuda): it
+// names the device and measures its memory bandwidth, which decode's
+// fraction is taken against instead of the host's.
+type deviceInterp interface {
+	Device() (string, error)
+	CopyBandwidth() (float64, error)
 }
 
 // benchFlags are bench's settings.
@@ -79,6 +90,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.ckpt.Close()
+	defer b.close()
 	// The warm-up run touches every mapped weight page once, as
 	// llama-bench's warm-up does.
 	if _, _, err := b.run(); err != nil {
@@ -90,8 +102,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	// The samples stay out of the timed steps; under --cpuprofile they are
 	// taken before the profile starts and after it stops, so that it shows
 	// only the model's steps.
+	dev, onDevice := b.in.(deviceInterp)
 	var probe *bandwidthProbe
-	if bf.gen > 0 {
+	if bf.gen > 0 && !onDevice {
 		probe = newBandwidthProbe(bf.threads)
 		defer probe.free()
 		probe.sample()
@@ -132,10 +145,21 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		}
 		peak = probe.best
 	}
+	var device string
+	if onDevice {
+		if device, err = dev.Device(); err != nil {
+			return err
+		}
+		if bf.gen > 0 {
+			if peak, err = dev.CopyBandwidth(); err != nil {
+				return err
+			}
+		}
+	}
 	prefillTime /= time.Duration(bf.reps)
 	genTime /= time.Duration(bf.reps)
 	r := benchResult{Model: bf.model, Interp: bf.interp, Threads: bf.threads, Depth: bf.depth, CacheType: bf.kv.String(), Weights: load.Mapped.String(), PromptTokens: bf.prompt, GenTokens: bf.gen,
-		Kernels: kernels.CurrentLevel().String(), KernelFeatures: kernels.Features()}
+		Kernels: kernels.CurrentLevel().String(), KernelFeatures: kernels.Features(), Device: device}
 	if b.ckpt.Resident() {
 		r.Weights = load.Copied.String()
 	}
@@ -194,6 +218,7 @@ func parseBench(args []string, stdout io.Writer) (benchFlags, error) {
 type bencher struct {
 	bf              benchFlags
 	ckpt            *load.Checkpoint
+	in              interp.Interpreter
 	vocab, capacity int
 	prefill, decode interp.Executable
 	pg, dg          *poot.Graph
@@ -202,6 +227,17 @@ type bencher struct {
 	// outs keeps each step's output tensors from one run to the next for
 	// an interpreter that can write into them (see intoRunner).
 	outs map[interp.Executable][]tensor.Tensor
+}
+
+// close releases the executables that hold resources outside the Go
+// heap (a GPU's memory), reporting what they measured when asked to
+// (cuda's POOT_CUDA_PROFILE).
+func (b *bencher) close() {
+	for _, x := range []interp.Executable{b.prefill, b.decode} {
+		if c, ok := x.(interface{ Close() }); ok {
+			c.Close()
+		}
+	}
 }
 
 // intoRunner is an executable that can write a step's outputs into
@@ -230,7 +266,7 @@ func newBencher(bf benchFlags, bar *bar) (*bencher, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bencher{bf: bf, ckpt: ckpt, capacity: bf.depth + bf.prompt + bf.gen}
+	b := &bencher{bf: bf, ckpt: ckpt, in: in, capacity: bf.depth + bf.prompt + bf.gen}
 	ok := false
 	defer func() {
 		if !ok {
@@ -376,15 +412,28 @@ func (r benchResult) print(w io.Writer, asJSON bool) error {
 		return json.NewEncoder(w).Encode(r)
 	}
 	fmt.Fprintf(w, "model %s, interp %s, %d threads, depth %d, %s KV cache, weights by %s\n", r.Model, r.Interp, r.Threads, r.Depth, r.CacheType, r.Weights)
-	fmt.Fprintf(w, "kernels %s\n", r.KernelFeatures)
+	if r.Device != "" {
+		fmt.Fprintf(w, "device %s\n", r.Device)
+	} else {
+		fmt.Fprintf(w, "kernels %s\n", r.KernelFeatures)
+	}
 	if r.PromptTokens > 0 {
 		fmt.Fprintf(w, "prompt  %5d tokens  %10.2f tokens/s\n", r.PromptTokens, r.PromptTokensPerS)
 	}
 	if r.GenTokens > 0 {
-		fmt.Fprintf(w, "gen     %5d tokens  %10.2f tokens/s  %.2f GB/s of %.2f GB/s read bandwidth (%.0f%%)\n",
-			r.GenTokens, r.GenTokensPerS, r.GenBandwidthGBs, r.PeakBandwidthGBs, 100*r.BandwidthFraction)
+		fmt.Fprintf(w, "gen     %5d tokens  %10.2f tokens/s  %.2f GB/s of %.2f GB/s %s bandwidth (%.0f%%)\n",
+			r.GenTokens, r.GenTokensPerS, r.GenBandwidthGBs, r.PeakBandwidthGBs, r.bandwidthKind(), 100*r.BandwidthFraction)
 	}
 	return nil
+}
+
+// bandwidthKind names the peak decode is measured against: the host's
+// streaming read or the device's copy (read and write counted).
+func (r benchResult) bandwidthKind() string {
+	if r.Device != "" {
+		return "device copy"
+	}
+	return "read"
 }
 
 // bandwidthProbe measures the machine's streaming read bandwidth in GB/s:

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -199,10 +200,15 @@ type gpuDevice struct {
 	exec   uintptr
 	// NoGraph launches the kernels one by one every step.
 	noGraph bool
+	// prof, under POOT_CUDA_PROFILE, times every launch (graphs off).
+	prof *profile
 }
 
 func newGPUDevice(drv *Driver, nv *NVRTC, cache string, noGraph bool) (*gpuDevice, error) {
 	d := &gpuDevice{drv: drv, nvrtc: nv, cache: cache, noGraph: noGraph}
+	if os.Getenv("POOT_CUDA_PROFILE") != "" {
+		d.prof, d.noGraph = &profile{ms: map[string]float64{}, count: map[string]int{}}, true
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := drv.current(); err != nil {
@@ -291,6 +297,11 @@ func (d *gpuDevice) copyD(dst, src uint64, n int64) error {
 }
 
 func (d *gpuDevice) launch(fn uintptr, l *Launch, params uintptr) error {
+	if d.prof != nil {
+		if err := d.prof.mark(d, l.Kernel); err != nil {
+			return err
+		}
+	}
 	g, b := l.Grid, l.Block
 	return d.drv.do("cuLaunchKernel", fn, uintptr(g[0]), uintptr(g[1]), uintptr(g[2]),
 		uintptr(b[0]), uintptr(b[1]), uintptr(b[2]), 0, d.stream, params, 0)
@@ -306,6 +317,9 @@ func (d *gpuDevice) step(work func() error) error {
 	if d.noGraph {
 		if err := work(); err != nil {
 			return err
+		}
+		if d.prof != nil {
+			return d.prof.end(d)
 		}
 		return d.drv.do("cuStreamSynchronize", d.stream)
 	}
@@ -338,6 +352,13 @@ func (d *gpuDevice) close() {
 	if d.enter() != nil {
 		return
 	}
+	if d.prof != nil {
+		d.prof.report(os.Stderr)
+		for _, e := range d.prof.events {
+			d.drv.do("cuEventDestroy_v2", e)
+		}
+		d.prof = nil
+	}
 	if d.exec != 0 {
 		d.drv.do("cuGraphExecDestroy", d.exec)
 		d.drv.do("cuGraphDestroy", d.graph)
@@ -355,4 +376,15 @@ func (d *gpuDevice) close() {
 		d.drv.do("cuStreamDestroy_v2", d.stream)
 		d.stream = 0
 	}
+}
+
+// peer: every executable on the GPU shares the driver's primary context,
+// so device copies between their allocations are valid.
+func (d *gpuDevice) peer(o device) bool {
+	p, ok := o.(*gpuDevice)
+	return ok && p.drv == d.drv
+}
+
+func (d *gpuDevice) copyPeer(dst uint64, _ device, src uint64, n int64) error {
+	return d.copyD(dst, src, n)
 }

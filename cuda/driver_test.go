@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,4 +197,56 @@ func dedupe(m *Module) *Module {
 		}
 	}
 	return out
+}
+
+// TestCopyBandwidthFake times copies against the fake libcuda, whose
+// events always report 1.5 ms: 2 MiB moved (read and written) in 1.5 ms.
+func TestCopyBandwidthFake(t *testing.T) {
+	d, err := OpenDriver(fakeCUDA(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw, err := d.copyBandwidth(1<<20, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 * float64(1<<20) / 1.5e-3 / 1e9; math.Abs(bw-want) > 1e-9*want {
+		t.Errorf("copy bandwidth %g GB/s, want %g", bw, want)
+	}
+}
+
+// TestProfileFake adds launch times up by kernel kind against the fake
+// libcuda, whose events always report 1.5 ms between two records.
+func TestProfileFake(t *testing.T) {
+	d, err := OpenDriver(fakeCUDA(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("POOT_CUDA_PROFILE", "1")
+	dev, err := newGPUDevice(d, nil, t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dev.prof == nil || !dev.noGraph {
+		t.Fatal("POOT_CUDA_PROFILE set, but the device neither profiles nor turns graphs off")
+	}
+	for range 2 {
+		for _, k := range []string{"gemv_f16_0a1b", "gemv_f16_2c3d", "rows_4e5f"} {
+			if err := dev.prof.mark(dev, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := dev.prof.end(dev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var sb strings.Builder
+	dev.prof.report(&sb)
+	got := sb.String()
+	for _, want := range []string{"2 steps of 3 launches, 4.500 ms a step", "gemv_f16                         2 launches a step     3.000 ms a step  66.7%", "rows                             1 launches a step     1.500 ms a step  33.3%"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	dev.close()
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -28,6 +30,11 @@ type device interface {
 	step(work func() error) error
 	launch(fn uintptr, l *Launch, params uintptr) error
 	copyD(dst, src uint64, n int64) error
+	// peer reports whether copyPeer may copy from o's memory into this
+	// device's (two executables on one GPU), and copyPeer copies n bytes
+	// at src on o to dst here.
+	peer(o device) bool
+	copyPeer(dst uint64, o device, src uint64, n int64) error
 	close()
 }
 
@@ -52,6 +59,100 @@ type Exec struct {
 	cleanup runtime.Cleanup
 	ran     bool
 	outputs []poot.ValueID
+	// states lists the state inputs this executable stores; after a step
+	// their values stay on the device, held for holding (see hold).
+	states  []stateAt
+	hold    *hold
+	holding *interp.State
+	words   []byte // the fault words read after a step
+}
+
+// stateAt is a state input and its device address.
+type stateAt struct {
+	name  string
+	addr  uint64
+	bytes int64
+}
+
+// hold is an executable's claim on the values of a State it ran: they
+// stay in its storage after a step, so that a decode step does not copy
+// the KV caches to the host and back, until the host asks for them
+// (interp.State.Sync) or another executable on the same GPU copies them
+// into its own storage.
+type hold struct{ x *Exec }
+
+// Release downloads the held values into s's host tensors.
+func (h *hold) Release(s *interp.State) error {
+	x := h.x
+	if x.holding == s {
+		x.holding = nil
+	}
+	if x.dev == nil {
+		return errors.New("cuda: the executable holding the state is closed")
+	}
+	for _, st := range x.states {
+		if err := x.dev.download(s.Tensors[st.name].Data, st.addr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// takeState puts state's current values into the executable's storage:
+// nothing to do when it holds them already, a device copy when another
+// executable on the same GPU holding the same states does, an upload from
+// the host otherwise. A different State the executable held is brought
+// home first, since its values are about to be overwritten.
+func (x *Exec) takeState(state *interp.State) error {
+	if state == nil || len(x.states) == 0 {
+		return nil
+	}
+	h, _ := state.Holder().(*hold)
+	if h == x.hold {
+		return nil
+	}
+	if o := x.holding; o != nil && o != state && o.Holder() == x.hold {
+		if err := o.Sync(); err != nil {
+			return err
+		}
+	}
+	x.holding = nil
+	if h != nil && h.x.dev != nil && x.dev.peer(h.x.dev) && sameStates(h.x.states, x.states) {
+		for i, st := range x.states {
+			if err := x.dev.copyPeer(st.addr, h.x.dev, h.x.states[i].addr, st.bytes); err != nil {
+				return err
+			}
+		}
+		if h.x.holding == state {
+			h.x.holding = nil
+		}
+		state.Hold(x.hold)
+		x.holding = state
+		return nil
+	}
+	if err := state.Sync(); err != nil {
+		return err
+	}
+	for _, st := range x.states {
+		if err := x.dev.upload(st.addr, state.Tensors[st.name].Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameStates reports whether two executables store the same states in the
+// same order with the same sizes.
+func sameStates(a, b []stateAt) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].name != b[i].name || a[i].bytes != b[i].bytes {
+			return false
+		}
+	}
+	return true
 }
 
 // compile builds the plan of g, generates the kernels gen allows and
@@ -84,10 +185,20 @@ func compile(dev device, g *poot.Graph, consts interp.Consts, opts lower.Options
 	}
 	x := &Exec{plan: plan, mod: mod, dev: dev, g: g, binds: interp.NewBindings(g), addr: make([]uint64, g.NumValues()),
 		outputs: g.Outputs()}
+	x.hold = &hold{x}
 	if err := x.allocate(consts); err != nil {
 		x.Close()
 		return nil, err
 	}
+	// States in name order, so that two executables of one model list
+	// them alike.
+	for _, id := range g.Inputs(poot.State) {
+		if a := x.addr[id]; a != 0 {
+			v := g.Value(id)
+			x.states = append(x.states, stateAt{v.Name, a, v.Type.Bytes()})
+		}
+	}
+	slices.SortFunc(x.states, func(a, b stateAt) int { return strings.Compare(a.name, b.name) })
 	fns, err := dev.load(mod)
 	if err != nil {
 		x.Close()
@@ -214,71 +325,99 @@ func (x *Exec) Module() *Module { return x.mod }
 
 // Close releases the device.
 func (x *Exec) Close() {
+	if x.dev != nil && x.holding != nil && x.holding.Holder() == x.hold {
+		// The values of the state it holds live only here.
+		_ = x.holding.Sync()
+	}
+	x.holding = nil
 	x.cleanup.Stop()
 	release{x.dev, x.params}.run()
 	x.dev, x.params = nil, nil
 }
 
-// Run executes one step (see interp.Executable): slots and state are
-// uploaded, the step's launches run (captured once and replayed on a GPU),
-// the outputs and the new state are downloaded.
+// Run executes one step (see interp.Executable): slots are uploaded, and
+// the state unless this executable holds it already, the step's launches
+// run (captured once and replayed on a GPU) and the outputs are
+// downloaded. The new state stays on the device, held (see
+// interp.State.Hold) until the host syncs it or another executable takes
+// it.
 func (x *Exec) Run(slots interp.Slots, state *interp.State) ([]tensor.Tensor, error) {
+	res := make([]tensor.Tensor, len(x.outputs))
+	for i, id := range x.outputs {
+		t, err := tensor.New(x.g.Type(id))
+		if err != nil {
+			return nil, err
+		}
+		res[i] = t
+	}
+	if err := x.RunInto(slots, state, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// RunInto is Run downloading the outputs into outs, tensors of the
+// outputs' types the caller keeps from step to step: a decode step then
+// allocates no logits (half a megabyte at a vocabulary of 128k).
+func (x *Exec) RunInto(slots interp.Slots, state *interp.State, outs []tensor.Tensor) error {
 	if x.dev == nil {
-		return nil, &interp.Error{Eqn: -1, Err: errors.New("cuda: the executable is closed")}
+		return &interp.Error{Eqn: -1, Err: errors.New("cuda: the executable is closed")}
+	}
+	if len(outs) != len(x.outputs) {
+		return fmt.Errorf("cuda: %d output tensors for %d outputs", len(outs), len(x.outputs))
+	}
+	for i, id := range x.outputs {
+		if want := x.g.Type(id); !outs[i].Type.Equal(want) || int64(len(outs[i].Data)) != want.Bytes() {
+			return fmt.Errorf("cuda: output %d is %v, want %v", i, outs[i].Type, want)
+		}
 	}
 	if err := x.binds.Check(slots, state); err != nil {
-		return nil, err
+		return err
 	}
 	x.ran = false
 	g := x.g
 	for _, id := range g.Inputs(poot.Slot) {
 		if a := x.addr[id]; a != 0 {
 			if err := x.dev.upload(a, slots[g.Value(id).Name].Data); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	states := g.Inputs(poot.State)
-	for _, id := range states {
-		if a := x.addr[id]; a != 0 {
-			if err := x.dev.upload(a, state.Tensors[g.Value(id).Name].Data); err != nil {
-				return nil, err
-			}
-		}
+	if err := x.takeState(state); err != nil {
+		return err
 	}
 	if err := x.dev.upload(x.faults, x.zeros); err != nil {
-		return nil, err
+		return err
 	}
 	if err := x.dev.step(x.launches); err != nil {
-		return nil, err
+		return err
 	}
-	words := make([]byte, len(x.zeros))
-	if err := x.dev.download(words, x.faults); err != nil {
-		return nil, err
+	if len(x.words) != len(x.zeros) {
+		x.words = make([]byte, len(x.zeros))
 	}
-	if err := x.fault(words); err != nil {
-		return nil, err
+	if err := x.dev.download(x.words, x.faults); err != nil {
+		return err
 	}
-	res := make([]tensor.Tensor, len(x.outputs))
+	if err := x.fault(x.words); err != nil {
+		return err
+	}
 	for i, id := range x.outputs {
-		t, err := x.read(id)
-		if err != nil {
-			return nil, err
+		if x.addr[id] == 0 {
+			return fmt.Errorf("cuda: value %d has no storage", id)
 		}
-		res[i] = t
+		if err := x.dev.download(outs[i].Data, x.addr[id]); err != nil {
+			return err
+		}
 	}
 	if err := x.writeback(); err != nil {
-		return nil, err
+		return err
 	}
 	x.ran = true
-	for _, id := range states {
-		if a := x.addr[id]; a != 0 {
-			if err := x.dev.download(state.Tensors[g.Value(id).Name].Data, a); err != nil {
-				return nil, err
-			}
-		}
+	if state != nil && len(x.states) > 0 {
+		state.Hold(x.hold)
+		x.holding = state
 	}
-	return res, nil
+	return nil
 }
 
 // launches runs the step's kernels.

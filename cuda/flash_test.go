@@ -174,6 +174,7 @@ var flashCases = []flashCase{
 	{R: 1, T: 3, S: 600, H: 8, KV: 2, D: 32, Dv: 32, nanV: true, half: true},
 	{R: 2, T: 1, S: 600, H: 8, KV: 2, D: 32, Dv: 32, sinks: true, nanV: true, q8: true},
 	{R: 1, T: 1, S: 300, H: 4, KV: 2, D: 16, Dv: 48, q8: true},
+	{R: 1, T: 1, S: 40, H: 8, KV: 2, D: 32, Dv: 32, sinks: true, nanV: true},
 	{R: 1, T: 3, S: 600, H: 8, KV: 2, D: 64, Dv: 64, nanV: true, q8: true},
 }
 

@@ -37,11 +37,18 @@ func (c weightCase) String() string {
 
 // weightShapes are the (T, K, N) of the cases of a dtype: K one block of
 // the dtype, three blocks (for the K-quants a multiple of 256 but not of
-// 512), and N not a multiple of the four outputs of a GEMV block.
+// 512), 33 blocks (each lane of the GEMV's warp dots several units of
+// the row, some lanes one more), and N not a multiple of the four outputs
+// of a GEMV block; for the unpacked dtypes also a K of no whole units
+// (gemvUnit), which the element-by-element path reads.
 func weightShapes(dt poot.DType) [][3]int {
 	b := dt.BlockElems()
 	k := max(b, 32)
-	return [][3]int{{1, k, 5}, {2, 3 * k, 3}, {1, 2 * k, 9}}
+	s := [][3]int{{1, k, 5}, {2, 3 * k, 3}, {1, 2 * k, 9}, {1, 33 * k, 3}}
+	if !dt.Packed() {
+		s = append(s, [3]int{2, 45, 4})
+	}
+	return s
 }
 
 // newWeightCase quantizes random weights with package quant and builds

@@ -500,10 +500,39 @@ func genContract(g *poot.Graph, e poot.Eqn, opt GenOptions) ([]*kgen, error) {
 		ok += " && ex >= 0"
 	}
 	kg.line("if (%s) { const float* xr = %s + (long long)t * %d;", ok, x, K)
-	kg.line("  for (int k = lane; k < %d; k += 32) acc += xr[k] * %s(w, k); }", K, dec)
+	if fn, elems := gemvUnit(wt, K); fn != "" {
+		// Units of a row with the widest loads; the lanes' loads of a
+		// few units in flight together (unrolled) hide the latency.
+		kg.line("  #pragma unroll 8")
+		kg.line("  for (int u = lane; u < %d; u += 32) acc += %s(w, u, xr); }", K/elems, fn)
+	} else {
+		kg.line("  for (int k = lane; k < %d; k += 32) acc += xr[k] * %s(w, k); }", K, dec)
+	}
 	kg.line("acc = warp_sum(acc);")
 	kg.line("if (%s && lane == 0) %s[(long long)t * %d + n] = acc;", ok, o, N)
 	return []*kgen{kg}, nil
+}
+
+// gemvUnit names the prelude function that dots one unit of a row of
+// weights stored as d with x, and the unit's elements, where a row of K
+// elements is whole units with their loads aligned; "" keeps the
+// element-by-element decoders.
+func gemvUnit(d poot.DType, K int) (string, int) {
+	switch {
+	case d == poot.F32 && K%4 == 0:
+		return "dot_f32x4", 4
+	case d == poot.F16 && K%8 == 0:
+		return "dot_f16x8", 8
+	case d == poot.BF16 && K%8 == 0:
+		return "dot_bf16x8", 8
+	case d == poot.Q8_0:
+		return "dot_q8_0b", 32
+	case d == poot.Q4_0:
+		return "dot_q4_0b", 32
+	case d == poot.Q4_K:
+		return "dot_q4_kc", 64
+	}
+	return "", 0
 }
 
 // splitChunk is the positions a block of split-K attention covers, and
@@ -513,9 +542,12 @@ func genContract(g *poot.Graph, e poot.Eqn, opt GenOptions) ([]*kgen, error) {
 // takes time linear in S; splitting adds a second launch and a scratch
 // round trip of (Dv+2) floats per chunk and head, a cost worth paying only
 // when each warp's walk is long. Shorter caches, and prefill (whose T
-// query rows already fill the grid), keep the one-pass kernel.
+// query rows already fill the grid), keep the one-pass kernel. Chunks are
+// short because each warp's walk is a chain of dependent loads and warp
+// sums: on an H200, chunks of 256 gave a Llama-3.2-1B decode step at 544
+// positions 24 blocks a layer and 230 µs a layer, 37% of the step.
 const (
-	splitChunk = 256
+	splitChunk = 32
 	splitMinS  = 2 * splitChunk
 	splitWarps = 8 // query heads (one warp each) per block of split-K
 )

@@ -115,3 +115,16 @@ func TestGPUGemm(t *testing.T) {
 		t.Logf("%v: largest error %.2f of the bound", c, worst)
 	}
 }
+
+// TestGPUCopyBandwidth logs the device's copy bandwidth, the figure
+// poot bench divides decode's read rate by.
+func TestGPUCopyBandwidth(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("no GPU here: %v", err)
+	}
+	bw, err := Interpreter{}.CopyBandwidth()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("device copy bandwidth %.0f GB/s (bytes read and written)", bw)
+}

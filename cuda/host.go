@@ -241,6 +241,24 @@ func (d *hostDevice) copyD(dst, src uint64, n int64) error {
 	return err
 }
 
+// peer: host-harness devices all live in this process's memory.
+func (d *hostDevice) peer(o device) bool {
+	_, ok := o.(*hostDevice)
+	return ok
+}
+
+func (d *hostDevice) copyPeer(dst uint64, o device, src uint64, n int64) error {
+	a, err := d.mem(dst, n)
+	if err != nil {
+		return err
+	}
+	b, err := o.(*hostDevice).mem(src, n)
+	if err == nil {
+		copy(a, b)
+	}
+	return err
+}
+
 func (d *hostDevice) step(work func() error) error { return work() }
 
 func (d *hostDevice) launch(fn uintptr, l *Launch, params uintptr) error {

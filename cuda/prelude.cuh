@@ -23,6 +23,12 @@ static __device__ __forceinline__ float min_nan(float a, float b) {
 }
 
 static __device__ __forceinline__ float f16_to_f32(u16 h) {
+#if defined(__CUDA_ARCH__)
+  // The conversion instruction, exact for every non-NaN half (a NaN keeps
+  // its payload by the bit path below): the bit path costs a dozen
+  // instructions an element, which bounds a GEMV over F16 weights.
+  if ((h & 0x7fffu) <= 0x7c00u) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+#endif
   u32 s = (u32)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   if (e == 0x1fu) return f32_bits(s | 0x7f800000u | (m << 13));
   if (e == 0) { float v = (float)m * 5.9604644775390625e-8f; return s ? -v : v; }
@@ -30,6 +36,11 @@ static __device__ __forceinline__ float f16_to_f32(u16 h) {
 }
 // Round to nearest even; overflow gives infinity.
 static __device__ __forceinline__ u16 f32_to_f16(float f) {
+#if defined(__CUDA_ARCH__)
+  // The instruction rounds alike (to nearest even, past 65520 to
+  // infinity, subnormals exactly); NaNs keep the bit path's quiet NaN.
+  if (f == f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+#endif
   u32 x = bits_f32(f), s = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
   if (a > 0x7f800000u) return (u16)(s | 0x7e00u);
   if (a >= 0x477ff000u) return (u16)(s | 0x7c00u);
@@ -43,6 +54,9 @@ static __device__ __forceinline__ u16 f32_to_f16(float f) {
   return (u16)(s | ((a + 0xfffu + ((a >> 13) & 1u)) >> 13));
 }
 static __device__ __forceinline__ u16 f32_to_bf16(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if (f == f) { u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+#endif
   u32 x = bits_f32(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return (u16)((x >> 16) | 0x40u);
   return (u16)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
@@ -131,6 +145,76 @@ static __device__ __forceinline__ float ld_q6_k(const u8* r, int k) {
   int hi = (b[128 + 32 * h + l] >> (2 * q)) & 3;
   float ds = ld_half(b + 208) * (float)(signed char)b[192 + (j >> 4)];
   return ds * (float)((lo | (hi << 4)) - 32);
+}
+
+// The GEMV's units: the dot of unit u of a row (4 F32, 8 F16 or BF16
+// elements, a Q8_0 or Q4_0 block, or 64 elements of a Q4_K super-block)
+// with the same elements of x, each read with the widest loads its
+// alignment allows (16 bytes for the floats and Q4_K's nibbles, 2 for
+// the blocks of 34 and 18 bytes), so that a warp reads 512 contiguous
+// bytes of weights a step instead of 64.
+struct __attribute__((aligned(16))) v4u { u32 x, y, z, w; };
+struct __attribute__((aligned(16))) v4f { float x, y, z, w; };
+static __device__ __forceinline__ float dot4(v4f a, v4f b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+static __device__ __forceinline__ float dot_f32x4(const u8* r, int u, const float* x) {
+  return dot4(((const v4f*)r)[u], ((const v4f*)x)[u]);
+}
+// F16 and BF16: two halves a word, the element first in the low half.
+static __device__ __forceinline__ float dot_f16x8(const u8* r, int u, const float* x) {
+  v4u w = ((const v4u*)r)[u]; v4f a = ((const v4f*)x)[2 * u], b = ((const v4f*)x)[2 * u + 1];
+  v4f lo = {f16_to_f32((u16)w.x), f16_to_f32((u16)(w.x >> 16)), f16_to_f32((u16)w.y), f16_to_f32((u16)(w.y >> 16))};
+  v4f hi = {f16_to_f32((u16)w.z), f16_to_f32((u16)(w.z >> 16)), f16_to_f32((u16)w.w), f16_to_f32((u16)(w.w >> 16))};
+  return dot4(lo, a) + dot4(hi, b);
+}
+static __device__ __forceinline__ float dot_bf16x8(const u8* r, int u, const float* x) {
+  v4u w = ((const v4u*)r)[u]; v4f a = ((const v4f*)x)[2 * u], b = ((const v4f*)x)[2 * u + 1];
+  v4f lo = {f32_bits(w.x << 16), f32_bits(w.x & 0xffff0000u), f32_bits(w.y << 16), f32_bits(w.y & 0xffff0000u)};
+  v4f hi = {f32_bits(w.z << 16), f32_bits(w.z & 0xffff0000u), f32_bits(w.w << 16), f32_bits(w.w & 0xffff0000u)};
+  return dot4(lo, a) + dot4(hi, b);
+}
+// Q8_0: the block's 32 quants as 16 halfwords after its scale.
+static __device__ __forceinline__ float dot_q8_0b(const u8* r, int u, const float* x) {
+  const u16* b = (const u16*)(r + u * 34); const v4f* xs = (const v4f*)(x + 32 * u);
+  float acc = 0.0f;
+  for (int i = 0; i < 8; i++) {
+    u32 a = b[1 + 2 * i], c = b[2 + 2 * i];
+    v4f q = {(float)(signed char)a, (float)(signed char)(a >> 8), (float)(signed char)c, (float)(signed char)(c >> 8)};
+    acc += dot4(q, xs[i]);
+  }
+  return acc * f16_to_f32(b[0]);
+}
+// Q4_0: byte l of the 16 holds element l (low nibble) and l+16 (high).
+static __device__ __forceinline__ float dot_q4_0b(const u8* r, int u, const float* x) {
+  const u16* b = (const u16*)(r + u * 18); const float* xs = x + 32 * u;
+  float acc = 0.0f;
+  for (int i = 0; i < 8; i++) {
+    u32 w = b[1 + i];
+    acc += (float)((int)(w & 15) - 8) * xs[2 * i] + (float)((int)((w >> 8) & 15) - 8) * xs[2 * i + 1] +
+           (float)((int)((w >> 4) & 15) - 8) * xs[16 + 2 * i] + (float)((int)((w >> 12) & 15) - 8) * xs[17 + 2 * i];
+  }
+  return acc * f16_to_f32(b[0]);
+}
+// Q4_K: unit u is 64-element chunk u&3 of super-block u>>2: 32 bytes of
+// nibbles (two 16-byte loads), low nibbles sub-block 2c, high 2c+1.
+static __device__ __forceinline__ float dot_q4_kc(const u8* r, int u, const float* x) {
+  const u8* b = r + (u >> 2) * 144; int c = u & 3, sc0, m0, sc1, m1;
+  k4_scale_min(b + 4, 2 * c, &sc0, &m0);
+  k4_scale_min(b + 4, 2 * c + 1, &sc1, &m1);
+  const v4u* q = (const v4u*)(b + 16 + 32 * c);
+  const v4f* xs = (const v4f*)(x + 64 * u);
+  float lo = 0.0f, hi = 0.0f, slo = 0.0f, shi = 0.0f;
+  for (int h = 0; h < 2; h++) {
+    v4u w = q[h]; u32 ws[4] = {w.x, w.y, w.z, w.w};
+    for (int i = 0; i < 4; i++) {
+      u32 v = ws[i]; v4f a = xs[4 * h + i], e = xs[8 + 4 * h + i];
+      v4f ql = {(float)(v & 15), (float)((v >> 8) & 15), (float)((v >> 16) & 15), (float)((v >> 24) & 15)};
+      v4f qh = {(float)((v >> 4) & 15), (float)((v >> 12) & 15), (float)((v >> 20) & 15), (float)(v >> 28)};
+      lo += dot4(ql, a); hi += dot4(qh, e);
+      slo += a.x + a.y + a.z + a.w; shi += e.x + e.y + e.z + e.w;
+    }
+  }
+  float d = ld_half(b), dm = ld_half(b + 2);
+  return d * ((float)sc0 * lo + (float)sc1 * hi) - dm * ((float)m0 * slo + (float)m1 * shi);
 }
 
 // MXFP4 (OCP Microscaling, FP4 E2M1 elements, as ggml stores it): blocks

@@ -131,6 +131,14 @@ func Presets() []Preset {
 		"rope_scaling": map[string]any{"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
 			"high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
 	}
+	llama8b := map[string]any{
+		"architectures": []any{"LlamaForCausalLM"}, "model_type": "llama",
+		"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+		"head_dim": 128, "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 131072,
+		"rms_norm_eps": 1e-5, "rope_theta": 500000.0, "tie_word_embeddings": false,
+		"rope_scaling": map[string]any{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+			"high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+	}
 	return []Preset{
 		{"tiny", "llama", "llama, dim 64, 2 layers, 4 heads / 2 kv heads, ffn 128, vocab 512", tinyLlama()},
 		{"tiny", "gemma3", "gemma3, dim 64, 3 layers (2 sliding-window, 1 global), GeGLU, vocab 512", gemma},
@@ -163,6 +171,7 @@ func Presets() []Preset {
 		{"0.8b", "qwen35", "Qwen3.5-0.8B text shape: dim 1024, 24 layers (every 4th attention, 8 heads / 2 kv heads of 256, rope sections [11 11 10] on 64 channels), gated delta nets of 16 key / 16 value heads of 128, ffn 3584, tied head, vocab 248320", q35small},
 		{"35b-a3b", "qwen35moe", "Qwen3.5-35B-A3B text shape: dim 2048, 40 layers (every 4th attention, 16 heads / 2 kv heads of 256, rope sections [11 11 10] on 64 channels), gated delta nets of 16 key / 32 value heads of 128, 256 experts (8 used) of 512 and a shared one, vocab 248320", q35a3b},
 		{"llama3.2-1b", "llama", "Llama-3.2-1B shape: dim 2048, 16 layers, 32 heads / 8 kv heads, ffn 8192, vocab 128256, llama3 rope scaling", llama1b},
+		{"llama3.1-8b", "llama", "Llama-3.1-8B shape: dim 4096, 32 layers, 32 heads / 8 kv heads, ffn 14336, vocab 128256, untied head, llama3 rope scaling", llama8b},
 		{"olmo2-1b", "olmo2", "OLMo-2-0425-1B shape: dim 2048, 16 layers, 16 heads, ffn 8192, vocab 100352", olmo2b},
 		{"phi3-mini-4k", "phi3", "Phi-3-mini-4k shape: dim 3072, 32 layers, 32 heads, ffn 8192, vocab 32064, window 2047", phi3mini},
 		{"phi-2", "phi2", "Phi-2 shape: dim 2560, 32 layers, 32 heads, ffn 10240, 32 of 80 head dims rotated, vocab 51200", phi2big},
