@@ -12,9 +12,7 @@ import (
 
 	"github.com/ebitengine/purego"
 	"github.com/pootlabs/poot"
-	"github.com/pootlabs/poot/families/registry"
 	"github.com/pootlabs/poot/interp"
-	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/lower"
 )
 
@@ -91,15 +89,8 @@ func TestFakeDriver(t *testing.T) {
 	if d.Name != "fake device 0" || d.Major != 9 || d.Minor != 0 || d.Version != 12040 || d.Arch() != "--gpu-architecture=sm_90" {
 		t.Errorf("device %q sm_%d%d driver %d", d.Name, d.Major, d.Minor, d.Version)
 	}
-	c, err := load.Open(filepath.Join(refDir(t), "tiny-llama-f32.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	m, err := registry.FromGGUF(c.GGUF())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openRef(t, "tiny-llama-f32.gguf")
+	c, m := r.ckpt, r.model
 	prompt := []int32{1, 5, 9, 13, 2}
 	pg, pc := refStep(t, c, m, len(prompt), 16)
 	dg, dc := refStep(t, c, m, 1, 16)

@@ -258,7 +258,7 @@ type refModel struct {
 }
 
 // openRef opens a reference checkpoint and its family.
-func openRef(t *testing.T, name string) refModel {
+func openRef(t testing.TB, name string) refModel {
 	t.Helper()
 	c, err := load.Open(filepath.Join(refDir(t), name))
 	if err != nil {

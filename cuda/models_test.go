@@ -202,15 +202,8 @@ func TestHostReferenceModels(t *testing.T) {
 // Q8_0.
 func TestHostHalfKV(t *testing.T) {
 	host(t)
-	c, err := load.Open(filepath.Join(refDir(t), "tiny-llama-f32.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	m, err := registry.FromGGUF(c.GGUF())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openRef(t, "tiny-llama-f32.gguf")
+	c, m := r.ckpt, r.model
 	for _, kv := range []poot.DType{poot.F16, poot.Q8_0} {
 		for _, n := range []int{1, 4} {
 			g, consts := refStepKV(t, c, m, n, 16, kv)

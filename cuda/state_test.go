@@ -2,14 +2,11 @@ package cuda
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pootlabs/poot"
-	"github.com/pootlabs/poot/families/registry"
 	"github.com/pootlabs/poot/interp"
-	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/tensor"
 )
 
@@ -22,15 +19,8 @@ import (
 // host tensors.
 func TestHostStateHeld(t *testing.T) {
 	host(t)
-	c, err := load.Open(filepath.Join(refDir(t), "tiny-llama-f32.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	m, err := registry.FromGGUF(c.GGUF())
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openRef(t, "tiny-llama-f32.gguf")
+	c, m := r.ckpt, r.model
 	prompt := []int32{1, 5, 9, 13, 2}
 	pg, pc := refStep(t, c, m, len(prompt), 16)
 	dg, dc := refStep(t, c, m, 1, 16)
