@@ -437,17 +437,18 @@ func (r benchResult) bandwidthKind() string {
 }
 
 // bandwidthProbe measures the machine's streaming read bandwidth in GB/s:
-// goroutines reading a 512 MiB buffer (larger than any last-level cache
-// these machines have; 300 MiB is the largest seen) with the kernels'
+// goroutines reading a 1 GiB buffer (larger than any last-level cache
+// these machines report; 480 MiB is the largest seen) with the kernels'
 // widest loads (kernels.XorWords: a scalar loop under-measures, so that
 // decode seemed to pass the machine's bandwidth). Each sample is the best
-// of ten passes with threads goroutines and, when that is fewer, ten with
-// one per core; best is the best sample so far. Each goroutine reads its
-// part both as one sequential stream and as two side by side
-// (kernels.XorWordsPair), and the better counts: one core of a Zen 5
-// reads about a sixth more through two streams, as the decode kernels
-// read their weights, so one stream alone would let decode pass the
-// figure.
+// of twelve passes with threads goroutines and, when that is fewer,
+// twelve with one per core; best is the best sample so far. Each
+// goroutine reads its part in the three ways the decode kernels might:
+// as one sequential stream, as two side by side (kernels.XorWordsPair:
+// one core of a Zen 5 reads about a sixth more through two), and as two
+// with software prefetch (kernels.XorWordsPairAhead: a tenth more again
+// on the Intel Xeon), and the best counts, so that no way of reading
+// lets decode pass the figure.
 //
 // The buffer is advised for huge pages, as the weights are by default
 // (load.Auto): on 4 KiB pages the figure would be that of mapped weights.
@@ -459,7 +460,7 @@ type bandwidthProbe struct {
 }
 
 func newBandwidthProbe(threads int) *bandwidthProbe {
-	const words = 64 << 20
+	const words = 128 << 20
 	p := &bandwidthProbe{threads: threads}
 	if b, err := mmap.Anonymous(words * 8); err == nil {
 		p.mapped = b
@@ -491,16 +492,19 @@ func (p *bandwidthProbe) free() {
 func readPass(buf []uint64, threads int) float64 {
 	best := 0.0
 	sums := make([]uint64, threads)
-	for i := range 10 {
+	for i := range 12 {
 		t0 := time.Now()
 		var wg sync.WaitGroup
 		for w := range threads {
 			part := buf[len(buf)*w/threads : len(buf)*(w+1)/threads]
-			if i%2 == 0 {
+			h := len(part) / 2
+			switch i % 3 {
+			case 0:
 				wg.Go(func() { sums[w] = kernels.XorWords(part) })
-			} else {
-				h := len(part) / 2
+			case 1:
 				wg.Go(func() { sums[w] = kernels.XorWordsPair(part[:h], part[h:]) })
+			default:
+				wg.Go(func() { sums[w] = kernels.XorWordsPairAhead(part[:h], part[h:], 512) })
 			}
 		}
 		wg.Wait()

@@ -31,6 +31,21 @@
 	VHADDPS X0, X0, X0 \
 	VHADDPS X0, X0, X0
 
+// PFD is how far ahead of its loads each weight stream asks for its
+// cache lines (PREFETCHT0). The hardware prefetchers alone keep too few
+// lines in flight while the core is also computing: on the Intel Xeon
+// two threads streamed Q8_0 weights at 27 GB/s without these, 34-35 GB/s
+// with them 2048 bytes ahead (512 and 4096 were slower). PFn(b) asks for
+// the n lines from PFD(b) on: an iteration asks for at least as many
+// bytes as it consumes, so the lines ahead of the loads are all asked
+// for (prefetches never fault, past a row's or a buffer's end included).
+#define PFD 2048
+#define PF2(b) PREFETCHT0 PFD(b); PREFETCHT0 (PFD+64)(b)
+#define PF3(b) PF2(b); PREFETCHT0 (PFD+128)(b)
+#define PF4(b) PF3(b); PREFETCHT0 (PFD+192)(b)
+#define PF9(b) PF4(b); PREFETCHT0 (PFD+256)(b); PREFETCHT0 (PFD+320)(b); PREFETCHT0 (PFD+384)(b); PREFETCHT0 (PFD+448)(b); PREFETCHT0 (PFD+512)(b)
+#define PF11(b) PF9(b); PREFETCHT0 (PFD+576)(b); PREFETCHT0 (PFD+640)(b)
+
 // ---- F32, F16 and BF16 ---------------------------------------------------
 
 // Sixteen weights at off(DI) as f32 in z; the masked forms load the first
@@ -44,8 +59,8 @@
 
 // FROWS(LD, LDM, ws) is the body of a float kernel for weights of ws bytes:
 // 64 elements a step in four accumulators, then 16, then the last k mod 16
-// under a mask.
-#define FROWS(LD, LDM, ws) \
+// under a mask. PF prefetches the 64·ws bytes of a step.
+#define FROWS(LD, LDM, ws, PF) \
 	MOVQ w+8(FP), DI \
 	MOVQ y+24(FP), DX \
 	MOVQ nr+32(FP), R8 \
@@ -67,6 +82,7 @@ row: \
 	SHRQ $6, CX \
 	JZ by16 \
 by64: \
+	PF(DI) \
 	LD(0, Z4) \
 	LD(16*ws, Z5) \
 	LD(32*ws, Z6) \
@@ -123,7 +139,7 @@ end: \
 #define LDM2F16(b, z) VCVTPH2PS.Z (b), K1, z
 #define LDM2BF16(b, z) VPMOVZXWD.Z (b), K1, z; VPSLLD $16, z, z
 
-#define FROWS2(LD, LDM, ws) \
+#define FROWS2(LD, LDM, ws, PF) \
 	MOVQ wa+8(FP), DI \
 	MOVQ wb+16(FP), R12 \
 	MOVQ ya+32(FP), DX \
@@ -151,6 +167,8 @@ row: \
 	SHRQ $6, CX \
 	JZ by16 \
 by64: \
+	PF(DI) \
+	PF(R12) \
 	VMOVUPS (SI), Z12 \
 	VMOVUPS 64(SI), Z13 \
 	VMOVUPS 128(SI), Z14 \
@@ -224,27 +242,27 @@ end: \
 
 // func f32Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 TEXT ·f32Rowsz(SB), NOSPLIT, $0-40
-	FROWS(LDF32, LDMF32, 4)
+	FROWS(LDF32, LDMF32, 4, PF4)
 
 // func f16Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 TEXT ·f16Rowsz(SB), NOSPLIT, $0-40
-	FROWS(LDF16, LDMF16, 2)
+	FROWS(LDF16, LDMF16, 2, PF2)
 
 // func bf16Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 TEXT ·bf16Rowsz(SB), NOSPLIT, $0-40
-	FROWS(LDBF16, LDMBF16, 2)
+	FROWS(LDBF16, LDMBF16, 2, PF2)
 
 // func f32Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
 TEXT ·f32Rows2z(SB), NOSPLIT, $0-56
-	FROWS2(LD2F32, LDM2F32, 4)
+	FROWS2(LD2F32, LDM2F32, 4, PF4)
 
 // func f16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
 TEXT ·f16Rows2z(SB), NOSPLIT, $0-56
-	FROWS2(LD2F16, LDM2F16, 2)
+	FROWS2(LD2F16, LDM2F16, 2, PF2)
 
 // func bf16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
 TEXT ·bf16Rows2z(SB), NOSPLIT, $0-56
-	FROWS2(LD2BF16, LDM2BF16, 2)
+	FROWS2(LD2BF16, LDM2BF16, 2, PF2)
 
 // ---- Q8_0 ----------------------------------------------------------------
 
@@ -363,6 +381,7 @@ row:
 	JZ tail
 
 quad:
+	PF3(BX)
 	Q8QUAD
 	ADDQ $136, BX
 	ADDQ $128, R11
@@ -476,6 +495,8 @@ row:
 	JZ tail
 
 quad:
+	PF3(BX)
+	PF3(R12)
 	VBROADCASTI32X2.Z (DI)(R10*1), K4, Z16
 	VBROADCASTI32X2.Z 8(DI)(R10*1), K4, Z17
 	VMOVDQU64 (SI)(R11*1), Z18
@@ -634,6 +655,7 @@ row:
 	JZ tail
 
 quad:
+	PF2(BX)
 	Q40QUAD
 	ADDQ $72, BX
 	ADDQ $128, SI
@@ -869,7 +891,7 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 
 // KROWS(SB, bb) is the body of a Q4_K or Q5_K kernel, super-blocks of bb
 // bytes.
-#define KROWS(SB, bb) \
+#define KROWS(SB, bb, PF) \
 	MOVQ w+0(FP), BX \
 	MOVQ y+40(FP), DX \
 	MOVQ nr+48(FP), R8 \
@@ -885,6 +907,7 @@ row: \
 	SHRQ $2, CX \
 	JZ tail \
 quad: \
+	PF(BX) \
 	K5HEAD4(bb) \
 	SB(0, bb) \
 	SB(1, bb) \
@@ -929,7 +952,7 @@ end: \
 	VMOVAPS Z16, Z0 \
 	VMOVAPS Z17, Z16
 
-#define KROWS2(SB, bb) \
+#define KROWS2(SB, bb, PF) \
 	MOVQ wa+0(FP), BX \
 	MOVQ wb+8(FP), R12 \
 	MOVQ ya+48(FP), DX \
@@ -948,12 +971,14 @@ row: \
 	SHRQ $2, CX \
 	JZ tail \
 quad: \
+	PF(BX) \
 	K5HEAD4(bb) \
 	SB(0, bb) \
 	SB(1, bb) \
 	SB(2, bb) \
 	SB(3, bb) \
 	KSWAP \
+	PF(BX) \
 	K5HEAD4(bb) \
 	SB(0, bb) \
 	SB(1, bb) \
@@ -1003,19 +1028,19 @@ end: \
 
 // func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
 TEXT ·q4_KRowsz(SB), NOSPLIT, $64-56
-	KROWS(K4SB, 144)
+	KROWS(K4SB, 144, PF9)
 
 // func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
 TEXT ·q5_KRowsz(SB), NOSPLIT, $64-56
-	KROWS(K5SB, 176)
+	KROWS(K5SB, 176, PF11)
 
 // func q4_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 TEXT ·q4_KRows2z(SB), NOSPLIT, $64-72
-	KROWS2(K4SB, 144)
+	KROWS2(K4SB, 144, PF9)
 
 // func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 TEXT ·q5_KRows2z(SB), NOSPLIT, $64-72
-	KROWS2(K5SB, 176)
+	KROWS2(K5SB, 176, PF11)
 
 // ---- Q6_K ----------------------------------------------------------------
 
@@ -1109,6 +1134,7 @@ row:
 	JZ sum
 
 sb:
+	PF4(BX)
 	K6SB
 	ADDQ $210, BX
 	ADDQ $256, SI

@@ -66,10 +66,23 @@ func MatMul(p *Pool, wt poot.DType, y []float32, w []byte, a *Acts, N int) error
 		a.run, a.runFor = a.job.do, a
 	}
 	a.job = matJob{wt: wt, y: y, w: w, a: a, N: N}
-	// Chunk boundaries at multiples of 48 keep the float kernels' tiles
-	// (three or four weight rows) whole; the chunks are small enough to give
-	// the scheduler room when one vCPU is slower than the others.
-	p.RunGrain(N, 48, a.run)
+	if a.T < 4 {
+		// Rows for one activation row (decode) meet no tiles: split them
+		// evenly, in parts of about a megabyte, between one and four a
+		// worker. Each part is two weight streams that take a few
+		// microseconds to ramp up: on the Intel Xeon two threads read the
+		// 1.1 MB K and V projections of a Llama-3.2-1B 5-10% faster in
+		// two parts than in eight (and a grain of 48 split a 2048-row
+		// projection 1152 to 896, an eighth slower).
+		mb := int(wt.RowBytes(int64(a.K))) * N >> 20
+		p.RunSplit(N, min(max(mb, p.Workers()), 4*p.Workers()), a.run)
+	} else {
+		// Chunk boundaries at multiples of 48 keep the float kernels'
+		// tiles (three or four weight rows) whole; the chunks are small
+		// enough to give the scheduler room when one vCPU is slower than
+		// the others.
+		p.RunGrain(N, 48, a.run)
+	}
 	a.job = matJob{}
 	return nil
 }

@@ -45,7 +45,8 @@ type Pool struct {
 	// The current loop, written by Run before it publishes a new gen.
 	fn      func(lo, hi int)
 	n       int
-	chunk   int
+	chunk   int           // chunk i is [i*chunk, (i+1)*chunk), or with parts > 0:
+	parts   int           // chunk i < parts is [n*i/parts, n*(i+1)/parts)
 	gen     atomic.Uint64 // loop generation; workers start a loop when it moves
 	next    atomic.Int64  // next chunk index to claim
 	pending atomic.Int32  // workers still running the current loop
@@ -114,13 +115,32 @@ func (p *Pool) RunGrain(n, grain int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
+	p.run(fn, n, chunk, 0)
+}
+
+// RunSplit is Run with [0, n) split into min(parts, n) chunks of sizes
+// that differ by at most one.
+func (p *Pool) RunSplit(n, parts int, fn func(lo, hi int)) {
+	parts = min(parts, n)
+	if n <= 0 {
+		return
+	}
+	if p.workers == 1 || parts <= 1 {
+		fn(0, n)
+		return
+	}
+	p.run(fn, n, 0, parts)
+}
+
+// run runs one loop on every worker: chunks of chunk, or parts chunks.
+func (p *Pool) run(fn func(lo, hi int), n, chunk, parts int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed.Load() {
 		fn(0, n)
 		return
 	}
-	p.fn, p.n, p.chunk = fn, n, chunk
+	p.fn, p.n, p.chunk, p.parts = fn, n, chunk, parts
 	p.failed.Store(nil)
 	p.next.Store(0)
 	p.pending.Store(int32(len(p.wake)))
@@ -164,18 +184,25 @@ func (p *Pool) waitWorkers(gen uint64) {
 // some goroutine has panicked in it. A panic is recorded, not raised: every
 // goroutine must still count itself done with the loop.
 func (p *Pool) work() {
-	fn, n, chunk := p.fn, p.n, p.chunk
+	fn, n, chunk, parts := p.fn, p.n, p.chunk, p.parts
 	defer func() {
 		if r := recover(); r != nil {
 			p.failed.CompareAndSwap(nil, &loopPanic{value: r})
 		}
 	}()
 	for p.failed.Load() == nil {
-		lo := int(p.next.Add(1)-1) * chunk
+		i := int(p.next.Add(1) - 1)
+		lo, hi := i*chunk, min((i+1)*chunk, n)
+		if parts > 0 {
+			if i >= parts {
+				return
+			}
+			lo, hi = n*i/parts, n*(i+1)/parts
+		}
 		if lo >= n {
 			return
 		}
-		fn(lo, min(lo+chunk, n))
+		fn(lo, hi)
 	}
 }
 

@@ -104,3 +104,52 @@ func TestPoolPanicReachesCaller(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolRunSplit: RunSplit covers [0, n) once, in min(parts, n) chunks
+// whose sizes differ by at most one, for every pool size, count and
+// length tried (the naive check: count each index and each chunk).
+func TestPoolRunSplit(t *testing.T) {
+	for _, workers := range []int{1, 2, 3} {
+		p := kernels.NewPool(workers)
+		for _, n := range []int{0, 1, 2, 5, 48, 97, 2048} {
+			for _, parts := range []int{0, 1, 2, 3, 8, 100} {
+				hits := make([]atomic.Int32, n)
+				var chunks atomic.Int32
+				var lmin, lmax atomic.Int64
+				lmin.Store(int64(n + 1))
+				p.RunSplit(n, parts, func(lo, hi int) {
+					chunks.Add(1)
+					for l := int64(hi - lo); ; {
+						if m := lmin.Load(); l >= m || lmin.CompareAndSwap(m, l) {
+							break
+						}
+					}
+					for l := int64(hi - lo); ; {
+						if m := lmax.Load(); l <= m || lmax.CompareAndSwap(m, l) {
+							break
+						}
+					}
+					for i := lo; i < hi; i++ {
+						hits[i].Add(1)
+					}
+				})
+				for i := range hits {
+					if h := hits[i].Load(); h != 1 {
+						t.Fatalf("%d workers, n %d, %d parts: index %d run %d times", workers, n, parts, i, h)
+					}
+				}
+				want := int32(min(max(parts, 1), n))
+				if workers == 1 && n > 0 {
+					want = 1
+				}
+				if got := chunks.Load(); got != want {
+					t.Fatalf("%d workers, n %d, %d parts: %d chunks, want %d", workers, n, parts, got, want)
+				}
+				if n > 0 && lmax.Load()-lmin.Load() > 1 {
+					t.Fatalf("%d workers, n %d, %d parts: chunk sizes %d to %d", workers, n, parts, lmin.Load(), lmax.Load())
+				}
+			}
+		}
+		p.Close()
+	}
+}

@@ -278,9 +278,16 @@ func XorWords(x []uint64) uint64 { return xorVec(x) }
 // length read side by side as two sequential streams: one core reads more
 // from DRAM that way (a sixth more on Zen 5) than through one stream, as
 // the decode kernels read their weights.
-func XorWordsPair(x, y []uint64) uint64 {
+func XorWordsPair(x, y []uint64) uint64 { return XorWordsPairAhead(x, y, 0) }
+
+// XorWordsPairAhead is XorWordsPair with each stream's cache lines asked
+// for ahead bytes before they are read (software prefetch, where the
+// kernel level has it; ahead <= 0 asks for none), as the decode kernels
+// ask for their weights: on the Intel Xeon two threads read about a tenth
+// more that way than through the hardware prefetchers alone.
+func XorWordsPairAhead(x, y []uint64, ahead int) uint64 {
 	n := min(len(x), len(y))
-	return xorPairVec(x[:n], y[:n]) ^ xorVec(x[n:]) ^ xorVec(y[n:])
+	return xorPairVec(x[:n], y[:n], ahead) ^ xorVec(x[n:]) ^ xorVec(y[n:])
 }
 
 func xorGo(x []uint64) uint64 {

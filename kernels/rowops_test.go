@@ -609,6 +609,9 @@ func testXorWords(t *testing.T) {
 			if got := kernels.XorWordsPair(x[:h], x[h:n]); got != want {
 				t.Fatalf("%d and %d words side by side: %#x, want %#x", h, n-h, got, want)
 			}
+			if got := kernels.XorWordsPairAhead(x[:h], x[h:n], 512); got != want {
+				t.Fatalf("%d and %d words side by side, prefetched: %#x, want %#x", h, n-h, got, want)
+			}
 		}
 	}
 }

@@ -42,14 +42,22 @@ func scan32(x []float32, vec func(*float32, int) bool, tail func([]float32) bool
 //go:noescape
 func xorWords2(p, q *uint64, n int) uint64
 
-// xorPairVec is xorVec of x and y (of one length) read side by side.
-func xorPairVec(x, y []uint64) uint64 {
+//go:noescape
+func xorWords2Ahead(p, q *uint64, n, ahead int) uint64
+
+// xorPairVec is xorVec of x and y (of one length) read side by side,
+// asking for the lines ahead bytes on when ahead > 0.
+func xorPairVec(x, y []uint64, ahead int) uint64 {
 	y = y[:len(x)]
 	n16 := len(x) &^ 15
 	if !useAsm || n16 == 0 {
 		return xorGo(x) ^ xorGo(y)
 	}
-	return xorWords2(&x[0], &y[0], n16) ^ xorGo(x[n16:]) ^ xorGo(y[n16:])
+	s := xorGo(x[n16:]) ^ xorGo(y[n16:])
+	if ahead > 0 {
+		return s ^ xorWords2Ahead(&x[0], &y[0], n16, ahead)
+	}
+	return s ^ xorWords2(&x[0], &y[0], n16)
 }
 
 // xorVec is xorGo through the assembly when it is on.

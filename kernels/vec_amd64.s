@@ -518,6 +518,49 @@ x2done:
 	VZEROUPPER
 	RET
 
+// func xorWords2Ahead(p, q *uint64, n, ahead int) uint64
+// xorWords2 with each step's four cache lines asked for ahead bytes on
+// (PREFETCHT0), as the decode kernels ask for their weights.
+TEXT ·xorWords2Ahead(SB), NOSPLIT, $0-40
+	MOVQ p+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ n+16(FP), CX
+	MOVQ ahead+24(FP), DX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	SHRQ $4, CX
+	JZ a2done
+a2loop:
+	PREFETCHT0 (SI)(DX*1)
+	PREFETCHT0 64(SI)(DX*1)
+	PREFETCHT0 (DI)(DX*1)
+	PREFETCHT0 64(DI)(DX*1)
+	VPXOR (SI), Y0, Y0
+	VPXOR 32(SI), Y1, Y1
+	VPXOR 64(SI), Y2, Y2
+	VPXOR 96(SI), Y3, Y3
+	VPXOR (DI), Y0, Y0
+	VPXOR 32(DI), Y1, Y1
+	VPXOR 64(DI), Y2, Y2
+	VPXOR 96(DI), Y3, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ a2loop
+a2done:
+	VPXOR Y1, Y0, Y0
+	VPXOR Y3, Y2, Y2
+	VPXOR Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPXOR X1, X0, X0
+	VPSRLDQ $8, X0, X1
+	VPXOR X1, X0, X0
+	VMOVQ X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
 // func xorWords(p *uint64, n int) uint64
 // The xor of p[i] for i < n (a multiple of 16): four 32-byte loads a
 // step into independent accumulators, a streaming read.

@@ -10,7 +10,7 @@ func f16RowVec(dst []float32, src []uint16) bool { return false }
 func xorVec(x []uint64) uint64                   { return xorGo(x) }
 func nonFiniteVec(x []float32) bool              { return nonFiniteGo(x) }
 func hasNaN(x []float32) bool                    { return hasNaNGo(x) }
-func xorPairVec(x, y []uint64) uint64            { return xorGo(x) ^ xorGo(y[:len(x)]) }
+func xorPairVec(x, y []uint64, _ int) uint64     { return xorGo(x) ^ xorGo(y[:len(x)]) }
 
 func expSubSumVec(x []float32, sub float32) float32 {
 	var s float32
