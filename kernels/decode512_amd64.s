@@ -31,20 +31,28 @@
 	VHADDPS X0, X0, X0 \
 	VHADDPS X0, X0, X0
 
-// PFD is how far ahead of its loads each weight stream asks for its
-// cache lines (PREFETCHT0). The hardware prefetchers alone keep too few
-// lines in flight while the core is also computing: on the Intel Xeon
-// two threads streamed Q8_0 weights at 27 GB/s without these, 34-35 GB/s
-// with them 2048 bytes ahead (512 and 4096 were slower). PFn(b) asks for
-// the n lines from PFD(b) on: an iteration asks for at least as many
-// bytes as it consumes, so the lines ahead of the loads are all asked
-// for (prefetches never fault, past a row's or a buffer's end included).
+// PFD is how far ahead of its loads each weight stream of the quantized
+// kernels asks for its cache lines (PREFETCHT0), PFDF that of the float
+// kernels. The hardware prefetchers alone keep too few lines in flight
+// while the core is also computing: on the Intel Xeon two threads
+// streamed Q8_0 weights at 27 GB/s without these and 33-35 GB/s with
+// them 2048 bytes ahead (512 and 4096 were slower); F32 at 29 GB/s
+// without, 32-33 GB/s 512 to 1024 bytes ahead and 24 GB/s 2048 ahead.
+// PFn(d, b) asks for the n lines from d(b) on: an iteration asks for at
+// least as many bytes as it consumes, so every line ahead of the loads
+// is asked for (prefetches never fault, past a row's or a buffer's end
+// included).
 #define PFD 2048
-#define PF2(b) PREFETCHT0 PFD(b); PREFETCHT0 (PFD+64)(b)
-#define PF3(b) PF2(b); PREFETCHT0 (PFD+128)(b)
-#define PF4(b) PF3(b); PREFETCHT0 (PFD+192)(b)
-#define PF9(b) PF4(b); PREFETCHT0 (PFD+256)(b); PREFETCHT0 (PFD+320)(b); PREFETCHT0 (PFD+384)(b); PREFETCHT0 (PFD+448)(b); PREFETCHT0 (PFD+512)(b)
-#define PF11(b) PF9(b); PREFETCHT0 (PFD+576)(b); PREFETCHT0 (PFD+640)(b)
+#define PFDF 1024
+#define PF2(d, b) PREFETCHT0 d(b); PREFETCHT0 (d+64)(b)
+#define PF3(d, b) PF2(d, b); PREFETCHT0 (d+128)(b)
+#define PF4(d, b) PF3(d, b); PREFETCHT0 (d+192)(b)
+#define PF9(d, b) PF4(d, b); PREFETCHT0 (d+256)(b); PREFETCHT0 (d+320)(b); PREFETCHT0 (d+384)(b); PREFETCHT0 (d+448)(b); PREFETCHT0 (d+512)(b)
+#define PF11(d, b) PF9(d, b); PREFETCHT0 (d+576)(b); PREFETCHT0 (d+640)(b)
+#define PFF2(b) PF2(PFDF, b)
+#define PFF4(b) PF4(PFDF, b)
+#define PFQ9(b) PF9(PFD, b)
+#define PFQ11(b) PF11(PFD, b)
 
 // ---- F32, F16 and BF16 ---------------------------------------------------
 
@@ -242,27 +250,27 @@ end: \
 
 // func f32Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 TEXT ·f32Rowsz(SB), NOSPLIT, $0-40
-	FROWS(LDF32, LDMF32, 4, PF4)
+	FROWS(LDF32, LDMF32, 4, PFF4)
 
 // func f16Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 TEXT ·f16Rowsz(SB), NOSPLIT, $0-40
-	FROWS(LDF16, LDMF16, 2, PF2)
+	FROWS(LDF16, LDMF16, 2, PFF2)
 
 // func bf16Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 TEXT ·bf16Rowsz(SB), NOSPLIT, $0-40
-	FROWS(LDBF16, LDMBF16, 2, PF2)
+	FROWS(LDBF16, LDMBF16, 2, PFF2)
 
 // func f32Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
 TEXT ·f32Rows2z(SB), NOSPLIT, $0-56
-	FROWS2(LD2F32, LDM2F32, 4, PF4)
+	FROWS2(LD2F32, LDM2F32, 4, PFF4)
 
 // func f16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
 TEXT ·f16Rows2z(SB), NOSPLIT, $0-56
-	FROWS2(LD2F16, LDM2F16, 2, PF2)
+	FROWS2(LD2F16, LDM2F16, 2, PFF2)
 
 // func bf16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
 TEXT ·bf16Rows2z(SB), NOSPLIT, $0-56
-	FROWS2(LD2BF16, LDM2BF16, 2, PF2)
+	FROWS2(LD2BF16, LDM2BF16, 2, PFF2)
 
 // ---- Q8_0 ----------------------------------------------------------------
 
@@ -381,7 +389,7 @@ row:
 	JZ tail
 
 quad:
-	PF3(BX)
+	PF3(PFD, BX)
 	Q8QUAD
 	ADDQ $136, BX
 	ADDQ $128, R11
@@ -495,8 +503,8 @@ row:
 	JZ tail
 
 quad:
-	PF3(BX)
-	PF3(R12)
+	PF3(PFD, BX)
+	PF3(PFD, R12)
 	VBROADCASTI32X2.Z (DI)(R10*1), K4, Z16
 	VBROADCASTI32X2.Z 8(DI)(R10*1), K4, Z17
 	VMOVDQU64 (SI)(R11*1), Z18
@@ -655,7 +663,7 @@ row:
 	JZ tail
 
 quad:
-	PF2(BX)
+	PF2(PFD, BX)
 	Q40QUAD
 	ADDQ $72, BX
 	ADDQ $128, SI
@@ -1028,19 +1036,19 @@ end: \
 
 // func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
 TEXT ·q4_KRowsz(SB), NOSPLIT, $64-56
-	KROWS(K4SB, 144, PF9)
+	KROWS(K4SB, 144, PFQ9)
 
 // func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
 TEXT ·q5_KRowsz(SB), NOSPLIT, $64-56
-	KROWS(K5SB, 176, PF11)
+	KROWS(K5SB, 176, PFQ11)
 
 // func q4_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 TEXT ·q4_KRows2z(SB), NOSPLIT, $64-72
-	KROWS2(K4SB, 144, PF9)
+	KROWS2(K4SB, 144, PFQ9)
 
 // func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 TEXT ·q5_KRows2z(SB), NOSPLIT, $64-72
-	KROWS2(K5SB, 176, PF11)
+	KROWS2(K5SB, 176, PFQ11)
 
 // ---- Q6_K ----------------------------------------------------------------
 
@@ -1134,7 +1142,7 @@ row:
 	JZ sum
 
 sb:
-	PF4(BX)
+	PF4(PFD, BX)
 	K6SB
 	ADDQ $210, BX
 	ADDQ $256, SI
