@@ -40,10 +40,7 @@ func scan32(x []float32, vec func(*float32, int) bool, tail func([]float32) bool
 }
 
 //go:noescape
-func xorWords2(p, q *uint64, n int) uint64
-
-//go:noescape
-func xorWords2Ahead(p, q *uint64, n, ahead int) uint64
+func xorWords2(p, q *uint64, n, ahead int) uint64
 
 // xorPairVec is xorVec of x and y (of one length) read side by side,
 // asking for the lines ahead bytes on when ahead > 0.
@@ -53,11 +50,7 @@ func xorPairVec(x, y []uint64, ahead int) uint64 {
 	if !useAsm || n16 == 0 {
 		return xorGo(x) ^ xorGo(y)
 	}
-	s := xorGo(x[n16:]) ^ xorGo(y[n16:])
-	if ahead > 0 {
-		return s ^ xorWords2Ahead(&x[0], &y[0], n16, ahead)
-	}
-	return s ^ xorWords2(&x[0], &y[0], n16)
+	return xorWords2(&x[0], &y[0], n16, ahead) ^ xorGo(x[n16:]) ^ xorGo(y[n16:])
 }
 
 // xorVec is xorGo through the assembly when it is on.

@@ -480,48 +480,25 @@ done:
 	VZEROUPPER
 	RET
 
-// func xorWords2(p, q *uint64, n int) uint64
-// The xor of n words (a multiple of 16) at p and n at q, read side by
-// side: two sequential streams.
-TEXT ·xorWords2(SB), NOSPLIT, $0-32
-	MOVQ p+0(FP), SI
-	MOVQ q+8(FP), DI
-	MOVQ n+16(FP), CX
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	SHRQ $4, CX
-	JZ x2done
-x2loop:
-	VPXOR (SI), Y0, Y0
-	VPXOR 32(SI), Y1, Y1
-	VPXOR 64(SI), Y2, Y2
-	VPXOR 96(SI), Y3, Y3
-	VPXOR (DI), Y0, Y0
-	VPXOR 32(DI), Y1, Y1
-	VPXOR 64(DI), Y2, Y2
-	VPXOR 96(DI), Y3, Y3
-	ADDQ $128, SI
+// XOR2STEP folds 128 bytes at SI and 128 at DI into Y0-Y3 and moves on.
+#define XOR2STEP \
+	VPXOR (SI), Y0, Y0 \
+	VPXOR 32(SI), Y1, Y1 \
+	VPXOR 64(SI), Y2, Y2 \
+	VPXOR 96(SI), Y3, Y3 \
+	VPXOR (DI), Y0, Y0 \
+	VPXOR 32(DI), Y1, Y1 \
+	VPXOR 64(DI), Y2, Y2 \
+	VPXOR 96(DI), Y3, Y3 \
+	ADDQ $128, SI \
 	ADDQ $128, DI
-	DECQ CX
-	JNZ x2loop
-x2done:
-	VPXOR Y1, Y0, Y0
-	VPXOR Y3, Y2, Y2
-	VPXOR Y2, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPXOR X1, X0, X0
-	VPSRLDQ $8, X0, X1
-	VPXOR X1, X0, X0
-	VMOVQ X0, ret+24(FP)
-	VZEROUPPER
-	RET
 
-// func xorWords2Ahead(p, q *uint64, n, ahead int) uint64
-// xorWords2 with each step's four cache lines asked for ahead bytes on
-// (PREFETCHT0), as the decode kernels ask for their weights.
-TEXT ·xorWords2Ahead(SB), NOSPLIT, $0-40
+// func xorWords2(p, q *uint64, n, ahead int) uint64
+// The xor of n words (a multiple of 16) at p and n at q, read side by
+// side: two sequential streams. With ahead > 0 each step's four cache
+// lines are asked for ahead bytes on (PREFETCHT0), as the decode kernels
+// ask for their weights.
+TEXT ·xorWords2(SB), NOSPLIT, $0-40
 	MOVQ p+0(FP), SI
 	MOVQ q+8(FP), DI
 	MOVQ n+16(FP), CX
@@ -531,25 +508,23 @@ TEXT ·xorWords2Ahead(SB), NOSPLIT, $0-40
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 	SHRQ $4, CX
-	JZ a2done
-a2loop:
+	JZ x2done
+	TESTQ DX, DX
+	JLE x2loop
+x2ahead:
 	PREFETCHT0 (SI)(DX*1)
 	PREFETCHT0 64(SI)(DX*1)
 	PREFETCHT0 (DI)(DX*1)
 	PREFETCHT0 64(DI)(DX*1)
-	VPXOR (SI), Y0, Y0
-	VPXOR 32(SI), Y1, Y1
-	VPXOR 64(SI), Y2, Y2
-	VPXOR 96(SI), Y3, Y3
-	VPXOR (DI), Y0, Y0
-	VPXOR 32(DI), Y1, Y1
-	VPXOR 64(DI), Y2, Y2
-	VPXOR 96(DI), Y3, Y3
-	ADDQ $128, SI
-	ADDQ $128, DI
+	XOR2STEP
 	DECQ CX
-	JNZ a2loop
-a2done:
+	JNZ x2ahead
+	JMP x2done
+x2loop:
+	XOR2STEP
+	DECQ CX
+	JNZ x2loop
+x2done:
 	VPXOR Y1, Y0, Y0
 	VPXOR Y3, Y2, Y2
 	VPXOR Y2, Y0, Y0
