@@ -283,3 +283,52 @@ func BenchmarkAttentionDepth(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeLayers measures decode's products as a 1B Llama-shaped
+// model reads them: each layer's seven projections (q, k, v, o; gate, up,
+// down) in order, over enough layers that the weights come from DRAM, on
+// a pool of two, in GB/s of weight bytes. Against BenchmarkMatVecCold's
+// one large matrix it shows what the smaller products lose to starting
+// their streams and to the pool's barriers.
+func BenchmarkDecodeLayers(b *testing.B) {
+	shapes := []struct{ N, K int }{{2048, 2048}, {512, 2048}, {512, 2048}, {2048, 2048}, {8192, 2048}, {8192, 2048}, {2048, 8192}}
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.Q8_0, poot.Q4_K, poot.Q6_K} {
+		b.Run(dt.String(), func(b *testing.B) {
+			var layer [][]byte
+			size := 0
+			for _, sh := range shapes {
+				layer = append(layer, benchWeights(dt, sh.N, sh.K))
+				size += len(layer[len(layer)-1])
+			}
+			ws := [][][]byte{layer}
+			for len(ws)*size < 256<<20 {
+				c := make([][]byte, len(layer))
+				for i, w := range layer {
+					c[i] = append([]byte(nil), w...)
+				}
+				ws = append(ws, c)
+			}
+			acts := map[int]*kernels.Acts{}
+			for _, K := range []int{2048, 8192} {
+				acts[K] = new(kernels.Acts)
+				if err := acts[K].Prepare(dt, randActs(rand.New(rand.NewPCG(3, 4)), K), 1, K); err != nil {
+					b.Fatal(err)
+				}
+			}
+			y := make([]float32, 8192)
+			p := kernels.NewPool(2)
+			defer p.Close()
+			b.SetBytes(int64(size))
+			i := 0
+			for b.Loop() {
+				for j, w := range ws[i%len(ws)] {
+					sh := shapes[j]
+					if err := kernels.MatMul(p, dt, y[:sh.N], w, acts[sh.K], sh.N); err != nil {
+						b.Fatal(err)
+					}
+				}
+				i++
+			}
+		})
+	}
+}

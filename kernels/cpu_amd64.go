@@ -50,3 +50,9 @@ func detectAVX512() bool {
 	)
 	return b7&(avx512f|avx512bw|avx512vl) == avx512f|avx512bw|avx512vl && c7&vnni != 0
 }
+
+// detectAMD reports whether the CPU's vendor is AMD ("AuthenticAMD").
+func detectAMD() bool {
+	_, b, c, d := cpuidex(0, 0)
+	return b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163
+}

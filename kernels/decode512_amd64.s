@@ -31,28 +31,24 @@
 	VHADDPS X0, X0, X0 \
 	VHADDPS X0, X0, X0
 
-// PFD is how far ahead of its loads each weight stream of the quantized
-// kernels asks for its cache lines (PREFETCHT0), PFDF that of the float
-// kernels. The hardware prefetchers alone keep too few lines in flight
-// while the core is also computing: on the Intel Xeon two threads
-// streamed Q8_0 weights at 27 GB/s without these and 33-35 GB/s with
-// them 2048 bytes ahead (512 and 4096 were slower); F32 at 29 GB/s
-// without, 32-33 GB/s 512 to 1024 bytes ahead and 24 GB/s 2048 ahead.
-// PFn(d, b) asks for the n lines from d(b) on: an iteration asks for at
-// least as many bytes as it consumes, so every line ahead of the loads
-// is asked for (prefetches never fault, past a row's or a buffer's end
-// included).
-#define PFD 2048
-#define PFDF 1024
-#define PF2(d, b) PREFETCHT0 d(b); PREFETCHT0 (d+64)(b)
-#define PF3(d, b) PF2(d, b); PREFETCHT0 (d+128)(b)
-#define PF4(d, b) PF3(d, b); PREFETCHT0 (d+192)(b)
-#define PF9(d, b) PF4(d, b); PREFETCHT0 (d+256)(b); PREFETCHT0 (d+320)(b); PREFETCHT0 (d+384)(b); PREFETCHT0 (d+448)(b); PREFETCHT0 (d+512)(b)
-#define PF11(d, b) PF9(d, b); PREFETCHT0 (d+576)(b); PREFETCHT0 (d+640)(b)
-#define PFF2(b) PF2(PFDF, b)
-#define PFF4(b) PF4(PFDF, b)
-#define PFQ9(b) PF9(PFD, b)
-#define PFQ11(b) PF11(PFD, b)
+// Each weight stream asks for its cache lines some bytes ahead of its
+// loads (PREFETCHT0): ·decodeAhead bytes in the quantized kernels,
+// ·decodeAheadFloat in the float ones, read into a spare register at the
+// start (see decodeAhead in decode512_amd64.go for the distances and why
+// they depend on the CPU). PFn(b, r) asks for the n lines from r bytes
+// past b: an iteration asks for at least as many bytes as it consumes, so
+// every line ahead of the loads is asked for (prefetches never fault,
+// past a row's or a buffer's end included). At a distance of 0 they ask
+// for the lines being loaded, which costs next to nothing.
+#define PF2(b, r) PREFETCHT0 (b)(r*1); PREFETCHT0 64(b)(r*1)
+#define PF3(b, r) PF2(b, r); PREFETCHT0 128(b)(r*1)
+#define PF4(b, r) PF3(b, r); PREFETCHT0 192(b)(r*1)
+#define PF9(b, r) PF4(b, r); PREFETCHT0 256(b)(r*1); PREFETCHT0 320(b)(r*1); PREFETCHT0 384(b)(r*1); PREFETCHT0 448(b)(r*1); PREFETCHT0 512(b)(r*1)
+#define PF11(b, r) PF9(b, r); PREFETCHT0 576(b)(r*1); PREFETCHT0 640(b)(r*1)
+#define PFF2(b) PF2(b, R9)
+#define PFF4(b) PF4(b, R9)
+#define PFQ9(b) PF9(b, R10)
+#define PFQ11(b) PF11(b, R10)
 
 // ---- F32, F16 and BF16 ---------------------------------------------------
 
@@ -69,6 +65,7 @@
 // 64 elements a step in four accumulators, then 16, then the last k mod 16
 // under a mask. PF prefetches the 64·ws bytes of a step.
 #define FROWS(LD, LDM, ws, PF) \
+	MOVQ ·decodeAheadFloat(SB), R9 \
 	MOVQ w+8(FP), DI \
 	MOVQ y+24(FP), DX \
 	MOVQ nr+32(FP), R8 \
@@ -148,6 +145,7 @@ end: \
 #define LDM2BF16(b, z) VPMOVZXWD.Z (b), K1, z; VPSLLD $16, z, z
 
 #define FROWS2(LD, LDM, ws, PF) \
+	MOVQ ·decodeAheadFloat(SB), R9 \
 	MOVQ wa+8(FP), DI \
 	MOVQ wb+16(FP), R12 \
 	MOVQ ya+32(FP), DX \
@@ -360,6 +358,7 @@ GLOBL q8lane<>(SB), RODATA|NOPTR, $128
 
 // func q8_0Rowsz(w *byte, nb int, aq *int8, o *int32, ad *float32, y *float32, nr int)
 TEXT ·q8_0Rowsz(SB), NOSPLIT, $0-56
+	MOVQ ·decodeAhead(SB), R12
 	MOVQ w+0(FP), BX
 	MOVQ aq+16(FP), SI
 	MOVQ o+24(FP), R10
@@ -389,7 +388,7 @@ row:
 	JZ tail
 
 quad:
-	PF3(PFD, BX)
+	PF3(BX, R12)
 	Q8QUAD
 	ADDQ $136, BX
 	ADDQ $128, R11
@@ -470,6 +469,7 @@ end:
 
 // func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad *float32, ya, yb *float32, nr int)
 TEXT ·q8_0Rows2z(SB), NOSPLIT, $0-72
+	MOVQ ·decodeAhead(SB), R8
 	MOVQ wa+0(FP), BX
 	MOVQ wb+8(FP), R12
 	MOVQ aq+24(FP), SI
@@ -503,8 +503,8 @@ row:
 	JZ tail
 
 quad:
-	PF3(PFD, BX)
-	PF3(PFD, R12)
+	PF3(BX, R8)
+	PF3(R12, R8)
 	VBROADCASTI32X2.Z (DI)(R10*1), K4, Z16
 	VBROADCASTI32X2.Z 8(DI)(R10*1), K4, Z17
 	VMOVDQU64 (SI)(R11*1), Z18
@@ -643,6 +643,7 @@ GLOBL q40scw<>(SB), RODATA|NOPTR, $64
 
 // func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
 TEXT ·q4_0Rowsz(SB), NOSPLIT, $0-48
+	MOVQ ·decodeAhead(SB), R12
 	MOVQ w+0(FP), BX
 	MOVQ y+32(FP), DX
 	MOVQ nr+40(FP), R9
@@ -663,7 +664,7 @@ row:
 	JZ tail
 
 quad:
-	PF2(PFD, BX)
+	PF2(BX, R12)
 	Q40QUAD
 	ADDQ $72, BX
 	ADDQ $128, SI
@@ -897,9 +898,10 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 	VCVTDQ2PS Z15, Z15 \
 	VFMADD231PS.BCST (16*j)(SP), Z15, Z0
 
-// KROWS(SB, bb) is the body of a Q4_K or Q5_K kernel, super-blocks of bb
+// KROWS(SBLK, bb, PF) is the body of a Q4_K or Q5_K kernel, super-blocks of bb
 // bytes.
-#define KROWS(SB, bb, PF) \
+#define KROWS(SBLK, bb, PF) \
+	MOVQ ·decodeAhead(SB), R10 \
 	MOVQ w+0(FP), BX \
 	MOVQ y+40(FP), DX \
 	MOVQ nr+48(FP), R8 \
@@ -917,10 +919,10 @@ row: \
 quad: \
 	PF(BX) \
 	K5HEAD4(bb) \
-	SB(0, bb) \
-	SB(1, bb) \
-	SB(2, bb) \
-	SB(3, bb) \
+	SBLK(0, bb) \
+	SBLK(1, bb) \
+	SBLK(2, bb) \
+	SBLK(3, bb) \
 	ADDQ $(4*bb), BX \
 	ADDQ $1024, SI \
 	ADDQ $16, DI \
@@ -933,7 +935,7 @@ tail: \
 	JZ sum \
 one: \
 	K5HEAD1 \
-	SB(0, bb) \
+	SBLK(0, bb) \
 	ADDQ $bb, BX \
 	ADDQ $256, SI \
 	ADDQ $4, DI \
@@ -950,7 +952,7 @@ end: \
 	VZEROUPPER \
 	RET
 
-// KROWS2(SB, bb) is KROWS for nr rows at wa and nr rows at wb at once
+// KROWS2(SBLK, bb, PF) is KROWS for nr rows at wa and nr rows at wb at once
 // (see q8_0Rows2z), into ya and yb: four super-blocks of a row of the
 // first run, then the same four of a row of the second, whose weights
 // pointer (R12) and sum (Z16) are swapped with BX and Z0 for the time.
@@ -960,7 +962,8 @@ end: \
 	VMOVAPS Z16, Z0 \
 	VMOVAPS Z17, Z16
 
-#define KROWS2(SB, bb, PF) \
+#define KROWS2(SBLK, bb, PF) \
+	MOVQ ·decodeAhead(SB), R10 \
 	MOVQ wa+0(FP), BX \
 	MOVQ wb+8(FP), R12 \
 	MOVQ ya+48(FP), DX \
@@ -981,17 +984,17 @@ row: \
 quad: \
 	PF(BX) \
 	K5HEAD4(bb) \
-	SB(0, bb) \
-	SB(1, bb) \
-	SB(2, bb) \
-	SB(3, bb) \
+	SBLK(0, bb) \
+	SBLK(1, bb) \
+	SBLK(2, bb) \
+	SBLK(3, bb) \
 	KSWAP \
 	PF(BX) \
 	K5HEAD4(bb) \
-	SB(0, bb) \
-	SB(1, bb) \
-	SB(2, bb) \
-	SB(3, bb) \
+	SBLK(0, bb) \
+	SBLK(1, bb) \
+	SBLK(2, bb) \
+	SBLK(3, bb) \
 	KSWAP \
 	ADDQ $(4*bb), BX \
 	ADDQ $(4*bb), R12 \
@@ -1006,10 +1009,10 @@ tail: \
 	JZ sum \
 one: \
 	K5HEAD1 \
-	SB(0, bb) \
+	SBLK(0, bb) \
 	KSWAP \
 	K5HEAD1 \
-	SB(0, bb) \
+	SBLK(0, bb) \
 	KSWAP \
 	ADDQ $bb, BX \
 	ADDQ $bb, R12 \
@@ -1122,6 +1125,7 @@ K6SC(k6scB<>, 4, 5, 6, 7)
 
 // func q6_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
 TEXT ·q6_KRowsz(SB), NOSPLIT, $0-56
+	MOVQ ·decodeAhead(SB), R12
 	MOVQ w+0(FP), BX
 	MOVQ y+40(FP), DX
 	MOVQ nr+48(FP), R8
@@ -1142,7 +1146,7 @@ row:
 	JZ sum
 
 sb:
-	PF4(PFD, BX)
+	PF4(BX, R12)
 	K6SB
 	ADDQ $210, BX
 	ADDQ $256, SI
