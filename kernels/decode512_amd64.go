@@ -88,6 +88,7 @@ var decodeAhead, decodeAheadFloat = 2048, 1024
 func init() {
 	if detectAMD() {
 		decodeAhead, decodeAheadFloat = 0, 0
+		floatDotChunks = true
 	}
 }
 
