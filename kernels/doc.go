@@ -60,6 +60,13 @@
 // the same integer block sums, and the package's tests run every check once
 // per level the machine supports ([Levels]), in subtests named by level.
 //
+// Two choices at the avx512 level follow the CPU's vendor, because they
+// were measured to go opposite ways on the Intel Xeon and the AMD EPYC:
+// how far ahead the decode kernels prefetch their weights (2048 and 1024
+// bytes on Intel, none on AMD), and whether F16/BF16 prompt products of
+// more than 64 rows go through the unpacked dot tiles in chunks (AMD) or
+// through packed panels (Intel). Neither changes a result.
+//
 // Every assembly routine ends with VZEROUPPER and uses only VEX-encoded
 // instructions (EVEX too in the AVX-512 kernel), never legacy SSE: mixing
 // legacy-SSE instructions with dirty upper YMM state made one kernel 40
