@@ -20,7 +20,7 @@
 // (RMSNorm, softmax) one block per row, sums in double; contractions a
 // GEMV, one warp per output, reading F32, F16, BF16, Q8_0, Q4_0, Q4_1,
 // Q5_0, Q5_1, Q4_K, Q5_K, Q6_K and MXFP4 weights as stored: for F32, F16
-// and BF16 rows of whole 16-byte units, Q8_0, Q4_0 and Q4_K, each lane
+// and BF16 rows of whole 16-byte units, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K, each lane
 // dots whole units (eight halves, a block, 64 elements of a super-block)
 // read with 16-byte or halfword loads, eight units a lane in flight;
 // for the other dtypes each lane decodes its element from the block as

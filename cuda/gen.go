@@ -531,6 +531,10 @@ func gemvUnit(d poot.DType, K int) (string, int) {
 		return "dot_q4_0b", 32
 	case d == poot.Q4_K:
 		return "dot_q4_kc", 64
+	case d == poot.Q5_K:
+		return "dot_q5_kc", 64
+	case d == poot.Q6_K:
+		return "dot_q6_kc", 64
 	}
 	return "", 0
 }

@@ -148,7 +148,7 @@ static __device__ __forceinline__ float ld_q6_k(const u8* r, int k) {
 }
 
 // The GEMV's units: the dot of unit u of a row (4 F32, 8 F16 or BF16
-// elements, a Q8_0 or Q4_0 block, or 64 elements of a Q4_K super-block)
+// elements, a Q8_0 or Q4_0 block, or 64 elements of a K-quant super-block)
 // with the same elements of x, each read with the widest loads its
 // alignment allows (16 bytes for the floats and Q4_K's nibbles, 2 for
 // the blocks of 34 and 18 bytes), so that a warp reads 512 contiguous
@@ -215,6 +215,58 @@ static __device__ __forceinline__ float dot_q4_kc(const u8* r, int u, const floa
   }
   float d = ld_half(b), dm = ld_half(b + 2);
   return d * ((float)sc0 * lo + (float)sc1 * hi) - dm * ((float)m0 * slo + (float)m1 * shi);
+}
+
+// Q5_K: Q4_K's unit with its fifth bits: bit 2c (low nibbles) and 2c+1
+// (high) of the 32 qh bytes, read as two 16-byte loads.
+static __device__ __forceinline__ float dot_q5_kc(const u8* r, int u, const float* x) {
+  const u8* b = r + (u >> 2) * 176; int c = u & 3, sc0, m0, sc1, m1;
+  k4_scale_min(b + 4, 2 * c, &sc0, &m0);
+  k4_scale_min(b + 4, 2 * c + 1, &sc1, &m1);
+  const v4u* q = (const v4u*)(b + 48 + 32 * c);
+  const v4u* qh = (const v4u*)(b + 16);
+  const v4f* xs = (const v4f*)(x + 64 * u);
+  float lo = 0.0f, hi = 0.0f, slo = 0.0f, shi = 0.0f;
+  for (int h = 0; h < 2; h++) {
+    v4u w = q[h], f = qh[h]; u32 ws[4] = {w.x, w.y, w.z, w.w}, fs[4] = {f.x, f.y, f.z, f.w};
+    for (int i = 0; i < 4; i++) {
+      u32 v = ws[i], e5 = fs[i] >> (2 * c); v4f a = xs[4 * h + i], e = xs[8 + 4 * h + i];
+      v4f ql = {(float)((v & 15) | ((e5 & 1) << 4)), (float)(((v >> 8) & 15) | (((e5 >> 8) & 1) << 4)),
+                (float)(((v >> 16) & 15) | (((e5 >> 16) & 1) << 4)), (float)(((v >> 24) & 15) | (((e5 >> 24) & 1) << 4))};
+      v4f qu = {(float)(((v >> 4) & 15) | (((e5 >> 1) & 1) << 4)), (float)(((v >> 12) & 15) | (((e5 >> 9) & 1) << 4)),
+                (float)(((v >> 20) & 15) | (((e5 >> 17) & 1) << 4)), (float)((v >> 28) | (((e5 >> 25) & 1) << 4))};
+      lo += dot4(ql, a); hi += dot4(qu, e);
+      slo += a.x + a.y + a.z + a.w; shi += e.x + e.y + e.z + e.w;
+    }
+  }
+  float d = ld_half(b), dm = ld_half(b + 2);
+  return d * ((float)sc0 * lo + (float)sc1 * hi) - dm * ((float)m0 * slo + (float)m1 * shi);
+}
+// Q6_K: unit u is half h = (u>>1)&1 of super-block u>>2, lanes l0..l0+15
+// (l0 = 16(u&1)) of its four quarters: 16 bytes of each of its two runs
+// of low nibbles and of its top bit pairs, read as halfwords (a
+// super-block is 210 bytes, so only two-byte alignment holds), each
+// quarter's 16 elements under one scale.
+static __device__ __forceinline__ float dot_q6_kc(const u8* r, int u, const float* x) {
+  const u8* b = r + (u >> 2) * 210; int h = (u >> 1) & 1, l0 = 16 * (u & 1);
+  const u16* q0 = (const u16*)(b + 64 * h + l0);
+  const u16* q1 = (const u16*)(b + 64 * h + 32 + l0);
+  const u16* qh = (const u16*)(b + 128 + 32 * h + l0);
+  const float* xs = x + 256 * (u >> 2) + 128 * h + l0;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int i = 0; i < 8; i++) {
+    u32 a = q0[i], c = q1[i], t = qh[i];
+    for (int k = 0; k < 2; k++) {
+      u32 lo0 = (a >> (8 * k)) & 255, lo1 = (c >> (8 * k)) & 255, top = (t >> (8 * k)) & 255;
+      int l = 2 * i + k;
+      acc[0] += (float)((int)((lo0 & 15) | ((top & 3) << 4)) - 32) * xs[l];
+      acc[1] += (float)((int)((lo1 & 15) | (((top >> 2) & 3) << 4)) - 32) * xs[32 + l];
+      acc[2] += (float)((int)((lo0 >> 4) | (((top >> 4) & 3) << 4)) - 32) * xs[64 + l];
+      acc[3] += (float)((int)((lo1 >> 4) | ((top >> 6) << 4)) - 32) * xs[96 + l];
+    }
+  }
+  const signed char* sc = (const signed char*)(b + 192 + 8 * h + (l0 >> 4));
+  return ld_half(b + 208) * ((float)sc[0] * acc[0] + (float)sc[2] * acc[1] + (float)sc[4] * acc[2] + (float)sc[6] * acc[3]);
 }
 
 // MXFP4 (OCP Microscaling, FP4 E2M1 elements, as ggml stores it): blocks
