@@ -30,19 +30,23 @@ func init() {
 
 // benchResult is what bench reports; --json prints it as one object.
 type benchResult struct {
-	Model             string  `json:"model"`
-	Interp            string  `json:"interp"`
-	Threads           int     `json:"threads"`
-	Depth             int     `json:"depth"`
-	CacheType         string  `json:"cache_type"`
-	Weights           string  `json:"weights"` // where they were read from: "mmap" or "copy" (see --load)
-	PromptTokens      int     `json:"prompt_tokens"`
-	GenTokens         int     `json:"gen_tokens"`
-	PromptTokensPerS  float64 `json:"prompt_tokens_per_s"`
-	GenTokensPerS     float64 `json:"gen_tokens_per_s"`
-	BytesPerToken     int64   `json:"bytes_per_token"`
-	GenBandwidthGBs   float64 `json:"gen_bandwidth_gb_per_s"`
-	PeakBandwidthGBs  float64 `json:"peak_bandwidth_gb_per_s"`
+	Model            string  `json:"model"`
+	Interp           string  `json:"interp"`
+	Threads          int     `json:"threads"`
+	Depth            int     `json:"depth"`
+	CacheType        string  `json:"cache_type"`
+	Weights          string  `json:"weights"` // where they were read from: "mmap" or "copy" (see --load)
+	PromptTokens     int     `json:"prompt_tokens"`
+	GenTokens        int     `json:"gen_tokens"`
+	PromptTokensPerS float64 `json:"prompt_tokens_per_s"`
+	GenTokensPerS    float64 `json:"gen_tokens_per_s"`
+	BytesPerToken    int64   `json:"bytes_per_token"`
+	GenBandwidthGBs  float64 `json:"gen_bandwidth_gb_per_s"`
+	PeakBandwidthGBs float64 `json:"peak_bandwidth_gb_per_s"`
+	// LowBandwidthGBs is the lowest of the host's bandwidth samples (the
+	// peak is the highest): far apart, the host's memory changed speed
+	// during the run, and decode's fraction of the peak understates it.
+	LowBandwidthGBs   float64 `json:"low_bandwidth_gb_per_s,omitempty"`
 	BandwidthFraction float64 `json:"bandwidth_fraction"`
 	// Kernels is the CPU kernels' dispatch level that ran ("go", "avx2", "avx512");
 	// KernelFeatures is kernels.Features(): the level, and why it is not the
@@ -138,12 +142,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var peak float64
+	var peak, low float64
 	if probe != nil {
 		if bf.cpuProfile != "" {
 			probe.sample()
 		}
-		peak = probe.best
+		peak, low = probe.best, probe.low
 	}
 	var device string
 	if onDevice {
@@ -171,7 +175,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		r.BytesPerToken = b.decodeBytes()
 	}
 	r.GenBandwidthGBs = float64(r.BytesPerToken) * r.GenTokensPerS / 1e9
-	r.PeakBandwidthGBs = peak
+	r.PeakBandwidthGBs, r.LowBandwidthGBs = peak, low
 	if r.PeakBandwidthGBs > 0 {
 		r.BandwidthFraction = r.GenBandwidthGBs / r.PeakBandwidthGBs
 	}
@@ -421,8 +425,12 @@ func (r benchResult) print(w io.Writer, asJSON bool) error {
 		fmt.Fprintf(w, "prompt  %5d tokens  %10.2f tokens/s\n", r.PromptTokens, r.PromptTokensPerS)
 	}
 	if r.GenTokens > 0 {
-		fmt.Fprintf(w, "gen     %5d tokens  %10.2f tokens/s  %.2f GB/s of %.2f GB/s %s bandwidth (%.0f%%)\n",
+		fmt.Fprintf(w, "gen     %5d tokens  %10.2f tokens/s  %.2f GB/s of %.2f GB/s %s bandwidth (%.0f%%)",
 			r.GenTokens, r.GenTokensPerS, r.GenBandwidthGBs, r.PeakBandwidthGBs, r.bandwidthKind(), 100*r.BandwidthFraction)
+		if r.LowBandwidthGBs > 0 {
+			fmt.Fprintf(w, ", samples %.1f-%.1f GB/s", r.LowBandwidthGBs, r.PeakBandwidthGBs)
+		}
+		fmt.Fprintln(w)
 	}
 	return nil
 }
@@ -442,7 +450,8 @@ func (r benchResult) bandwidthKind() string {
 // widest loads (kernels.XorWords: a scalar loop under-measures, so that
 // decode seemed to pass the machine's bandwidth). Each sample is the best
 // of twelve passes with threads goroutines and, when that is fewer,
-// twelve with one per core; best is the best sample so far. Each
+// twelve with one per core; best is the best sample so far and low the
+// lowest. Each
 // goroutine reads its part in the three ways the decode kernels might:
 // as one sequential stream, as two side by side (kernels.XorWordsPair:
 // one core of a Zen 5 reads about a sixth more through two), and as two
@@ -453,10 +462,10 @@ func (r benchResult) bandwidthKind() string {
 // The buffer is advised for huge pages, as the weights are by default
 // (load.Auto): on 4 KiB pages the figure would be that of mapped weights.
 type bandwidthProbe struct {
-	buf     []uint64
-	mapped  []byte
-	threads int
-	best    float64
+	buf       []uint64
+	mapped    []byte
+	threads   int
+	best, low float64
 }
 
 func newBandwidthProbe(threads int) *bandwidthProbe {
@@ -476,9 +485,13 @@ func newBandwidthProbe(threads int) *bandwidthProbe {
 
 // sample measures once more and keeps the best figure.
 func (p *bandwidthProbe) sample() {
-	p.best = max(p.best, readPass(p.buf, p.threads))
+	s := readPass(p.buf, p.threads)
 	if n := runtime.GOMAXPROCS(0); n > p.threads {
-		p.best = max(p.best, readPass(p.buf, n))
+		s = max(s, readPass(p.buf, n))
+	}
+	p.best = max(p.best, s)
+	if p.low == 0 || s < p.low {
+		p.low = s
 	}
 }
 
