@@ -45,6 +45,11 @@ func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb 
 //go:noescape
 func q6_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
 
+// q6_KRows2z is the two-stream form of q6_KRowsz.
+//
+//go:noescape
+func q6_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, bs *int16, ya, yb *float32, nr int)
+
 // The float kernels read k elements of x and of each weight row.
 
 //go:noescape
@@ -175,12 +180,17 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 	default:
 		nb := K / 256
 		aq, ad, bs := &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16]
+		h, rb := nr/2, len(w)/nr
 		if wt == poot.Q6_K {
-			q6_KRowsz(&w[0], nb, aq, ad, bs, &y[0], nr)
+			if h > 0 {
+				q6_KRows2z(&w[0], &w[h*rb], nb, aq, ad, bs, &y[0], &y[h], h)
+			}
+			if nr&1 != 0 {
+				q6_KRowsz(&w[(nr-1)*rb], nb, aq, ad, bs, &y[nr-1], 1)
+			}
 			break
 		}
 		s32 := &a.s32[(t-a.T&^3)*(K/32)]
-		h, rb := nr/2, len(w)/nr
 		if h > 0 {
 			if wt == poot.Q4_K {
 				q4_KRows2z(&w[0], &w[h*rb], nb, aq, ad, s32, &y[0], &y[h], h)

@@ -1085,12 +1085,12 @@ HALVES(k6shr<>, $0, $0x0002000200020002)
 K6SC(k6scA<>, 0, 1, 2, 3)
 K6SC(k6scB<>, 4, 5, 6, 7)
 
-// K6HALF(h, zs) adds half h of the super-block at (BX) to Z9, with the
+// K6HALF(b, h, zs) adds half h of the super-block at (b) to Z9, with the
 // scales for it (words 8h..8h+7) in each 128-bit lane of zs. Z4 holds 0x0f
 // bytes, Z5 0x30.
-#define K6HALF(h, zs) \
-	VMOVDQU64 (64*h)(BX), Z14 \
-	VBROADCASTI64X4 (128+32*h)(BX), Z15 \
+#define K6HALF(b, h, zs) \
+	VMOVDQU64 (64*h)(b), Z14 \
+	VBROADCASTI64X4 (128+32*h)(b), Z15 \
 	VPSRLW $4, Z14, Z10 \
 	VPANDD Z4, Z14, Z14 \
 	VPANDD Z4, Z10, Z10 \
@@ -1105,23 +1105,23 @@ K6SC(k6scB<>, 4, 5, 6, 7)
 	VPSHUFB k6scB<>(SB), zs, Z11 \
 	VPDPWSSD Z11, Z10, Z9
 
-// K6SB adds the super-block at (BX) to Z0 (activation quants at (SI), its
-// scale at (DI), sums of 16 at (R9)).
-#define K6SB \
-	VPMOVSXBW 192(BX), Y12 \
+// K6SB(b, acc) adds the super-block at (b) to acc (activation quants at
+// (SI), its scale at (DI), sums of 16 at (R9)).
+#define K6SB(b, acc) \
+	VPMOVSXBW 192(b), Y12 \
 	VPMADDWD (R9), Y12, Y11 \
 	VPSLLD $5, Y11, Y11 \
 	VPXORD Z9, Z9, Z9 \
 	VPSUBD Z11, Z9, Z9 \
 	VSHUFI64X2 $0x55, Z12, Z12, Z13 \
 	VSHUFI64X2 $0x00, Z12, Z12, Z12 \
-	K6HALF(0, Z12) \
-	K6HALF(1, Z13) \
+	K6HALF(b, 0, Z12) \
+	K6HALF(b, 1, Z13) \
 	VCVTDQ2PS Z9, Z9 \
-	VPBROADCASTW 208(BX), Y11 \
+	VPBROADCASTW 208(b), Y11 \
 	VCVTPH2PS Y11, Z11 \
 	VMULPS.BCST (DI), Z11, Z11 \
-	VFMADD231PS Z9, Z11, Z0
+	VFMADD231PS Z9, Z11, acc
 
 // func q6_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
 TEXT ·q6_KRowsz(SB), NOSPLIT, $0-56
@@ -1147,7 +1147,7 @@ row:
 
 sb:
 	PF4(BX, R12)
-	K6SB
+	K6SB(BX, Z0)
 	ADDQ $210, BX
 	ADDQ $256, SI
 	ADDQ $4, DI
@@ -1159,6 +1159,63 @@ sum:
 	HSUM0
 	VMOVSS X0, (DX)
 	ADDQ $4, DX
+	DECQ R8
+	JNZ row
+
+end:
+	VZEROUPPER
+	RET
+
+// The two-stream kernel (see q8_0Rows2z): q6_KRows2z walks nr rows at wa
+// and nr at wb at once, a super-block of each in turn against the same
+// activation, each row's sum taken exactly as q6_KRowsz takes it.
+
+// func q6_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, bs *int16, ya, yb *float32, nr int)
+TEXT ·q6_KRows2z(SB), NOSPLIT, $0-72
+	MOVQ ·decodeAhead(SB), R12
+	MOVQ wa+0(FP), BX
+	MOVQ wb+8(FP), R13
+	MOVQ ya+48(FP), DX
+	MOVQ yb+56(FP), R11
+	MOVQ nr+64(FP), R8
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z4
+	MOVL $0x30303030, AX
+	VPBROADCASTD AX, Z5
+	TESTQ R8, R8
+	JZ end
+
+row:
+	MOVQ aq+24(FP), SI
+	MOVQ ad+32(FP), DI
+	MOVQ bs+40(FP), R9
+	MOVQ nb+16(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	TESTQ CX, CX
+	JZ sum
+
+sb:
+	PF4(BX, R12)
+	PF4(R13, R12)
+	K6SB(BX, Z0)
+	K6SB(R13, Z1)
+	ADDQ $210, BX
+	ADDQ $210, R13
+	ADDQ $256, SI
+	ADDQ $4, DI
+	ADDQ $32, R9
+	DECQ CX
+	JNZ sb
+
+sum:
+	HSUM0
+	VMOVSS X0, (DX)
+	VMOVAPS Z1, Z0
+	HSUM0
+	VMOVSS X0, (R11)
+	ADDQ $4, DX
+	ADDQ $4, R11
 	DECQ R8
 	JNZ row
 
