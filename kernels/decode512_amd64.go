@@ -42,10 +42,8 @@ func q4_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb 
 //go:noescape
 func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 
-//go:noescape
-func q6_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
-
-// q6_KRows2z is the two-stream form of q6_KRowsz.
+// q6_KRows2z computes nr rows at wa into ya and nr rows at wb into yb
+// (Q6_K has only the two-stream kernel).
 //
 //go:noescape
 func q6_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, bs *int16, ya, yb *float32, nr int)
@@ -186,7 +184,11 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 				q6_KRows2z(&w[0], &w[h*rb], nb, aq, ad, bs, &y[0], &y[h], h)
 			}
 			if nr&1 != 0 {
-				q6_KRowsz(&w[(nr-1)*rb], nb, aq, ad, bs, &y[nr-1], 1)
+				// The odd last row as both runs; the second sum is
+				// the same and dropped.
+				var spare float32
+				wl := &w[(nr-1)*rb]
+				q6_KRows2z(wl, wl, nb, aq, ad, bs, &y[nr-1], &spare, 1)
 			}
 			break
 		}

@@ -1123,52 +1123,10 @@ K6SC(k6scB<>, 4, 5, 6, 7)
 	VMULPS.BCST (DI), Z11, Z11 \
 	VFMADD231PS Z9, Z11, acc
 
-// func q6_KRowsz(w *byte, nb int, aq *int8, ad *float32, bs *int16, y *float32, nr int)
-TEXT ·q6_KRowsz(SB), NOSPLIT, $0-56
-	MOVQ ·decodeAhead(SB), R12
-	MOVQ w+0(FP), BX
-	MOVQ y+40(FP), DX
-	MOVQ nr+48(FP), R8
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z4
-	MOVL $0x30303030, AX
-	VPBROADCASTD AX, Z5
-	TESTQ R8, R8
-	JZ end
-
-row:
-	MOVQ aq+16(FP), SI
-	MOVQ ad+24(FP), DI
-	MOVQ bs+32(FP), R9
-	MOVQ nb+8(FP), CX
-	VPXORD Z0, Z0, Z0
-	TESTQ CX, CX
-	JZ sum
-
-sb:
-	PF4(BX, R12)
-	K6SB(BX, Z0)
-	ADDQ $210, BX
-	ADDQ $256, SI
-	ADDQ $4, DI
-	ADDQ $32, R9
-	DECQ CX
-	JNZ sb
-
-sum:
-	HSUM0
-	VMOVSS X0, (DX)
-	ADDQ $4, DX
-	DECQ R8
-	JNZ row
-
-end:
-	VZEROUPPER
-	RET
-
-// The two-stream kernel (see q8_0Rows2z): q6_KRows2z walks nr rows at wa
-// and nr at wb at once, a super-block of each in turn against the same
-// activation, each row's sum taken exactly as q6_KRowsz takes it.
+// The Q6_K kernel walks two runs of rows at once (see q8_0Rows2z): nr
+// rows at wa and nr at wb, a super-block of each in turn against the same
+// activation, each row's sum taken the same way whichever run it is in
+// (a single row is passed as both runs).
 
 // func q6_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, bs *int16, ya, yb *float32, nr int)
 TEXT ·q6_KRows2z(SB), NOSPLIT, $0-72
