@@ -78,8 +78,9 @@ func MatMul(p *Pool, wt poot.DType, y []float32, w []byte, a *Acts, N int) error
 		p.RunSplit(N, min(max(mb, p.Workers()), 4*p.Workers()), a.run)
 	} else {
 		// Chunk boundaries at multiples of 48 keep the float kernels'
-		// tiles (three or four weight rows) whole; the chunks are small
-		// enough to give the scheduler room when one vCPU is slower than
+		// tiles (three to six weight rows, 48-row panels) and the
+		// quantized 16-row panels whole; four chunks a worker, even to a
+		// grain, give the scheduler room when one vCPU is slower than
 		// the others.
 		p.RunGrain(N, 48, a.run)
 	}

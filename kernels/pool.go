@@ -45,8 +45,8 @@ type Pool struct {
 	// The current loop, written by Run before it publishes a new gen.
 	fn      func(lo, hi int)
 	n       int
-	chunk   int           // chunk i is [i*chunk, (i+1)*chunk), or with parts > 0:
-	parts   int           // chunk i < parts is [n*i/parts, n*(i+1)/parts)
+	grain   int           // with g = ceil(n/grain) grains, chunk i < parts is
+	parts   int           // grains [g*i/parts, g*(i+1)/parts), cut at n
 	gen     atomic.Uint64 // loop generation; workers start a loop when it moves
 	next    atomic.Int64  // next chunk index to claim
 	pending atomic.Int32  // workers still running the current loop
@@ -103,19 +103,22 @@ func (p *Pool) Close() {
 func (p *Pool) Run(n int, fn func(lo, hi int)) { p.RunGrain(n, 1, fn) }
 
 // RunGrain is Run with chunk boundaries at multiples of grain (so that,
-// for example, each chunk holds whole blocks).
+// for example, each chunk holds whole blocks): four chunks a worker (or
+// one a grain, when there are fewer grains), whose numbers of grains
+// differ by at most one. Chunks of a fixed size with a short last one
+// left the workers a product of 2048 rows in grains of 48 as 1152 rows
+// to 896 (an eighth slower than an even split on two cores).
 func (p *Pool) RunGrain(n, grain int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
 	grain = max(grain, 1)
-	chunk := (n + 4*p.workers - 1) / (4 * p.workers)
-	chunk = (chunk + grain - 1) / grain * grain
-	if p.workers == 1 || chunk >= n {
+	parts := min(4*p.workers, (n+grain-1)/grain)
+	if p.workers == 1 || parts <= 1 {
 		fn(0, n)
 		return
 	}
-	p.run(fn, n, chunk, 0)
+	p.run(fn, n, grain, parts)
 }
 
 // RunSplit is Run with [0, n) split into min(parts, n) chunks of sizes
@@ -129,22 +132,22 @@ func (p *Pool) RunSplit(n, parts int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	p.run(fn, n, 0, parts)
+	p.run(fn, n, 1, parts)
 }
 
-// run runs one loop on every worker: chunks of chunk, or parts chunks.
-func (p *Pool) run(fn func(lo, hi int), n, chunk, parts int) {
+// run runs one loop on every worker: parts chunks of whole grains.
+func (p *Pool) run(fn func(lo, hi int), n, grain, parts int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed.Load() {
 		fn(0, n)
 		return
 	}
-	p.fn, p.n, p.chunk, p.parts = fn, n, chunk, parts
+	p.fn, p.n, p.grain, p.parts = fn, n, grain, parts
 	p.failed.Store(nil)
 	p.next.Store(0)
 	p.pending.Store(int32(len(p.wake)))
-	gen := p.gen.Add(1) // publishes fn, n, chunk and next to spinning workers
+	gen := p.gen.Add(1) // publishes the loop and next to spinning workers
 	for i := range p.wake {
 		if p.parked[i].CompareAndSwap(true, false) {
 			p.wake[i] <- struct{}{}
@@ -184,7 +187,8 @@ func (p *Pool) waitWorkers(gen uint64) {
 // some goroutine has panicked in it. A panic is recorded, not raised: every
 // goroutine must still count itself done with the loop.
 func (p *Pool) work() {
-	fn, n, chunk, parts := p.fn, p.n, p.chunk, p.parts
+	fn, n, grain, parts := p.fn, p.n, p.grain, p.parts
+	grains := (n + grain - 1) / grain
 	defer func() {
 		if r := recover(); r != nil {
 			p.failed.CompareAndSwap(nil, &loopPanic{value: r})
@@ -192,17 +196,10 @@ func (p *Pool) work() {
 	}()
 	for p.failed.Load() == nil {
 		i := int(p.next.Add(1) - 1)
-		lo, hi := i*chunk, min((i+1)*chunk, n)
-		if parts > 0 {
-			if i >= parts {
-				return
-			}
-			lo, hi = n*i/parts, n*(i+1)/parts
-		}
-		if lo >= n {
+		if i >= parts {
 			return
 		}
-		fn(lo, hi)
+		fn(min(n, grain*(grains*i/parts)), min(n, grain*(grains*(i+1)/parts)))
 	}
 }
 

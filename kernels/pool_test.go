@@ -1,6 +1,7 @@
 package kernels_test
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -147,6 +148,54 @@ func TestPoolRunSplit(t *testing.T) {
 				}
 				if n > 0 && lmax.Load()-lmin.Load() > 1 {
 					t.Fatalf("%d workers, n %d, %d parts: chunk sizes %d to %d", workers, n, parts, lmin.Load(), lmax.Load())
+				}
+			}
+		}
+		p.Close()
+	}
+}
+
+// TestPoolRunGrain: RunGrain covers [0, n) once, in min(4·workers,
+// ceil(n/grain)) chunks that start at multiples of grain and hold numbers
+// of grains differing by at most one (the last grain may be short).
+func TestPoolRunGrain(t *testing.T) {
+	for _, workers := range []int{1, 2, 3} {
+		p := kernels.NewPool(workers)
+		for _, n := range []int{0, 1, 5, 47, 48, 97, 2048, 8192} {
+			for _, grain := range []int{1, 6, 48} {
+				hits := make([]atomic.Int32, n)
+				var mu sync.Mutex
+				var spans [][2]int
+				p.RunGrain(n, grain, func(lo, hi int) {
+					mu.Lock()
+					spans = append(spans, [2]int{lo, hi})
+					mu.Unlock()
+					for i := lo; i < hi; i++ {
+						hits[i].Add(1)
+					}
+				})
+				for i := range hits {
+					if h := hits[i].Load(); h != 1 {
+						t.Fatalf("%d workers, n %d, grain %d: index %d run %d times", workers, n, grain, i, h)
+					}
+				}
+				want := min(4*workers, (n+grain-1)/grain)
+				if workers == 1 {
+					want = min(n, 1)
+				}
+				if len(spans) != want {
+					t.Fatalf("%d workers, n %d, grain %d: %d chunks, want %d", workers, n, grain, len(spans), want)
+				}
+				gmin, gmax := n+1, 0
+				for _, s := range spans {
+					if s[0]%grain != 0 {
+						t.Fatalf("%d workers, n %d, grain %d: a chunk starts at %d", workers, n, grain, s[0])
+					}
+					g := (s[1] - s[0] + grain - 1) / grain
+					gmin, gmax = min(gmin, g), max(gmax, g)
+				}
+				if workers > 1 && gmax-gmin > 1 {
+					t.Fatalf("%d workers, n %d, grain %d: chunks of %d to %d grains", workers, n, grain, gmin, gmax)
 				}
 			}
 		}
