@@ -451,11 +451,10 @@ func (r benchResult) bandwidthKind() string {
 // decode seemed to pass the machine's bandwidth). Each sample is the best
 // of twelve passes with threads goroutines and, when that is fewer,
 // twelve with one per core; best is the best sample so far and low the
-// lowest. Each
-// goroutine reads its part in the three ways the decode kernels might:
-// as one sequential stream, as two side by side (kernels.XorWordsPair:
-// one core of a Zen 5 reads about a sixth more through two), and as two
-// with software prefetch (kernels.XorWordsPairAhead: a tenth more again
+// lowest. Each goroutine reads its part in the three ways the decode
+// kernels might: as one sequential stream, as two side by side
+// (kernels.XorWordsPair: one core of a Zen 5 reads about a sixth more
+// through two), and as two with software prefetch (kernels.XorWordsPairAhead: a tenth more again
 // on the Intel Xeon), and the best counts, so that no way of reading
 // lets decode pass the figure.
 //
@@ -483,7 +482,7 @@ func newBandwidthProbe(threads int) *bandwidthProbe {
 	return p
 }
 
-// sample measures once more and keeps the best figure.
+// sample measures once more and keeps the best and the lowest figure.
 func (p *bandwidthProbe) sample() {
 	s := readPass(p.buf, p.threads)
 	if n := runtime.GOMAXPROCS(0); n > p.threads {

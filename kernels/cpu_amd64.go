@@ -56,3 +56,13 @@ func detectAMD() bool {
 	_, b, c, d := cpuidex(0, 0)
 	return b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163
 }
+
+// The avx512 level's choices that follow the vendor (see the package doc):
+// on AMD the decode kernels prefetch nothing ahead (decodeAhead) and the
+// F16/BF16 prompt products take their rows in chunks (floatDotChunks).
+func init() {
+	if detectAMD() {
+		decodeAhead, decodeAheadFloat = 0, 0
+		floatDotChunks = true
+	}
+}

@@ -88,13 +88,6 @@ func bf16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr in
 // they are loading.
 var decodeAhead, decodeAheadFloat = 2048, 1024
 
-func init() {
-	if detectAMD() {
-		decodeAhead, decodeAheadFloat = 0, 0
-		floatDotChunks = true
-	}
-}
-
 // decodeSlab is about how many weight bytes a call walks before the next
 // activation row meets them, when several rows are left: the weights are
 // then still in L2 for the second and third rows.
