@@ -119,29 +119,43 @@ func floatRowsDot(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 	}
 }
 
+// zGrain returns how many weight rows the avx512 level's tiled product of
+// wt weights by T activation rows of K elements handles as one tile or
+// panel, or 0 where it has no tiled product for them.
+func zGrain(wt poot.DType, T, K int) int {
+	switch wt {
+	case poot.F32, poot.F16, poot.BF16:
+		switch {
+		case T < zFloatMinT:
+			return 0
+		case floatDot(wt, T, K):
+			return 6
+		}
+		return zFloatNR
+	case poot.Q8_0, poot.Q4_K:
+		if T < 4 {
+			return 0
+		}
+		return 16
+	}
+	return 0
+}
+
 // gemmRowsZ runs the avx512 level's tiled product for the rows [n0,n1) of
 // weights of dtype wt when it has one for wt and a's shape, and reports
 // whether it did.
 func gemmRowsZ(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) bool {
-	switch wt {
-	case poot.F32, poot.F16, poot.BF16:
-		if a.T < zFloatMinT {
-			return false
-		}
-		if floatDot(wt, a.T, a.K) {
-			floatRowsDot(wt, y, N, w, a, n0, n1)
-		} else {
-			floatRowsZ(wt, y, N, w, a, n0, n1)
-		}
-		return true
-	case poot.Q8_0, poot.Q4_K:
-		if a.T < 4 {
-			return false
-		}
+	switch zGrain(wt, a.T, a.K) {
+	case 0:
+		return false
+	case 6:
+		floatRowsDot(wt, y, N, w, a, n0, n1)
+	case zFloatNR:
+		floatRowsZ(wt, y, N, w, a, n0, n1)
+	default:
 		quantRowsZ(wt, y, N, w, a, n0, n1)
-		return true
 	}
-	return false
+	return true
 }
 
 // zLane returns the lane of a packed 16-row group that holds row j: the

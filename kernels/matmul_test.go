@@ -176,9 +176,16 @@ func asmMatchesGo(t *testing.T, l kernels.Level) {
 func TestMatMulPool(t *testing.T) {
 	p := kernels.NewPool(3)
 	defer p.Close()
-	for _, dt := range []poot.DType{poot.F32, poot.Q4_0, poot.Q6_K} {
+	// Three activation rows split the rows evenly (decode); 37 split them
+	// at multiples of the tiles' or panels' rows (prompt), a 203-row
+	// product ending in partial ones.
+	for _, c := range []struct {
+		dt poot.DType
+		T  int
+	}{{poot.F32, 3}, {poot.Q4_0, 3}, {poot.Q6_K, 3}, {poot.F32, 37}, {poot.F16, 37}, {poot.Q8_0, 37}, {poot.Q4_K, 37}, {poot.Q5_K, 37}} {
+		dt, T := c.dt, c.T
 		r := rand.New(rand.NewPCG(5, 6))
-		T, N, K := 3, 203, 512
+		N, K := 203, 512
 		w := randWeights(r, dt, N, K)
 		x := randActs(r, T*K)
 		var a kernels.Acts
