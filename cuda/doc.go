@@ -41,10 +41,15 @@
 // the rows count every leading axis, so latent attention's per-head
 // products qualify in decode too) is instead a tiled GEMM on
 // mma.sync.m16n8k16 (inline PTX, f32 accumulators): 64×64 output tiles per
-// block of four warps, the activations and the weights (packed ones
-// decoded by the GEMV's decoders) staged 32 along K at a time through
-// shared memory, rounded to f16 for F16 weights (read exactly) and to bf16
-// for every other weight (f32's range). Its precision contract, with u
+// block of four warps, the activations and the weights staged 32 along K
+// at a time through two shared buffers (the next step read into
+// registers while the tensor cores work on the current one; one barrier
+// a step), rounded to f16 for F16 weights (read exactly) and to bf16 for
+// every other weight (f32's range). Where K is whole steps the
+// activations and F32/F16/BF16 weights come by 16-byte loads (F16 and
+// BF16 words are already fragment pairs), Q8_0, Q4_K and Q6_K sixteen
+// elements a decode; other packed formats, and K not a multiple of 32,
+// element by element. Its precision contract, with u
 // the unit roundoff of the half type (2⁻⁸ bf16, 2⁻¹¹ f16) for each operand
 // not exact in it: |y − y_oracle| ≤ (u_x + u_w + u_x·u_w + K·2⁻²²)·Σ|x_k·w_k|
 // (plus 2⁻²⁵·Σ|w_k| for f16 activations under 2⁻¹⁴; a finite activation
@@ -111,8 +116,10 @@
 // over them with a *lower.LegalizeError, and a plan that still holds one is an
 // *[UnsupportedError], an interp.ErrUnsupported), Broadcast, Transpose,
 // Slice and Concat of packed data (also an *[UnsupportedError]), unit
-// GEMVs for Q4_1, Q5_0, Q5_1, Q5_K, Q6_K and MXFP4, and GEMM staging with
-// vector loads (the staging loop, not the tensor cores, bounds prefill).
+// GEMVs for Q4_1, Q5_0, Q5_1 and MXFP4, and timings of the GEMM's vector
+// staging on a GPU (written and checked in the host harness and by NVRTC
+// without one; on the one GPU run it had, the element-by-element staging,
+// not the tensor cores, bounded prefill).
 //
 // Every weight dtype the GEMV reads has a host-harness test of its MatMul
 // (GEMV and tensor-core GEMM), IndexedMatMul and cast against the oracle

@@ -25,14 +25,14 @@ import (
 // tile; N under and past one 64-column tile, never a multiple of 8; K one
 // block and three blocks of a packed format (a multiple of 256 but not of
 // 512 for the K-quants), and for the unpacked ones lengths that end
-// inside a 32-wide step and inside a fragment register, and one shorter
-// than a fragment.
+// inside a 32-wide step and inside a fragment register, one shorter than
+// a fragment, and whole steps (one and three: the 16-byte staging).
 func gemmShapes(dt poot.DType) [][3]int {
 	k := max(dt.BlockElems(), 32)
 	if dt.Packed() {
 		return [][3]int{{16, k, 13}, {17, 3 * k, 70}, {33, k, 5}, {70, 3 * k, 19}}
 	}
-	return [][3]int{{16, 45, 13}, {17, 101, 70}, {33, 45, 5}, {70, 101, 19}, {20, 7, 3}}
+	return [][3]int{{16, 45, 13}, {17, 101, 70}, {33, 45, 5}, {70, 101, 19}, {20, 7, 3}, {70, 96, 19}, {33, 32, 70}}
 }
 
 // gemmCases are the tensor-core MatMuls of every weight dtype the target
@@ -172,8 +172,8 @@ func TestHostGemm(t *testing.T) {
 func TestHostGemmFragments(t *testing.T) {
 	host(t)
 	swaps := []struct{ what, from, to string }{
-		{"A registers 1 and 2", "a[i][1] = as[r + 8][kw + q]; a[i][2] = as[r][kw + q + 4];", "a[i][1] = as[r][kw + q + 4]; a[i][2] = as[r + 8][kw + q];"},
-		{"B registers", "b[j][0] = bs[r][kw + q]; b[j][1] = bs[r][kw + q + 4];", "b[j][0] = bs[r][kw + q + 4]; b[j][1] = bs[r][kw + q];"},
+		{"A registers 1 and 2", "a[i][1] = A[r + 8][kw + q]; a[i][2] = A[r][kw + q + 4];", "a[i][1] = A[r][kw + q + 4]; a[i][2] = A[r + 8][kw + q];"},
+		{"B registers", "b[j][0] = B[r][kw + q]; b[j][1] = B[r][kw + q + 4];", "b[j][0] = B[r][kw + q + 4]; b[j][1] = B[r][kw + q];"},
 		{"D rows and columns", "g + 8 * (c >> 1), n = n0 + wn + 8 * j + 2 * q + (c & 1);", "g + 8 * (c & 1), n = n0 + wn + 8 * j + 2 * q + (c >> 1);"},
 	}
 	for _, dt := range []poot.DType{poot.F32, poot.F16} {

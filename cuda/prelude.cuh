@@ -155,7 +155,37 @@ static __device__ __forceinline__ float ld_q6_k(const u8* r, int k) {
 // bytes of weights a step instead of 64.
 struct __attribute__((aligned(16))) v4u { u32 x, y, z, w; };
 struct __attribute__((aligned(16))) v4f { float x, y, z, w; };
+static __device__ __forceinline__ v4u v4u_of(u32 x, u32 y, u32 z, u32 w) { v4u r; r.x = x; r.y = y; r.z = z; r.w = w; return r; }
 static __device__ __forceinline__ float dot4(v4f a, v4f b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+// Sixteen elements k..k+15 of a row (k a multiple of 16), each as the
+// ld_ function reads it, with one read of their block's scales and the
+// widest loads the block's alignment allows: the tensor-core GEMM's
+// staging of Q8_0 (halfwords), Q4_K (16 bytes of nibbles) and Q6_K
+// (halfwords) weights.
+static __device__ __forceinline__ void ld16_q8_0(const u8* r, int k, float* v) {
+  const u8* b = r + (k >> 5) * 34; const u16* q = (const u16*)(b + 2 + (k & 16)); float d = ld_half(b);
+  for (int i = 0; i < 8; i++) { u32 p = q[i]; v[2 * i] = (float)(signed char)(p & 255u) * d; v[2 * i + 1] = (float)(signed char)(p >> 8) * d; }
+}
+static __device__ __forceinline__ void ld16_q4_k(const u8* r, int k, float* v) {
+  const u8* b = r + (k >> 8) * 144; int j = k & 255, s = j >> 5, sc, m;
+  k4_scale_min(b + 4, s, &sc, &m);
+  float d1 = ld_half(b) * (float)sc, o1 = ld_half(b + 2) * (float)m;
+  v4u w = *(const v4u*)(b + 16 + 32 * (j >> 6) + (j & 16)); u32 ws[4] = {w.x, w.y, w.z, w.w}; int sh = 4 * (s & 1);
+  for (int i = 0; i < 16; i++) v[i] = d1 * (float)((ws[i >> 2] >> (8 * (i & 3) + sh)) & 15u) - o1;
+}
+static __device__ __forceinline__ void ld16_q6_k(const u8* r, int k, float* v) {
+  const u8* b = r + (k >> 8) * 210; int j = k & 255, h = j >> 7, q = (j >> 5) & 3, l = j & 16;
+  const u16* lo = (const u16*)(b + 64 * h + 32 * (q & 1) + l); const u16* hi = (const u16*)(b + 128 + 32 * h + l);
+  float ds = ld_half(b + 208) * (float)(signed char)b[192 + (j >> 4)];
+  for (int i = 0; i < 8; i++) {
+    u32 a = lo[i], c = hi[i];
+    for (int e = 0; e < 2; e++) {
+      int x = (int)((a >> (8 * e + 4 * (q >> 1))) & 15u) | (int)(((c >> (8 * e + 2 * q)) & 3u) << 4);
+      v[2 * i + e] = ds * (float)(x - 32);
+    }
+  }
+}
+
 static __device__ __forceinline__ float dot_f32x4(const u8* r, int u, const float* x) {
   return dot4(((const v4f*)r)[u], ((const v4f*)x)[u]);
 }
