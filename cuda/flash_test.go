@@ -30,11 +30,15 @@ type flashCase struct {
 	cap                   float64
 	sinks, nanV, blind    bool
 	half, negInf, q8      bool
+	// negFirst puts negInf's scores of -Inf in the first chunk of 32
+	// positions instead of the third; infSinks makes the first two heads'
+	// sinks +Inf and -Inf.
+	negFirst, infSinks bool
 }
 
 func (c flashCase) String() string {
-	return fmt.Sprintf("R%d_T%d_S%d_H%d_KV%d_D%d_Dv%d_cap%g_sinks%v_nan%v_blind%v_half%v_neginf%v_q8%v",
-		c.R, c.T, c.S, c.H, c.KV, c.D, c.Dv, c.cap, c.sinks, c.nanV, c.blind, c.half, c.negInf, c.q8)
+	return fmt.Sprintf("R%d_T%d_S%d_H%d_KV%d_D%d_Dv%d_cap%g_sinks%v_nan%v_blind%v_half%v_neginf%v_q8%v_first%v_inf%v",
+		c.R, c.T, c.S, c.H, c.KV, c.D, c.Dv, c.cap, c.sinks, c.nanV, c.blind, c.half, c.negInf, c.q8, c.negFirst, c.infSinks)
 }
 
 func (c flashCase) build(t *testing.T) (*poot.Graph, interp.Consts, interp.Slots) {
@@ -71,16 +75,30 @@ func (c flashCase) build(t *testing.T) (*poot.Graph, interp.Consts, interp.Slots
 			}
 		}
 	}
+	if c.nanV && c.T > 1 {
+		// A position no row of the first sequence sees, holding NaN and
+		// Inf: it must not reach any output.
+		s := c.S - 2
+		for row := range c.T {
+			mask[row*c.S+s] = false
+		}
+		vv[s*vw+vw/2] = float32(math.NaN())
+		vv[s*vw+vw/2+1] = float32(math.Inf(-1))
+	}
 	if c.negInf {
 		for i := range qv {
 			qv[i] = float32(math.Abs(float64(qv[i]))) + 0.5
 		}
-		for s := 2 * splitChunk; s < min(3*splitChunk, c.S); s++ {
+		s0 := 2 * splitChunk
+		if c.negFirst {
+			s0 = 0
+		}
+		for s := s0; s < min(s0+splitChunk, c.S); s++ {
 			for j := range c.KV * c.D {
 				kv[s*c.KV*c.D+j] = -3e38
 			}
 		}
-		s := 2*splitChunk + 5
+		s := s0 + 5
 		mask[s] = true
 		vv[s*vw+2] = float32(math.NaN())
 	}
@@ -126,7 +144,11 @@ func (c flashCase) build(t *testing.T) (*poot.Graph, interp.Consts, interp.Slots
 	cfg := ops.AttentionConfig[struct{}]{Heads: c.H, KVHeads: c.KV, HeadDim: c.D, ValueDim: c.Dv, Rows: c.R, SoftCap: c.cap}
 	consts := interp.ConstMap{}
 	if c.sinks {
-		st, err := tensor.FromF32(poot.Shape{c.H}, normal(c.H, 2))
+		sv := normal(c.H, 2)
+		if c.infSinks {
+			sv[0], sv[1] = float32(math.Inf(1)), float32(math.Inf(-1))
+		}
+		st, err := tensor.FromF32(poot.Shape{c.H}, sv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +183,10 @@ func f16Bits(f float32) uint16 {
 // flashCases: split-K decode (S of 600 and 2100) with n_rep 1 and 4, a soft
 // cap, sinks, NaN in visible and hidden V rows, a row that sees nothing and
 // F16 caches; the one-pass kernel for a short cache and for prefill,
-// also over F16 caches.
+// also over F16 caches; the tiled prefill kernel (T of 9 to 37 rows, so
+// several blocks of pairs, head dimensions 32 to 128, sinks of ±Inf,
+// scores of −Inf in the first chunk, F16 and Q8_0 caches) and, for heads
+// of 256, the one-pass kernel again.
 var flashCases = []flashCase{
 	{R: 1, T: 1, S: 600, H: 4, KV: 4, D: 32, Dv: 32},
 	{R: 1, T: 1, S: 600, H: 4, KV: 4, D: 32, Dv: 32, negInf: true},
@@ -176,12 +201,20 @@ var flashCases = []flashCase{
 	{R: 1, T: 1, S: 300, H: 4, KV: 2, D: 16, Dv: 48, q8: true},
 	{R: 1, T: 1, S: 40, H: 8, KV: 2, D: 32, Dv: 32, sinks: true, nanV: true},
 	{R: 1, T: 3, S: 600, H: 8, KV: 2, D: 64, Dv: 64, nanV: true, q8: true},
+	{R: 2, T: 37, S: 100, H: 8, KV: 2, D: 64, Dv: 64, nanV: true, sinks: true},
+	{R: 1, T: 20, S: 130, H: 6, KV: 2, D: 40, Dv: 36, cap: 4, blind: true},
+	{R: 1, T: 17, S: 100, H: 4, KV: 4, D: 32, Dv: 32, negInf: true},
+	{R: 1, T: 17, S: 100, H: 4, KV: 4, D: 32, Dv: 32, negInf: true, negFirst: true, sinks: true, infSinks: true, blind: true},
+	{R: 1, T: 9, S: 70, H: 4, KV: 1, D: 128, Dv: 128, nanV: true, half: true},
+	{R: 1, T: 9, S: 70, H: 4, KV: 2, D: 32, Dv: 32, sinks: true, nanV: true, q8: true},
+	{R: 1, T: 5, S: 40, H: 2, KV: 2, D: 256, Dv: 256},
 }
 
 // TestHostFlashSplit holds fused attention, split-K for decode over long
-// caches and one-pass otherwise, with F32 and F16 caches, to the oracle
-// in the host harness, and checks each case's choice of kernels: the
-// split pair exactly when T = 1 and S ≥ splitMinS, and no cast of an F16
+// caches, tiled for prefill and one-pass otherwise, with F32 and F16
+// caches, to the oracle in the host harness, and checks each case's
+// choice of kernels: the split pair exactly when T = 1 and S ≥ splitMinS,
+// the tiled kernel when T > 1 and heads are at most 128 wide, and no cast of an F16
 // or Q8_0 cache to F32 left in the plan (a Q8_0 cache's quantizing cast
 // runs, once a case).
 func TestHostFlashSplit(t *testing.T) {
@@ -208,8 +241,12 @@ func TestHostFlashSplit(t *testing.T) {
 		if has := strings.Contains(ps, "cuda flash_split_") && strings.Contains(ps, "cuda flash_combine_"); has != split {
 			t.Errorf("%v: split-K kernels %v, want %v:\n%s", c, has, split, ps)
 		}
-		if has := strings.Contains(ps, "cuda flash_attention_"); has == split {
-			t.Errorf("%v: one-pass kernel %v, want %v:\n%s", c, has, !split, ps)
+		tiled := c.T > 1 && c.D <= 128
+		if has := strings.Contains(ps, "cuda flash_tile_"); has != tiled {
+			t.Errorf("%v: tiled kernel %v, want %v:\n%s", c, has, tiled, ps)
+		}
+		if has := strings.Contains(ps, "cuda flash_attention_"); has != (!split && !tiled) {
+			t.Errorf("%v: one-pass kernel %v, want %v:\n%s", c, has, !split && !tiled, ps)
 		}
 		if strings.Contains(ps, "cast_f16_f32") || strings.Contains(ps, "cast_q8_0_f32") {
 			t.Errorf("%v: the plan still casts a narrow cache to F32:\n%s", c, ps)

@@ -590,6 +590,9 @@ func genFlash(g *poot.Graph, a *lower.Attention) []*kgen {
 	if a.T == 1 && a.S >= splitMinS {
 		return genFlashSplit(g, a)
 	}
+	if flashTiled(a) {
+		return []*kgen{genFlashTile(g, a)}
+	}
 	kg := newKgen(g, "flash_attention", 32, a.Heads, a.R*a.T)
 	q, kc, vc, mk := kg.ptr(a.Q, false), kg.ptr(a.K, false), kg.ptr(a.V, false), kg.ptr(a.Mask, false)
 	cols := ceilDiv(a.Dv, 32)
@@ -628,6 +631,100 @@ func genFlash(g *poot.Graph, a *lower.Attention) []*kgen {
 	kg.line("float* out = %s + (long long)row * %d + h * %d;", kg.ptr(a.Out, false), a.Heads*a.Dv, a.Dv)
 	kg.line("for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) out[j] = acc[c] * inv; }", cols, a.Dv)
 	return []*kgen{kg}
+}
+
+// tileWarps is the query rows and heads (a warp each) a block of tiled
+// prefill attention serves, and tileShared the most shared memory its
+// chunks of K and V (32 positions), queries and weights may take.
+const (
+	tileWarps  = 8
+	tileShared = 40 << 10
+)
+
+// flashTiled reports whether attention a runs by genFlashTile: prefill
+// (T > 1) with heads small enough that a chunk of K and V rows fits in
+// shared memory (head dimensions up to 128 do). Wider heads keep the
+// one-pass kernel.
+func flashTiled(a *lower.Attention) bool {
+	return a.T > 1 && 4*(32*(a.D+1+a.Dv)+tileWarps*(a.D+32)) <= tileShared
+}
+
+// genFlashTile is prefill attention in chunks of 32 cache positions: a
+// block per sequence, K/V head and tileWarps of its (query row, query
+// head) pairs, rows first, so that the block's warps share each chunk of
+// K and V rows the block stages in shared memory (as f32, whatever the
+// cache's dtype). Each lane scores one position of the chunk against its
+// warp's query, and the warp folds the chunk into a running maximum m,
+// sum of exponentials l and weighted sum of V rows (its lanes holding
+// Dv/32 columns), rescaling them by exp(m_old − m_new) when the maximum
+// rises. As in genFlashSplit, weights are 0 while the maximum is −Inf, so
+// that a visible row of −Inf score passes a non-finite V value on as 0·NaN
+// does, a row that sees nothing (l = 0) is NaN, and NaN spreads; the NaN
+// rule of lower.Attention for hidden V rows reads the chunk's flags of
+// non-finite V rows, set while staging.
+func genFlashTile(g *poot.Graph, a *lower.Attention) *kgen {
+	pairs := a.T * a.Rep
+	cols := ceilDiv(a.Dv, 32)
+	negInf := lit(float32(math.Inf(-1)))
+	kg := newKgen(g, "flash_tile", 32*tileWarps, ceilDiv(pairs, tileWarps), a.KVHeads, a.R)
+	q, kc, vc, mk := kg.ptr(a.Q, false), kg.ptr(a.K, false), kg.ptr(a.V, false), kg.ptr(a.Mask, false)
+	kg.line("__shared__ float ks[32][%d], vs[32][%d], qs[%d][%d], es[%d][32]; __shared__ int vbad[2][32];", a.D+1, a.Dv, tileWarps, a.D, tileWarps)
+	kg.line("int g = blockIdx.y, r = blockIdx.z, w = threadIdx.x >> 5, lane = threadIdx.x & 31, p = blockIdx.x * %d + w;", tileWarps)
+	// A warp past the last pair stages chunks and meets the barriers but
+	// computes nothing.
+	kg.line("bool on = p < %d; int t = on ? p / %d : 0, h = g * %d + (on ? p %% %d : 0), row = r * %d + t;", pairs, a.Rep, a.Rep, a.Rep, a.T)
+	kg.line("for (int c = lane; c < %d; c += 32) qs[w][c] = on ? %s[(long long)row * %d + h * %d + c] : 0.0f;", a.D, q, a.Heads*a.D, a.D)
+	kg.line("if (threadIdx.x < 64) vbad[threadIdx.x >> 5][threadIdx.x & 31] = 0;")
+	kg.line("const u8* mrow = %s + (long long)row * %d;", mk, a.S)
+	if a.Sinks >= 0 {
+		// The sink enters l as exp(sink − m): 1 at m = sink, 0 for a sink
+		// of −Inf, NaN for +Inf or NaN (as the one-pass kernel's).
+		kg.line("float m = %s[h], l = m == %s ? 0.0f : expf(m - m);", kg.ptr(a.Sinks, false), negInf)
+	} else {
+		kg.line("float m = %s, l = 0.0f;", negInf)
+	}
+	kg.line("float acc[%d]; for (int c = 0; c < %d; c++) acc[c] = 0.0f;", cols, cols)
+	kg.line("__syncthreads();")
+	kg.line("for (int s0 = 0, par = 0; s0 < %d; s0 += 32, par ^= 1) {", a.S)
+	// The flags of the chunk before last are free: cleared for the next.
+	kg.line("  if (threadIdx.x < 32) vbad[par ^ 1][threadIdx.x] = 0;")
+	kg.line("  for (int e = threadIdx.x; e < %d; e += %d) { int s = e / %d, c = e %% %d;", 32*a.D, 32*tileWarps, a.D, a.D)
+	kg.line("    ks[s][c] = s0 + s < %d ? %s : 0.0f; }", a.S, kvAt(a, kc, fmt.Sprintf("((long long)r * %d + s0 + s) * %d + g * %d + c", a.S, a.KVHeads*a.D, a.D)))
+	kg.line("  for (int e = threadIdx.x; e < %d; e += %d) { int s = e / %d, c = e %% %d; float v = 0.0f;", 32*a.Dv, 32*tileWarps, a.Dv, a.Dv)
+	kg.line("    if (s0 + s < %d) { v = %s; if (!finite_f(v)) vbad[par][s] = 1; }", a.S, kvAt(a, vc, fmt.Sprintf("((long long)r * %d + s0 + s) * %d + g * %d + c", a.S, a.KVHeads*a.Dv, a.Dv)))
+	kg.line("    vs[s][c] = v; }")
+	kg.line("  __syncthreads();")
+	kg.line("  if (on) {")
+	kg.line("    int s = s0 + lane; bool vis = s < %d && mrow[s] != 0;", a.S)
+	kg.line("    unsigned seen = __ballot_sync(0xffffffffu, vis);")
+	kg.line("    float x = %s;", negInf)
+	kg.line("    if (vis) { float d = 0.0f; for (int c = 0; c < %d; c++) d += qs[w][c] * ks[lane][c]; x = d * %s;", a.D, lit(a.Scale))
+	if a.SoftCap != 0 {
+		kg.line("      x = tanhf(x * %s) * %s;", lit(1/a.SoftCap), lit(a.SoftCap))
+	}
+	kg.line("    }")
+	kg.line("    if (seen) {")
+	kg.line("      float cm = x; for (int o = 16; o > 0; o >>= 1) cm = max_nan(cm, __shfl_xor_sync(0xffffffffu, cm, o));")
+	kg.line("      float mn = max_nan(m, cm), f = mn == m ? 1.0f : expf(m - mn);")
+	kg.line("      float e = vis ? (mn == %s ? 0.0f : expf(x - mn)) : 0.0f;", negInf)
+	kg.line("      l = l * f + warp_sum(e); m = mn; es[w][lane] = e;")
+	kg.line("      for (int c = 0; c < %d; c++) acc[c] *= f;", cols)
+	kg.line("      __syncwarp();")
+	kg.line("      for (int j0 = 0; j0 < 32; j0++) { if (!((seen >> j0) & 1u)) continue; float pe = es[w][j0];")
+	kg.line("        for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += pe * vs[j0][j]; } } }", cols, a.Dv)
+	// A V row hidden from this query and seen by another of its sequence
+	// turns the query's columns NaN where it is not finite.
+	kg.line("    unsigned hid = __ballot_sync(0xffffffffu, s < %d && mrow[s] == 0 && vbad[par][lane] != 0);", a.S)
+	kg.line("    for (int j0 = 0; j0 < 32; j0++) { if (!((hid >> j0) & 1u)) continue;")
+	kg.line("      bool sn = false; for (int u = 0; u < %d && !sn; u++) sn = %s[((long long)r * %d + u) * %d + s0 + j0] != 0;", a.T, mk, a.T, a.S)
+	kg.line("      if (!sn) continue;")
+	kg.line("      for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d && !finite_f(vs[j0][j])) acc[c] = f32_bits(0x7fc00000u); } }", cols, a.Dv)
+	kg.line("  }")
+	kg.line("  __syncthreads(); }")
+	kg.line("if (on) { float inv = l == 0.0f ? f32_bits(0x7fc00000u) : 1.0f / l;")
+	kg.line("  float* out = %s + (long long)row * %d + h * %d;", kg.ptr(a.Out, false), a.Heads*a.Dv, a.Dv)
+	kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) out[j] = acc[c] * inv; } }", cols, a.Dv)
+	return kg
 }
 
 // genFlashSplit is decode attention (T = 1) split along the cache: the
