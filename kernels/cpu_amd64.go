@@ -51,6 +51,20 @@ func detectAVX512() bool {
 	return b7&(avx512f|avx512bw|avx512vl) == avx512f|avx512bw|avx512vl && c7&vnni != 0
 }
 
+// detectGFNI reports whether the CPU has GFNI (the avx512 level's Q4_K
+// and Q5_K decode kernels spread nibbles by its affine transform).
+func detectGFNI() bool {
+	maxLeaf, _, _, _ := cpuidex(0, 0)
+	if maxLeaf < 7 {
+		return false
+	}
+	_, _, c7, _ := cpuidex(7, 0)
+	return c7&(1<<8) != 0
+}
+
+// useGFNI is detectGFNI's answer, taken once.
+var useGFNI = detectGFNI()
+
 // detectAMD reports whether the CPU's vendor is AMD ("AuthenticAMD").
 func detectAMD() bool {
 	_, b, c, d := cpuidex(0, 0)

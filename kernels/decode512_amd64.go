@@ -28,19 +28,21 @@ func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
 // The K-quant kernels also read the activation's sums of 16 (bs; Q4_K
 // and Q5_K its sums of 32, s32).
 
-//go:noescape
-func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
-
-//go:noescape
-func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
-
-// q4_KRows2z and q5_KRows2z are the two-stream forms (see q8_0Rows2z).
+// q4_KRows2z and q5_KRows2z are the two-stream forms (see q8_0Rows2z);
+// Q4_K and Q5_K have only those (an odd last row runs as both streams).
+// The g forms spread the nibbles by GFNI (useGFNI).
 
 //go:noescape
 func q4_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 
 //go:noescape
+func q4_KRows2zg(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
+
+//go:noescape
 func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
+
+//go:noescape
+func q5_KRows2zg(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 
 // q6_KRows2z computes nr rows at wa into ya and nr rows at wb into yb
 // (Q6_K has only the two-stream kernel).
@@ -187,19 +189,28 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 		}
 		s32 := &a.s32[(t-a.T&^3)*(K/32)]
 		if h > 0 {
-			if wt == poot.Q4_K {
-				q4_KRows2z(&w[0], &w[h*rb], nb, aq, ad, s32, &y[0], &y[h], h)
-			} else {
-				q5_KRows2z(&w[0], &w[h*rb], nb, aq, ad, s32, &y[0], &y[h], h)
-			}
+			kRows2(wt, &w[0], &w[h*rb], nb, aq, ad, s32, &y[0], &y[h], h)
 		}
 		if nr&1 != 0 {
-			wl, yl := &w[(nr-1)*rb], &y[nr-1]
-			if wt == poot.Q4_K {
-				q4_KRowsz(wl, nb, aq, ad, s32, yl, 1)
-			} else {
-				q5_KRowsz(wl, nb, aq, ad, s32, yl, 1)
-			}
+			// The odd last row as both runs, the second sum dropped.
+			var spare float32
+			wl := &w[(nr-1)*rb]
+			kRows2(wt, wl, wl, nb, aq, ad, s32, &y[nr-1], &spare, 1)
 		}
+	}
+}
+
+// kRows2 runs the Q4_K (else Q5_K) two-stream kernel, by GFNI where the
+// CPU has it.
+func kRows2(wt poot.DType, wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int) {
+	switch {
+	case wt == poot.Q4_K && useGFNI:
+		q4_KRows2zg(wa, wb, nb, aq, ad, s32, ya, yb, nr)
+	case wt == poot.Q4_K:
+		q4_KRows2z(wa, wb, nb, aq, ad, s32, ya, yb, nr)
+	case useGFNI:
+		q5_KRows2zg(wa, wb, nb, aq, ad, s32, ya, yb, nr)
+	default:
+		q5_KRows2z(wa, wb, nb, aq, ad, s32, ya, yb, nr)
 	}
 }

@@ -775,13 +775,25 @@ K5BIT(2)
 K5BIT(3)
 GLOBL k5bit<>(SB), RODATA|NOPTR, $256
 
+// K4NIBG's matrices: bits 0-3 of each byte in the lower half, bits 4-7
+// (moved down) in the upper.
+DATA k4gf<>+0(SB)/8, $0x0102040800000000
+DATA k4gf<>+8(SB)/8, $0x0102040800000000
+DATA k4gf<>+16(SB)/8, $0x0102040800000000
+DATA k4gf<>+24(SB)/8, $0x0102040800000000
+DATA k4gf<>+32(SB)/8, $0x1020408000000000
+DATA k4gf<>+40(SB)/8, $0x1020408000000000
+DATA k4gf<>+48(SB)/8, $0x1020408000000000
+DATA k4gf<>+56(SB)/8, $0x1020408000000000
+GLOBL k4gf<>(SB), RODATA|NOPTR, $64
+
 // bytes of 16, the fifth bit
 HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 
 // K5CONSTS sets Z10 = 0x0f bytes, Z7 = int16 ones, K1-K3 the dword masks
 // that gather the (d, dmin) pairs of super-blocks 1-3, K5 the upper 16
 // words, and keeps the tables the loops read in registers: k5sc's four in
-// Z1-Z4, k5shift, k5mask and k5high in Z5, Z6 and Z8.
+// Z1-Z4, k5shift, k5mask and k5high in Z5, Z6 and Z8, k4gf in Z18.
 #define K5CONSTS \
 	MOVL $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Z10 \
@@ -801,7 +813,8 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 	VMOVDQU64 k5sc<>+192(SB), Z4 \
 	VMOVDQU64 k5shift<>(SB), Z5 \
 	VMOVDQU64 k5mask<>(SB), Z6 \
-	VMOVDQU64 k5high<>(SB), Z8
+	VMOVDQU64 k5high<>(SB), Z8 \
+	VMOVDQU64 k4gf<>(SB), Z18
 
 // K5UNPACK: the scales and mins of the super-blocks whose twelve scale
 // bytes start lanes 0-3 of Z9, as [8 scales, 8 mins] bytes (as K4UNPACK).
@@ -854,105 +867,62 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 	VCVTDQ2PS Z14, Z14 \
 	VFNMADD231PS Z14, Z12, Z0
 
-// K4PART(wo, ao, t) adds elements 64c..64c+63 (quant bytes at wo(BX),
-// activations at ao(SI)) with the super-block's scales in Z12, spread by
-// k5sc's table c (in t), to the int32 sums in Z15. K5PART is the same
-// for Q5_K, with the qh bytes in Z14.
-#define K4PART(wo, ao, t) \
-	VBROADCASTI64X4 wo(BX), Z13 \
+// K4NIB spreads the 64 nibbles of the 32 bytes broadcast to both halves
+// of Z13 into its bytes, the low nibbles in the lower half and the high
+// ones in the upper; K4NIBG does it by one GF(2) affine transform (GFNI),
+// a matrix a half in Z18 (k4gf).
+#define K4NIB \
 	VPSRLW $4, Z13, K5, Z13 \
-	VPANDD Z10, Z13, Z13 \
+	VPANDD Z10, Z13, Z13
+
+#define K4NIBG \
+	VGF2P8AFFINEQB $0, Z18, Z13, Z13
+
+// K4PART(wo, ao, t, NIB) adds elements 64c..64c+63 (quant bytes at wo(BX),
+// activations at ao(SI)) with the super-block's scales in Z12, spread by
+// k5sc's table c (in t), to the int32 sums in Z15, its nibbles spread by
+// NIB. K5PART is the same
+// for Q5_K, with the qh bytes in Z14.
+#define K4PART(wo, ao, t, NIB) \
+	VBROADCASTI64X4 wo(BX), Z13 \
+	NIB \
 	VPMADDUBSW ao(SI), Z13, Z13 \
 	VPSHUFB t, Z12, Z11 \
 	VPDPWSSD Z11, Z13, Z15
 
-#define K5PART(wo, ao, c, t) \
+#define K5PART(wo, ao, c, t, NIB) \
 	VBROADCASTI64X4 wo(BX), Z13 \
-	VPSRLW $4, Z13, K5, Z13 \
-	VPANDD Z10, Z13, Z13 \
+	NIB \
 	VPTESTMB k5bit<>+(64*c)(SB), Z14, K4 \
 	VPADDB k5sixteen<>(SB), Z13, K4, Z13 \
 	VPMADDUBSW ao(SI), Z13, Z13 \
 	VPSHUFB t, Z12, Z11 \
 	VPDPWSSD Z11, Z13, Z15
 
-// K4SB(j, bb) adds super-block j of the four (at j*bb(BX)) to Z0.
-#define K4SB(j, bb) \
+// K4SB(j, bb, NIB) adds super-block j of the four (at j*bb(BX)) to Z0.
+#define K4SB(j, bb, NIB) \
 	VSHUFI64X2 $(0x55*j), Z9, Z9, Z12 \
 	VPXORD Z15, Z15, Z15 \
-	K4PART(j*bb+16, j*256, Z1) \
-	K4PART(j*bb+48, j*256+64, Z2) \
-	K4PART(j*bb+80, j*256+128, Z3) \
-	K4PART(j*bb+112, j*256+192, Z4) \
+	K4PART(j*bb+16, j*256, Z1, NIB) \
+	K4PART(j*bb+48, j*256+64, Z2, NIB) \
+	K4PART(j*bb+80, j*256+128, Z3, NIB) \
+	K4PART(j*bb+112, j*256+192, Z4, NIB) \
 	VCVTDQ2PS Z15, Z15 \
 	VFMADD231PS.BCST (16*j)(SP), Z15, Z0
 
-#define K5SB(j, bb) \
+#define K5SB(j, bb, NIB) \
 	VSHUFI64X2 $(0x55*j), Z9, Z9, Z12 \
 	VPXORD Z15, Z15, Z15 \
 	VBROADCASTI64X4 (j*bb+16)(BX), Z14 \
-	K5PART(j*bb+48, j*256, 0, Z1) \
-	K5PART(j*bb+80, j*256+64, 1, Z2) \
-	K5PART(j*bb+112, j*256+128, 2, Z3) \
-	K5PART(j*bb+144, j*256+192, 3, Z4) \
+	K5PART(j*bb+48, j*256, 0, Z1, NIB) \
+	K5PART(j*bb+80, j*256+64, 1, Z2, NIB) \
+	K5PART(j*bb+112, j*256+128, 2, Z3, NIB) \
+	K5PART(j*bb+144, j*256+192, 3, Z4, NIB) \
 	VCVTDQ2PS Z15, Z15 \
 	VFMADD231PS.BCST (16*j)(SP), Z15, Z0
 
-// KROWS(SBLK, bb, PF) is the body of a Q4_K or Q5_K kernel, super-blocks of bb
-// bytes.
-#define KROWS(SBLK, bb, PF) \
-	MOVQ ·decodeAhead(SB), R10 \
-	MOVQ w+0(FP), BX \
-	MOVQ y+40(FP), DX \
-	MOVQ nr+48(FP), R8 \
-	K5CONSTS \
-	TESTQ R8, R8 \
-	JZ end \
-row: \
-	MOVQ aq+16(FP), SI \
-	MOVQ ad+24(FP), DI \
-	MOVQ s32+32(FP), R9 \
-	MOVQ nb+8(FP), CX \
-	VPXORD Z0, Z0, Z0 \
-	SHRQ $2, CX \
-	JZ tail \
-quad: \
-	PF(BX) \
-	K5HEAD4(bb) \
-	SBLK(0, bb) \
-	SBLK(1, bb) \
-	SBLK(2, bb) \
-	SBLK(3, bb) \
-	ADDQ $(4*bb), BX \
-	ADDQ $1024, SI \
-	ADDQ $16, DI \
-	ADDQ $64, R9 \
-	DECQ CX \
-	JNZ quad \
-tail: \
-	MOVQ nb+8(FP), CX \
-	ANDQ $3, CX \
-	JZ sum \
-one: \
-	K5HEAD1 \
-	SBLK(0, bb) \
-	ADDQ $bb, BX \
-	ADDQ $256, SI \
-	ADDQ $4, DI \
-	ADDQ $16, R9 \
-	DECQ CX \
-	JNZ one \
-sum: \
-	HSUM0 \
-	VMOVSS X0, (DX) \
-	ADDQ $4, DX \
-	DECQ R8 \
-	JNZ row \
-end: \
-	VZEROUPPER \
-	RET
-
-// KROWS2(SBLK, bb, PF) is KROWS for nr rows at wa and nr rows at wb at once
+// KROWS2(SBLK, NIB, bb, PF) is the body of a Q4_K or Q5_K kernel (super-blocks
+// of bb bytes, nibbles spread by NIB) for nr rows at wa and nr rows at wb at once
 // (see q8_0Rows2z), into ya and yb: four super-blocks of a row of the
 // first run, then the same four of a row of the second, whose weights
 // pointer (R12) and sum (Z16) are swapped with BX and Z0 for the time.
@@ -962,7 +932,7 @@ end: \
 	VMOVAPS Z16, Z0 \
 	VMOVAPS Z17, Z16
 
-#define KROWS2(SBLK, bb, PF) \
+#define KROWS2(SBLK, NIB, bb, PF) \
 	MOVQ ·decodeAhead(SB), R10 \
 	MOVQ wa+0(FP), BX \
 	MOVQ wb+8(FP), R12 \
@@ -984,17 +954,17 @@ row: \
 quad: \
 	PF(BX) \
 	K5HEAD4(bb) \
-	SBLK(0, bb) \
-	SBLK(1, bb) \
-	SBLK(2, bb) \
-	SBLK(3, bb) \
+	SBLK(0, bb, NIB) \
+	SBLK(1, bb, NIB) \
+	SBLK(2, bb, NIB) \
+	SBLK(3, bb, NIB) \
 	KSWAP \
 	PF(BX) \
 	K5HEAD4(bb) \
-	SBLK(0, bb) \
-	SBLK(1, bb) \
-	SBLK(2, bb) \
-	SBLK(3, bb) \
+	SBLK(0, bb, NIB) \
+	SBLK(1, bb, NIB) \
+	SBLK(2, bb, NIB) \
+	SBLK(3, bb, NIB) \
 	KSWAP \
 	ADDQ $(4*bb), BX \
 	ADDQ $(4*bb), R12 \
@@ -1009,10 +979,10 @@ tail: \
 	JZ sum \
 one: \
 	K5HEAD1 \
-	SBLK(0, bb) \
+	SBLK(0, bb, NIB) \
 	KSWAP \
 	K5HEAD1 \
-	SBLK(0, bb) \
+	SBLK(0, bb, NIB) \
 	KSWAP \
 	ADDQ $bb, BX \
 	ADDQ $bb, R12 \
@@ -1037,21 +1007,24 @@ end: \
 	VZEROUPPER \
 	RET
 
-// func q4_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
-TEXT ·q4_KRowsz(SB), NOSPLIT, $64-56
-	KROWS(K4SB, 144, PFQ9)
-
-// func q5_KRowsz(w *byte, nb int, aq *int8, ad *float32, s32 *int16, y *float32, nr int)
-TEXT ·q5_KRowsz(SB), NOSPLIT, $64-56
-	KROWS(K5SB, 176, PFQ11)
+// The Q4_K and Q5_K kernels, two runs of rows at once (an odd last row
+// runs as both); the g forms spread nibbles by GFNI.
 
 // func q4_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 TEXT ·q4_KRows2z(SB), NOSPLIT, $64-72
-	KROWS2(K4SB, 144, PFQ9)
+	KROWS2(K4SB, K4NIB, 144, PFQ9)
+
+// func q4_KRows2zg(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
+TEXT ·q4_KRows2zg(SB), NOSPLIT, $64-72
+	KROWS2(K4SB, K4NIBG, 144, PFQ9)
 
 // func q5_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
 TEXT ·q5_KRows2z(SB), NOSPLIT, $64-72
-	KROWS2(K5SB, 176, PFQ11)
+	KROWS2(K5SB, K4NIB, 176, PFQ11)
+
+// func q5_KRows2zg(wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int)
+TEXT ·q5_KRows2zg(SB), NOSPLIT, $64-72
+	KROWS2(K5SB, K4NIBG, 176, PFQ11)
 
 // ---- Q6_K ----------------------------------------------------------------
 

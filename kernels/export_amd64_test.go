@@ -8,3 +8,15 @@ func SetFloatDotChunks(on bool) (restore func()) {
 	floatDotChunks = on
 	return func() { floatDotChunks = old }
 }
+
+// SetGFNI sets whether the avx512 Q4_K and Q5_K decode kernels use GFNI
+// (useGFNI; only where the CPU has it) and returns a function that
+// restores the setting.
+func SetGFNI(on bool) (restore func()) {
+	old := useGFNI
+	useGFNI = on && detectGFNI()
+	return func() { useGFNI = old }
+}
+
+// HasGFNI reports whether the CPU has GFNI.
+func HasGFNI() bool { return detectGFNI() }

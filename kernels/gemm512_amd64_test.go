@@ -1,6 +1,8 @@
 package kernels_test
 
 import (
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -27,5 +29,44 @@ func TestFloatDotChunks(t *testing.T) {
 			checkProduct(t, dt, 67, 9, 4096, 13)
 		}
 		restore()
+	}
+}
+
+// TestKQuantGFNI runs the avx512 Q4_K and Q5_K decode kernels with their
+// nibbles spread by GFNI and by shifts, on odd row counts (the last row
+// runs as both streams) and super-block counts with a tail past the
+// groups of four: the two sum the same integers, so their outputs must be
+// the same bits (and within the reference's bound).
+func TestKQuantGFNI(t *testing.T) {
+	if !slices.Contains(kernels.Levels(), kernels.LevelAVX512) || !kernels.HasGFNI() {
+		t.Skip("no avx512 level or no GFNI on this CPU")
+	}
+	atLevel(t, kernels.LevelAVX512)
+	for _, dt := range []poot.DType{poot.Q4_K, poot.Q5_K} {
+		for i, s := range [][3]int{{1, 13, 1280}, {3, 6, 2048}, {2, 1, 256}} {
+			T, N, K := s[0], s[1], s[2]
+			checkProduct(t, dt, T, N, K, uint64(20+i))
+			r := rand.New(rand.NewPCG(uint64(i), 9))
+			w := randWeights(r, dt, N, K)
+			var a kernels.Acts
+			if err := a.Prepare(dt, randActs(r, T*K), T, K); err != nil {
+				t.Fatal(err)
+			}
+			var ys [2][]float32
+			for j, on := range []bool{true, false} {
+				restore := kernels.SetGFNI(on)
+				ys[j] = make([]float32, T*N)
+				err := kernels.MatMul(nil, dt, ys[j], w, &a, N)
+				restore()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			for k := range ys[0] {
+				if math.Float32bits(ys[0][k]) != math.Float32bits(ys[1][k]) {
+					t.Fatalf("%v T=%d N=%d K=%d: y[%d] = %g by GFNI, %g by shifts", dt, T, N, K, k, ys[0][k], ys[1][k])
+				}
+			}
+		}
 	}
 }
