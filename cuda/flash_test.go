@@ -186,7 +186,8 @@ func f16Bits(f float32) uint16 {
 // also over F16 caches; the tiled prefill kernel (T of 9 to 37 rows, so
 // several blocks of pairs, head dimensions 32 to 128, sinks of ±Inf,
 // scores of −Inf in the first chunk, F16 and Q8_0 caches) and, for heads
-// of 256, the one-pass kernel again.
+// of 256, the one-pass kernel again; split-K stages its chunks for heads
+// up to 128 and walks them a warp a position for one of 160.
 var flashCases = []flashCase{
 	{R: 1, T: 1, S: 600, H: 4, KV: 4, D: 32, Dv: 32},
 	{R: 1, T: 1, S: 600, H: 4, KV: 4, D: 32, Dv: 32, negInf: true},
@@ -208,6 +209,8 @@ var flashCases = []flashCase{
 	{R: 1, T: 9, S: 70, H: 4, KV: 1, D: 128, Dv: 128, nanV: true, half: true},
 	{R: 1, T: 9, S: 70, H: 4, KV: 2, D: 32, Dv: 32, sinks: true, nanV: true, q8: true},
 	{R: 1, T: 5, S: 40, H: 2, KV: 2, D: 256, Dv: 256},
+	{R: 1, T: 1, S: 100, H: 4, KV: 2, D: 160, Dv: 160, sinks: true, nanV: true},
+	{R: 1, T: 1, S: 100, H: 4, KV: 2, D: 160, Dv: 160, negInf: true},
 }
 
 // TestHostFlashSplit holds fused attention, split-K for decode over long

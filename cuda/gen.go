@@ -590,7 +590,7 @@ func genFlash(g *poot.Graph, a *lower.Attention) []*kgen {
 	if a.T == 1 && a.S >= splitMinS {
 		return genFlashSplit(g, a)
 	}
-	if flashTiled(a) {
+	if a.T > 1 && flashTiled(a) {
 		return []*kgen{genFlashTile(g, a)}
 	}
 	kg := newKgen(g, "flash_attention", 32, a.Heads, a.R*a.T)
@@ -633,69 +633,83 @@ func genFlash(g *poot.Graph, a *lower.Attention) []*kgen {
 	return []*kgen{kg}
 }
 
-// tileWarps is the query rows and heads (a warp each) a block of tiled
-// prefill attention serves, and tileShared the most shared memory its
-// chunks of K and V (32 positions), queries and weights may take.
+// tileWarps is the queries (a warp each) a block of the chunked attention
+// kernels serves, and tileShared the most shared memory its chunks of K
+// and V (32 positions), queries and weights may take.
 const (
 	tileWarps  = 8
 	tileShared = 40 << 10
 )
 
-// flashTiled reports whether attention a runs by genFlashTile: prefill
-// (T > 1) with heads small enough that a chunk of K and V rows fits in
-// shared memory (head dimensions up to 128 do). Wider heads keep the
-// one-pass kernel.
+// flashTiled reports whether attention a's chunks of K and V rows fit in
+// shared memory (head dimensions up to 128 do): prefill (T > 1) then runs
+// by genFlashTile and split-K decode stages its chunks (flashFold). Wider
+// heads keep the one-pass kernel and a warp per position in split-K.
 func flashTiled(a *lower.Attention) bool {
-	return a.T > 1 && 4*(32*(a.D+1+a.Dv)+tileWarps*(a.D+32)) <= tileShared
+	return 4*(32*(a.D+1+a.Dv)+tileWarps*(a.D+32)) <= tileShared
 }
 
 // genFlashTile is prefill attention in chunks of 32 cache positions: a
 // block per sequence, K/V head and tileWarps of its (query row, query
 // head) pairs, rows first, so that the block's warps share each chunk of
-// K and V rows the block stages in shared memory (as f32, whatever the
-// cache's dtype). Each lane scores one position of the chunk against its
-// warp's query, and the warp folds the chunk into a running maximum m,
-// sum of exponentials l and weighted sum of V rows (its lanes holding
-// Dv/32 columns), rescaling them by exp(m_old − m_new) when the maximum
-// rises. As in genFlashSplit, weights are 0 while the maximum is −Inf, so
-// that a visible row of −Inf score passes a non-finite V value on as 0·NaN
-// does, a row that sees nothing (l = 0) is NaN, and NaN spreads; the NaN
-// rule of lower.Attention for hidden V rows reads the chunk's flags of
-// non-finite V rows, set while staging.
+// K and V rows (flashFold).
 func genFlashTile(g *poot.Graph, a *lower.Attention) *kgen {
 	pairs := a.T * a.Rep
 	cols := ceilDiv(a.Dv, 32)
-	negInf := lit(float32(math.Inf(-1)))
 	kg := newKgen(g, "flash_tile", 32*tileWarps, ceilDiv(pairs, tileWarps), a.KVHeads, a.R)
-	q, kc, vc, mk := kg.ptr(a.Q, false), kg.ptr(a.K, false), kg.ptr(a.V, false), kg.ptr(a.Mask, false)
-	kg.line("__shared__ float ks[32][%d], vs[32][%d], qs[%d][%d], es[%d][32]; __shared__ int vbad[2][32];", a.D+1, a.Dv, tileWarps, a.D, tileWarps)
 	kg.line("int g = blockIdx.y, r = blockIdx.z, w = threadIdx.x >> 5, lane = threadIdx.x & 31, p = blockIdx.x * %d + w;", tileWarps)
 	// A warp past the last pair stages chunks and meets the barriers but
 	// computes nothing.
 	kg.line("bool on = p < %d; int t = on ? p / %d : 0, h = g * %d + (on ? p %% %d : 0), row = r * %d + t;", pairs, a.Rep, a.Rep, a.Rep, a.T)
+	flashFold(kg, a, tileWarps, "0", strconv.Itoa(a.S), a.Sinks >= 0)
+	kg.line("if (on) { float inv = l == 0.0f ? f32_bits(0x7fc00000u) : 1.0f / l;")
+	kg.line("  float* out = %s + (long long)row * %d + h * %d;", kg.ptr(a.Out, false), a.Heads*a.Dv, a.Dv)
+	kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) out[j] = acc[c] * inv; } }", cols, a.Dv)
+	return kg
+}
+
+// flashFold emits the chunk loop of the chunked attention kernels, for a
+// block of warps warps whose warp w, where on, is the query of row row and
+// head h, of sequence r and K/V head g: the block stages the chunks of 32
+// positions in [first, end) of K and V (as f32, whatever the cache's
+// dtype) in shared memory and flags their non-finite V rows; each lane
+// scores one position of the chunk against its warp's query, and the
+// warp folds the chunk into a running maximum m, sum of exponentials l
+// and weighted sum of V rows acc (its lanes holding Dv/32 columns),
+// rescaling them by exp(m_old − m_new) when the maximum rises, from the
+// sink's start where sink is set. Weights are 0 while the maximum is −Inf,
+// so that a visible row of −Inf score passes a non-finite V value on as
+// 0·NaN does, a query that sees nothing keeps l = 0 (NaN, once divided),
+// and NaN spreads. For T > 1, lower.Attention's NaN rule for hidden V
+// rows reads the chunk's flags.
+func flashFold(kg *kgen, a *lower.Attention, warps int, first, end string, sink bool) {
+	cols := ceilDiv(a.Dv, 32)
+	negInf := lit(float32(math.Inf(-1)))
+	q, kc, vc, mk := kg.ptr(a.Q, false), kg.ptr(a.K, false), kg.ptr(a.V, false), kg.ptr(a.Mask, false)
+	kg.line("__shared__ float ks[32][%d], vs[32][%d], qs[%d][%d], es[%d][32]; __shared__ int vbad[2][32];", a.D+1, a.Dv, warps, a.D, warps)
 	kg.line("for (int c = lane; c < %d; c += 32) qs[w][c] = on ? %s[(long long)row * %d + h * %d + c] : 0.0f;", a.D, q, a.Heads*a.D, a.D)
 	kg.line("if (threadIdx.x < 64) vbad[threadIdx.x >> 5][threadIdx.x & 31] = 0;")
 	kg.line("const u8* mrow = %s + (long long)row * %d;", mk, a.S)
-	if a.Sinks >= 0 {
+	if sink {
 		// The sink enters l as exp(sink − m): 1 at m = sink, 0 for a sink
 		// of −Inf, NaN for +Inf or NaN (as the one-pass kernel's).
-		kg.line("float m = %s[h], l = m == %s ? 0.0f : expf(m - m);", kg.ptr(a.Sinks, false), negInf)
+		kg.line("float m = on ? %s[h] : 0.0f, l = m == %s ? 0.0f : expf(m - m);", kg.ptr(a.Sinks, false), negInf)
 	} else {
 		kg.line("float m = %s, l = 0.0f;", negInf)
 	}
 	kg.line("float acc[%d]; for (int c = 0; c < %d; c++) acc[c] = 0.0f;", cols, cols)
 	kg.line("__syncthreads();")
-	kg.line("for (int s0 = 0, par = 0; s0 < %d; s0 += 32, par ^= 1) {", a.S)
+	kg.line("for (int s0 = %s, par = 0; s0 < %s; s0 += 32, par ^= 1) {", first, end)
 	// The flags of the chunk before last are free: cleared for the next.
 	kg.line("  if (threadIdx.x < 32) vbad[par ^ 1][threadIdx.x] = 0;")
-	kg.line("  for (int e = threadIdx.x; e < %d; e += %d) { int s = e / %d, c = e %% %d;", 32*a.D, 32*tileWarps, a.D, a.D)
+	kg.line("  for (int e = threadIdx.x; e < %d; e += %d) { int s = e / %d, c = e %% %d;", 32*a.D, 32*warps, a.D, a.D)
 	kg.line("    ks[s][c] = s0 + s < %d ? %s : 0.0f; }", a.S, kvAt(a, kc, fmt.Sprintf("((long long)r * %d + s0 + s) * %d + g * %d + c", a.S, a.KVHeads*a.D, a.D)))
-	kg.line("  for (int e = threadIdx.x; e < %d; e += %d) { int s = e / %d, c = e %% %d; float v = 0.0f;", 32*a.Dv, 32*tileWarps, a.Dv, a.Dv)
+	kg.line("  for (int e = threadIdx.x; e < %d; e += %d) { int s = e / %d, c = e %% %d; float v = 0.0f;", 32*a.Dv, 32*warps, a.Dv, a.Dv)
 	kg.line("    if (s0 + s < %d) { v = %s; if (!finite_f(v)) vbad[par][s] = 1; }", a.S, kvAt(a, vc, fmt.Sprintf("((long long)r * %d + s0 + s) * %d + g * %d + c", a.S, a.KVHeads*a.Dv, a.Dv)))
 	kg.line("    vs[s][c] = v; }")
 	kg.line("  __syncthreads();")
 	kg.line("  if (on) {")
-	kg.line("    int s = s0 + lane; bool vis = s < %d && mrow[s] != 0;", a.S)
+	kg.line("    int s = s0 + lane; bool vis = s < %s && mrow[s] != 0;", end)
 	kg.line("    unsigned seen = __ballot_sync(0xffffffffu, vis);")
 	kg.line("    float x = %s;", negInf)
 	kg.line("    if (vis) { float d = 0.0f; for (int c = 0; c < %d; c++) d += qs[w][c] * ks[lane][c]; x = d * %s;", a.D, lit(a.Scale))
@@ -712,19 +726,17 @@ func genFlashTile(g *poot.Graph, a *lower.Attention) *kgen {
 	kg.line("      __syncwarp();")
 	kg.line("      for (int j0 = 0; j0 < 32; j0++) { if (!((seen >> j0) & 1u)) continue; float pe = es[w][j0];")
 	kg.line("        for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += pe * vs[j0][j]; } } }", cols, a.Dv)
-	// A V row hidden from this query and seen by another of its sequence
-	// turns the query's columns NaN where it is not finite.
-	kg.line("    unsigned hid = __ballot_sync(0xffffffffu, s < %d && mrow[s] == 0 && vbad[par][lane] != 0);", a.S)
-	kg.line("    for (int j0 = 0; j0 < 32; j0++) { if (!((hid >> j0) & 1u)) continue;")
-	kg.line("      bool sn = false; for (int u = 0; u < %d && !sn; u++) sn = %s[((long long)r * %d + u) * %d + s0 + j0] != 0;", a.T, mk, a.T, a.S)
-	kg.line("      if (!sn) continue;")
-	kg.line("      for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d && !finite_f(vs[j0][j])) acc[c] = f32_bits(0x7fc00000u); } }", cols, a.Dv)
+	if a.T > 1 {
+		// A V row hidden from this query and seen by another of its
+		// sequence turns the query's columns NaN where it is not finite.
+		kg.line("    unsigned hid = __ballot_sync(0xffffffffu, s < %d && mrow[s] == 0 && vbad[par][lane] != 0);", a.S)
+		kg.line("    for (int j0 = 0; j0 < 32; j0++) { if (!((hid >> j0) & 1u)) continue;")
+		kg.line("      bool sn = false; for (int u = 0; u < %d && !sn; u++) sn = %s[((long long)r * %d + u) * %d + s0 + j0] != 0;", a.T, mk, a.T, a.S)
+		kg.line("      if (!sn) continue;")
+		kg.line("      for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d && !finite_f(vs[j0][j])) acc[c] = f32_bits(0x7fc00000u); } }", cols, a.Dv)
+	}
 	kg.line("  }")
 	kg.line("  __syncthreads(); }")
-	kg.line("if (on) { float inv = l == 0.0f ? f32_bits(0x7fc00000u) : 1.0f / l;")
-	kg.line("  float* out = %s + (long long)row * %d + h * %d;", kg.ptr(a.Out, false), a.Heads*a.Dv, a.Dv)
-	kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) out[j] = acc[c] * inv; } }", cols, a.Dv)
-	return kg
 }
 
 // genFlashSplit is decode attention (T = 1) split along the cache: the
@@ -751,24 +763,33 @@ func genFlashSplit(g *poot.Graph, a *lower.Attention) []*kgen {
 	negInf := lit(float32(math.Inf(-1)))
 
 	kg := newKgen(g, "flash_split", 32*W, C, a.KVHeads*groups, a.R)
-	q, kc, vc, mk := kg.ptr(a.Q, false), kg.ptr(a.K, false), kg.ptr(a.V, false), kg.ptr(a.Mask, false)
 	sp := kg.scratch(bytes)
-	kg.line("__shared__ float sc[%d][%d];", W, splitChunk)
 	kg.line("int ch = blockIdx.x, g = blockIdx.y / %d, w = threadIdx.x >> 5, i = (blockIdx.y %% %d) * %d + w, r = blockIdx.z, lane = threadIdx.x & 31;", groups, groups, W)
-	kg.line("if (i >= %d) return;", a.Rep) // a whole warp leaves; no block barrier follows
-	kg.line("int h = g * %d + i, s0 = ch * %d, s1 = s0 + %d < %d ? s0 + %d : %d;", a.Rep, splitChunk, splitChunk, a.S, splitChunk, a.S)
-	kg.line("const float* q = %s + (long long)r * %d + h * %d;", q, a.Heads*a.D, a.D)
-	kg.line("const u8* mrow = %s + (long long)r * %d;", mk, a.S)
-	kg.line("float m = %s;", negInf)
-	kg.line("for (int s = s0; s < s1; s++) { if (!mrow[s]) continue;")
-	flashScore(kg, a, kc)
-	kg.line("  if (lane == 0) sc[w][s - s0] = x; m = max_nan(m, x); }")
-	kg.line("__syncwarp();")
-	kg.line("float l = 0.0f, acc[%d]; for (int c = 0; c < %d; c++) acc[c] = 0.0f;", cols, cols)
-	kg.line("for (int s = s0; s < s1; s++) { if (!mrow[s]) continue;")
-	kg.line("  float e = m == %s ? 0.0f : expf(sc[w][s - s0] - m); l += e;", negInf)
-	kg.line("  long long vb = ((long long)r * %d + s) * %d + g * %d;", a.S, a.KVHeads*a.Dv, a.Dv)
-	kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += e * %s; } }", cols, a.Dv, kvAt(a, vc, "vb + j"))
+	if flashTiled(a) {
+		// The chunk staged once for the block's heads, a lane a position
+		// (flashFold); a warp past the group's last head stages and meets
+		// the barriers but computes nothing.
+		kg.line("bool on = i < %d; int h = g * %d + (on ? i : 0), row = r;", a.Rep, a.Rep)
+		flashFold(kg, a, W, fmt.Sprintf("ch * %d", splitChunk), fmt.Sprintf("(ch * %d + %d < %d ? ch * %d + %d : %d)", splitChunk, splitChunk, a.S, splitChunk, splitChunk, a.S), false)
+		kg.line("if (!on) return;")
+	} else {
+		q, kc, vc, mk := kg.ptr(a.Q, false), kg.ptr(a.K, false), kg.ptr(a.V, false), kg.ptr(a.Mask, false)
+		kg.line("__shared__ float sc[%d][%d];", W, splitChunk)
+		kg.line("if (i >= %d) return;", a.Rep) // a whole warp leaves; no block barrier follows
+		kg.line("int h = g * %d + i, s0 = ch * %d, s1 = s0 + %d < %d ? s0 + %d : %d;", a.Rep, splitChunk, splitChunk, a.S, splitChunk, a.S)
+		kg.line("const float* q = %s + (long long)r * %d + h * %d;", q, a.Heads*a.D, a.D)
+		kg.line("const u8* mrow = %s + (long long)r * %d;", mk, a.S)
+		kg.line("float m = %s;", negInf)
+		kg.line("for (int s = s0; s < s1; s++) { if (!mrow[s]) continue;")
+		flashScore(kg, a, kc)
+		kg.line("  if (lane == 0) sc[w][s - s0] = x; m = max_nan(m, x); }")
+		kg.line("__syncwarp();")
+		kg.line("float l = 0.0f, acc[%d]; for (int c = 0; c < %d; c++) acc[c] = 0.0f;", cols, cols)
+		kg.line("for (int s = s0; s < s1; s++) { if (!mrow[s]) continue;")
+		kg.line("  float e = m == %s ? 0.0f : expf(sc[w][s - s0] - m); l += e;", negInf)
+		kg.line("  long long vb = ((long long)r * %d + s) * %d + g * %d;", a.S, a.KVHeads*a.Dv, a.Dv)
+		kg.line("  for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) acc[c] += e * %s; } }", cols, a.Dv, kvAt(a, vc, "vb + j"))
+	}
 	kg.line("float* o = %s + ((long long)(r * %d + h) * %d + ch) * %d;", sp, a.Heads, C, stride)
 	kg.line("if (lane == 0) { o[0] = m; o[1] = l; }")
 	kg.line("for (int c = 0; c < %d; c++) { int j = lane + 32 * c; if (j < %d) o[2 + j] = acc[c]; }", cols, a.Dv)
