@@ -103,12 +103,12 @@
 // exp(m_old − m_new) when the maximum rises, weights 0 while it is −Inf),
 // and applies lower.Attention's NaN rule for hidden V rows from the flags.
 // The one-pass kernel walked every position per warp with a warp sum per
-// score (30 of the 100 ms of a 512-token Llama-3.2-1B prefill on an H200;
-// the split kernels' chunks, walked the same way, 0.65 of a 3.2 ms decode
-// step); the staged chunks are checked in the host harness (flashCases: sinks of
-// ±Inf, scores of −Inf in the first chunk, NaN in visible, hidden-but-seen
-// and unseen V rows) and by NVRTC, not yet timed on a GPU. Wider heads
-// keep the one-pass kernel.
+// score (30 of the 100 ms of a 512-token Llama-3.2-1B prefill on an
+// H200; the split kernels' chunks, walked the same way, 0.65 of a 3.2 ms
+// decode step); the staged chunks are checked in the host harness
+// (flashCases: sinks of ±Inf, scores of −Inf in the first chunk, NaN in
+// visible, hidden-but-seen and unseen V rows) and by NVRTC, not yet timed
+// on a GPU. Wider heads keep the one-pass kernel.
 //
 // # State on the device
 //
