@@ -110,6 +110,19 @@
 // visible, hidden-but-seen and unseen V rows) and by NVRTC, not yet timed
 // on a GPU. Wider heads keep the one-pass kernel.
 //
+// # Fused launches
+//
+// Consecutive kernels of a step that are independent (none writes storage
+// another reads or writes, by the plan's arena offsets and roots) and
+// alike (the same block size, a grid along x only, no shared memory or
+// scratch) run as one launch whose blocks run each kernel's blocks in
+// turn ([Launch].Fused lists the plan kernels besides [Launch].Step; each
+// keeps its own fault word). A decode step's Q, K and V products, gate and
+// up, and the two cache appends fuse this way (and the two rotary kernels
+// where the memory plan has not placed one's output over the other's
+// input): 15 launches a Llama layer become 11 or 12. Not yet timed on a
+// GPU.
+//
 // # State on the device
 //
 // A step's state (the KV caches) stays in the executable's device memory

@@ -473,7 +473,7 @@ func (x *Exec) fault(words []byte) error {
 			case faultHalfRange:
 				kind = ErrHalfRange
 			}
-			eq := x.plan.Kernels[l.Step].Eqns[0]
+			eq := x.plan.Kernels[a.Step].Eqns[0]
 			e := x.g.Eqn(eq)
 			return &interp.Error{Eqn: eq, Op: e.Op, Scope: x.g.Scope(e.Scope), Err: fmt.Errorf("%w (launch %d, %s)", kind, i, l.Kernel)}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -40,18 +41,22 @@ type KernelSource struct {
 
 // Launch is one kernel launch of a step.
 type Launch struct {
-	Kernel      string
-	Step        int // index of the plan kernel in Plan.Kernels
+	Kernel string
+	Step   int // index of the plan kernel in Plan.Kernels
+	// Fused are the plan kernels a fused launch runs besides Step's (see
+	// fusable), in order.
+	Fused       []int
 	Grid, Block [3]uint32
 	Args        []Arg
 }
 
 // Arg is a launch argument: the storage of a value, or (Value argFault)
-// the launch's fault word Fault, or (Value argScratch) the module's
-// scratch.
+// the fault word Fault of the plan kernel Step, or (Value argScratch) the
+// module's scratch.
 type Arg struct {
 	Value poot.ValueID
 	Fault int
+	Step  int
 }
 
 // Source is the module's kernels as one text, in first-use order.
@@ -107,31 +112,121 @@ func Generate(plan *lower.Plan) (*Module, error) { return GenerateFor(plan, GenO
 // GenerateFor writes the CUDA C of every kernel of plan with the kernels
 // o allows.
 func GenerateFor(plan *lower.Plan, o GenOptions) (*Module, error) {
-	m := &Module{}
-	seen := map[string]bool{}
+	var all []*kgen
 	for i, k := range plan.Kernels {
 		gs, err := genKernel(plan, k, o)
 		if err != nil {
 			return nil, &UnsupportedError{Step: i, Kernel: k.Name(), Reason: err.Error()}
 		}
 		for _, kg := range gs {
-			ks, l := kg.finish()
-			l.Step = i
-			for a := range l.Args {
-				if l.Args[a].Value == argFault {
-					l.Args[a].Fault = m.Faults
-					m.Faults++
-				}
-			}
-			if !seen[ks.Name] {
-				seen[ks.Name] = true
-				m.Kernels = append(m.Kernels, ks)
-			}
-			m.Launches = append(m.Launches, l)
-			m.Scratch = max(m.Scratch, kg.scratchBytes)
+			kg.step, kg.alone = i, len(gs) == 1
+			all = append(all, kg)
 		}
 	}
+	m := &Module{}
+	seen := map[string]bool{}
+	for len(all) > 0 {
+		n := 1
+		for n < len(all) && fusable(plan, all[:n], all[n]) {
+			n++
+		}
+		kg := all[0]
+		if n > 1 {
+			kg = fuse(all[:n])
+		}
+		all = all[n:]
+		ks, l := kg.finish()
+		l.Step, l.Fused = kg.step, kg.fused
+		for a := range l.Args {
+			if l.Args[a].Value == argFault {
+				l.Args[a].Fault = m.Faults
+				m.Faults++
+			}
+		}
+		if !seen[ks.Name] {
+			seen[ks.Name] = true
+			m.Kernels = append(m.Kernels, ks)
+		}
+		m.Launches = append(m.Launches, l)
+		m.Scratch = max(m.Scratch, kg.scratchBytes)
+	}
 	return m, nil
+}
+
+// fusable reports whether kernel k can run in one launch with the kernels
+// of group, which come before it in the step: each is the only kernel of
+// its plan kernel, has the same block size, a grid along x only and no
+// scratch or shared memory, and no kernel writes storage another reads or writes (so the
+// group's blocks may run in any order). Decode's sibling products (the Q,
+// K and V projections; gate and up), its two rotary kernels and its two
+// cache appends each become one launch: a GPU pays a few microseconds a
+// launch even in a CUDA graph, and a small product alone leaves most SMs
+// idle.
+func fusable(plan *lower.Plan, group []*kgen, k *kgen) bool {
+	ok := func(k *kgen) bool {
+		return k.alone && k.grid[1] == 1 && k.grid[2] == 1 && k.scratchBytes == 0 && k.block == group[0].block &&
+			!strings.Contains(k.sb.String(), "__shared__") // fused, their shared memory would add up
+	}
+	if !ok(k) || !ok(group[0]) {
+		return false
+	}
+	clash := func(w, r *kgen) bool {
+		for _, o := range plan.Kernels[w.step].Outputs {
+			for _, v := range r.params {
+				if v >= 0 && overlaps(plan.Locs[o], plan.Locs[v]) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, g := range group {
+		if clash(g, k) || clash(k, g) {
+			return false
+		}
+	}
+	return true
+}
+
+// overlaps reports whether two values' storage can share bytes: arena
+// ranges that intersect, or the same constant, slot or state.
+func overlaps(a, b lower.Loc) bool {
+	if a.Space == lower.Arena && b.Space == lower.Arena {
+		return a.Offset < b.Offset+b.Bytes && b.Offset < a.Offset+a.Bytes
+	}
+	return a.Space == b.Space && a.Root == b.Root
+}
+
+// fuse joins kernels into one whose blocks run each kernel's blocks in
+// turn (blockIdx.x rebased), their parameters merged except the fault
+// words, which stay one a kernel.
+func fuse(ks []*kgen) *kgen {
+	f := &kgen{g: ks[0].g, prefix: fmt.Sprintf("%s_x%d", ks[0].prefix, len(ks)), block: ks[0].block, grid: [3]uint32{0, 1, 1}, step: ks[0].step}
+	param := regexp.MustCompile(`\ba([0-9]+)\b`)
+	for _, k := range ks {
+		names := make([]string, len(k.params))
+		for i, id := range k.params {
+			if id == argFault {
+				f.params, f.raw = append(f.params, id), append(f.raw, false)
+				f.faults = append(f.faults, k.step)
+				names[i] = "a" + strconv.Itoa(len(f.params)-1)
+			} else {
+				names[i] = f.ptr(id, k.raw[i])
+			}
+		}
+		body := param.ReplaceAllStringFunc(k.sb.String(), func(a string) string {
+			i, _ := strconv.Atoi(a[1:])
+			return names[i]
+		})
+		f.line("if (blockIdx.x - %d < %d) { unsigned bx = blockIdx.x - %d;", f.grid[0], k.grid[0], f.grid[0])
+		f.sb.WriteString(strings.ReplaceAll(body, "blockIdx.x", "bx"))
+		f.line("}")
+		f.grid[0] += k.grid[0]
+		if k != ks[0] {
+			f.fused = append(f.fused, k.step)
+		}
+	}
+	return f
 }
 
 // kgen builds one kernel.
@@ -146,6 +241,14 @@ type kgen struct {
 	n      int
 	// scratchBytes is how much of the module's scratch the kernel uses.
 	scratchBytes int64
+	// step is the plan kernel it computes (of the first, when fused), and
+	// alone whether that plan kernel has no other.
+	step  int
+	alone bool
+	// faults are the plan kernels of a fused kernel's fault words, in
+	// order (nil: every fault word is step's); fused the plan kernels it
+	// runs besides step's.
+	faults, fused []int
 }
 
 func newKgen(g *poot.Graph, prefix string, block int, grid ...int) *kgen {
@@ -202,6 +305,7 @@ func ctype(d poot.DType) string {
 
 func (kg *kgen) finish() (KernelSource, Launch) {
 	var ps []string
+	nf := 0
 	l := Launch{Grid: kg.grid, Block: [3]uint32{uint32(kg.block), 1, 1}}
 	for i, id := range kg.params {
 		t := "u8*"
@@ -214,7 +318,11 @@ func (kg *kgen) finish() (KernelSource, Launch) {
 			t = ctype(kg.g.Type(id).DType) + "*"
 		}
 		ps = append(ps, t)
-		l.Args = append(l.Args, Arg{Value: id})
+		l.Args = append(l.Args, Arg{Value: id, Step: kg.step})
+		if id == argFault && kg.faults != nil {
+			l.Args[len(l.Args)-1].Step = kg.faults[nf]
+			nf++
+		}
 	}
 	decl := make([]string, len(ps))
 	for i, t := range ps {

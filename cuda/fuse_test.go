@@ -1,0 +1,84 @@
+package cuda
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/load"
+	"github.com/pootlabs/poot/lower"
+)
+
+// TestFusedLaunches checks the launches that run several plan kernels:
+// every reference model's decode step fuses its Q, K and V products and
+// its gate and up products, and within any fused launch of a decode or
+// prefill step no kernel writes bytes (by the plan's storage of its
+// outputs) that another of the launch reads or writes, so that their
+// blocks may run in any order.
+func TestFusedLaunches(t *testing.T) {
+	dir := refDir(t)
+	for _, name := range refModels {
+		c, err := load.Open(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := registry.FromCheckpoint(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{1, 20} {
+			g, _ := refStep(t, c, m, n, 64)
+			plan := mustPlan(t, g)
+			mod, err := Generate(plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			products := 0
+			for _, l := range mod.Launches {
+				steps := append([]int{l.Step}, l.Fused...)
+				if len(steps) > 1 && strings.HasPrefix(l.Kernel, "gemv_") {
+					products++
+				}
+				touched := func(s int) []poot.ValueID {
+					k := plan.Kernels[s]
+					return append(append([]poot.ValueID{}, k.Inputs...), k.Outputs...)
+				}
+				for _, a := range steps {
+					for _, b := range steps {
+						if a == b {
+							continue
+						}
+						for _, o := range plan.Kernels[a].Outputs {
+							for _, v := range touched(b) {
+								if shareBytes(plan, o, v) {
+									t.Errorf("%s T=%d: launch %s runs kernel %d, which writes value %d, beside kernel %d, which uses value %d in the same bytes", name, n, l.Kernel, a, o, b, v)
+								}
+							}
+						}
+					}
+				}
+			}
+			if n == 1 && products < 2*m.Schema().Layers {
+				t.Errorf("%s: decode has %d fused product launches, want two a layer (%d)", name, products, m.Schema().Layers)
+			}
+		}
+		c.Close()
+	}
+}
+
+// shareBytes reports whether values a and b of plan can be stored in
+// overlapping bytes.
+func shareBytes(plan *lower.Plan, a, b poot.ValueID) bool {
+	la, lb := plan.Locs[a], plan.Locs[b]
+	switch {
+	case la.Space == lower.None || lb.Space == lower.None:
+		return false
+	case la.Space != lb.Space:
+		return false
+	case la.Space == lower.Arena:
+		return max(la.Offset, lb.Offset) < min(la.Offset+la.Bytes, lb.Offset+lb.Bytes)
+	}
+	return la.Root == lb.Root
+}
