@@ -1,14 +1,17 @@
 package cuda
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/families/registry"
+	"github.com/pootlabs/poot/interp"
 	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/lower"
+	"github.com/pootlabs/poot/tensor"
 )
 
 // TestFusedLaunches checks the launches that run several plan kernels:
@@ -81,4 +84,43 @@ func shareBytes(plan *lower.Plan, a, b poot.ValueID) bool {
 		return max(la.Offset, lb.Offset) < min(la.Offset+la.Bytes, lb.Offset+lb.Bytes)
 	}
 	return la.Root == lb.Root
+}
+
+// TestHostFusedFault runs two independent gathers, which fuse into one
+// launch, with an index out of range in the second: the error names the
+// second gather's equation, as it would unfused.
+func TestHostFusedFault(t *testing.T) {
+	in := host(t)
+	b := poot.NewBuilder[struct{}](poot.Limits{})
+	y1 := b.Gather(b.Constant("t1", poot.T(poot.F32, 4, 8)), b.SlotNamed("i1", poot.T(poot.I32, 2)))
+	y2 := b.Gather(b.Constant("t2", poot.T(poot.F32, 4, 8)), b.SlotNamed("i2", poot.T(poot.I32, 2)))
+	g, err := b.Finish(poot.Out(y1, y2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := Generate(mustPlan(t, g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mod.Launches) != 1 || len(mod.Launches[0].Fused) != 1 {
+		t.Fatalf("the two gathers are not one launch: %+v", mod.Launches)
+	}
+	consts := interp.ConstMap{}
+	for _, name := range []string{"t1", "t2"} {
+		consts[name], _ = tensor.FromF32(poot.Shape{4, 8}, make([]float32, 32))
+	}
+	i1, _ := tensor.FromI32(poot.Shape{2}, []int32{0, 3})
+	i2, _ := tensor.FromI32(poot.Shape{2}, []int32{1, 9})
+	x, err := in.Compile(g, consts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = x.Run(interp.Slots{"i1": i1, "i2": i2}, nil)
+	var ie *interp.Error
+	if !errors.As(err, &ie) || !errors.Is(err, interp.ErrIndexRange) {
+		t.Fatalf("Run gave %v, want an index error", err)
+	}
+	if out := g.Eqn(ie.Eqn).Out; out != y2.ID() {
+		t.Errorf("the error names equation %d (value %d), want the second gather's (value %d): %v", ie.Eqn, out, y2.ID(), err)
+	}
 }
