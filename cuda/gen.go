@@ -156,12 +156,12 @@ func GenerateFor(plan *lower.Plan, o GenOptions) (*Module, error) {
 // fusable reports whether kernel k can run in one launch with the kernels
 // of group, which come before it in the step: each is the only kernel of
 // its plan kernel, has the same block size, a grid along x only and no
-// scratch or shared memory, and no kernel writes storage another reads or writes (so the
-// group's blocks may run in any order). Decode's sibling products (the Q,
-// K and V projections; gate and up), its two rotary kernels and its two
-// cache appends each become one launch: a GPU pays a few microseconds a
-// launch even in a CUDA graph, and a small product alone leaves most SMs
-// idle.
+// scratch or shared memory, and no kernel writes storage another reads
+// or writes (so the group's blocks may run in any order). Decode's
+// sibling products (the Q, K and V projections; gate and up), its two
+// rotary kernels and its two cache appends each become one launch: a GPU
+// pays a few microseconds a launch even in a CUDA graph, and a small
+// product alone leaves most SMs idle.
 func fusable(plan *lower.Plan, group []*kgen, k *kgen) bool {
 	ok := func(k *kgen) bool {
 		return k.alone && k.grid[1] == 1 && k.grid[2] == 1 && k.scratchBytes == 0 && k.block == group[0].block &&
