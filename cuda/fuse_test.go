@@ -2,14 +2,11 @@ package cuda
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pootlabs/poot"
-	"github.com/pootlabs/poot/families/registry"
 	"github.com/pootlabs/poot/interp"
-	"github.com/pootlabs/poot/load"
 	"github.com/pootlabs/poot/lower"
 	"github.com/pootlabs/poot/tensor"
 )
@@ -21,16 +18,9 @@ import (
 // outputs) that another of the launch reads or writes, so that their
 // blocks may run in any order.
 func TestFusedLaunches(t *testing.T) {
-	dir := refDir(t)
 	for _, name := range refModels {
-		c, err := load.Open(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := registry.FromCheckpoint(c)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := openRef(t, name)
+		c, m := r.ckpt, r.model
 		for _, n := range []int{1, 20} {
 			g, _ := refStep(t, c, m, n, 64)
 			plan := mustPlan(t, g)
@@ -67,7 +57,6 @@ func TestFusedLaunches(t *testing.T) {
 				t.Errorf("%s: decode has %d fused product launches, want two a layer (%d)", name, products, m.Schema().Layers)
 			}
 		}
-		c.Close()
 	}
 }
 

@@ -197,12 +197,14 @@ func overlaps(a, b lower.Loc) bool {
 	return a.Space == b.Space && a.Root == b.Root
 }
 
+// paramName matches a kernel parameter's name in its text (kgen.ptr).
+var paramName = regexp.MustCompile(`\ba([0-9]+)\b`)
+
 // fuse joins kernels into one whose blocks run each kernel's blocks in
 // turn (blockIdx.x rebased), their parameters merged except the fault
 // words, which stay one a kernel.
 func fuse(ks []*kgen) *kgen {
 	f := &kgen{g: ks[0].g, prefix: fmt.Sprintf("%s_x%d", ks[0].prefix, len(ks)), block: ks[0].block, grid: [3]uint32{0, 1, 1}, step: ks[0].step}
-	param := regexp.MustCompile(`\ba([0-9]+)\b`)
 	for _, k := range ks {
 		names := make([]string, len(k.params))
 		for i, id := range k.params {
@@ -214,7 +216,7 @@ func fuse(ks []*kgen) *kgen {
 				names[i] = f.ptr(id, k.raw[i])
 			}
 		}
-		body := param.ReplaceAllStringFunc(k.sb.String(), func(a string) string {
+		body := paramName.ReplaceAllStringFunc(k.sb.String(), func(a string) string {
 			i, _ := strconv.Atoi(a[1:])
 			return names[i]
 		})
@@ -826,8 +828,7 @@ func flashFold(kg *kgen, a *lower.Attention, warps int, first, end string, sink 
 	}
 	kg.line("    }")
 	kg.line("    if (seen) {")
-	kg.line("      float cm = x; for (int o = 16; o > 0; o >>= 1) cm = max_nan(cm, __shfl_xor_sync(0xffffffffu, cm, o));")
-	kg.line("      float mn = max_nan(m, cm), f = mn == m ? 1.0f : expf(m - mn);")
+	kg.line("      float mn = max_nan(m, warp_max(x)), f = mn == m ? 1.0f : expf(m - mn);")
 	kg.line("      float e = vis ? (mn == %s ? 0.0f : expf(x - mn)) : 0.0f;", negInf)
 	kg.line("      l = l * f + warp_sum(e); m = mn; es[w][lane] = e;")
 	kg.line("      for (int c = 0; c < %d; c++) acc[c] *= f;", cols)
