@@ -352,8 +352,18 @@ func (b *bencher) run() (prefillTime, genTime time.Duration, err error) {
 	if g == nil {
 		g = b.dg
 	}
-	if b.state, err = interp.NewState(g); err != nil {
-		return 0, 0, err
+	// One State serves every run, emptied before each as llama-bench
+	// empties its context's cache: a fresh one would put the first touch
+	// of every cache page (the kernel zeroing it) in the timed prefill.
+	if b.state == nil {
+		if b.state, err = interp.NewState(g); err != nil {
+			return 0, 0, err
+		}
+	} else {
+		b.state.Discard()
+		for _, t := range b.state.Tensors {
+			clear(t.Data)
+		}
 	}
 	// The cache rows before depth are zero: attention reads them as it
 	// would a filled cache.
