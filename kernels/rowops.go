@@ -236,7 +236,9 @@ func RoPETable(cos, sin []float32, pos int, base float64, dims int) error {
 // place by the angles in cos and sin (as from [RoPETable]). Only the first
 // 2*len(cos) dimensions of each head rotate. With neox false, pairs are
 // adjacent elements (2i, 2i+1), as llama.cpp's normal mode; with neox true,
-// pair i is (i, i+len(cos)), as its NeoX mode.
+// pair i is (i, i+len(cos)), as its NeoX mode. Each product is rounded to
+// float32 before the sum or difference (no fused multiply-add), as
+// ops.RoPE's body computes it.
 func RoPE(x []float32, headDim int, cos, sin []float32, neox bool) error {
 	half := len(cos)
 	if len(sin) < half {
@@ -253,8 +255,8 @@ func RoPE(x []float32, headDim int, cos, sin []float32, neox bool) error {
 			for i, c := range cos {
 				s := sin[i]
 				a, b := lo[i], hi[i]
-				lo[i] = a*c - b*s
-				hi[i] = a*s + b*c
+				lo[i] = float32(a*c) - float32(b*s)
+				hi[i] = float32(a*s) + float32(b*c)
 			}
 			continue
 		}
@@ -262,8 +264,8 @@ func RoPE(x []float32, headDim int, cos, sin []float32, neox bool) error {
 			s := sin[i]
 			p := (*[2]float32)(v[2*i : 2*i+2])
 			a, b := p[0], p[1]
-			p[0] = a*c - b*s
-			p[1] = a*s + b*c
+			p[0] = float32(a*c) - float32(b*s)
+			p[1] = float32(a*s) + float32(b*c)
 		}
 	}
 	return nil

@@ -12,9 +12,34 @@ import (
 // read outside its body (a witness) is left alone, and so is every
 // composite when the target does not fuse attention.
 func (p *planner) flashAttention() error {
-	if !p.target.Fuses(FusedAttention) || !p.target.Runs(FlashAttention) {
+	if !p.target.Fuses(FusedAttention) {
 		return nil
 	}
+	return p.fuseComposites(FusedAttention, func(c poot.Composite, pos map[int]int) (*Kernel, []int) {
+		a, ok := AttentionOf(p.g, c)
+		if !ok {
+			return nil, nil
+		}
+		var casts []int
+		if len(p.target.NarrowKV) > 0 {
+			casts = p.narrowKV(a, c, pos)
+		}
+		k := &Kernel{Kind: FlashAttention, Attention: a, Inputs: []poot.ValueID{a.Q, a.K, a.V, a.Mask}, Outputs: []poot.ValueID{a.Out}}
+		if a.Sinks >= 0 {
+			k.Inputs = append(k.Inputs, a.Sinks)
+		}
+		return k, casts
+	})
+}
+
+// fuseComposites replaces each composite called name for which build
+// returns a kernel by that kernel, which computes the whole body (and the
+// equations of the kernels build lists besides, which are dropped too).
+// build sees the kernel index of every equation (pos). A composite is left
+// alone when a value of its body other than its results is read outside
+// it, or when a kernel already holds its equations with others (an
+// enclosing composite fused before it).
+func (p *planner) fuseComposites(name string, build func(c poot.Composite, pos map[int]int) (*Kernel, []int)) error {
 	users := p.users()
 	pos := map[int]int{} // equation -> kernel index
 	for ki, k := range p.kernels {
@@ -25,33 +50,26 @@ func (p *planner) flashAttention() error {
 	replace := map[int]*Kernel{} // kernel index of the result -> fused kernel
 	drop := map[int]bool{}
 	for _, c := range p.g.Composites() {
-		if c.Name != FusedAttention {
+		if c.Name != name || p.bodyEscapes(c, users) || !p.ownKernels(c, pos) {
 			continue
 		}
-		a, ok := AttentionOf(p.g, c)
-		if !ok || p.bodyEscapes(c, users) {
+		k, extra := build(c, pos)
+		if k == nil {
 			continue
 		}
-		resultAt, ok := pos[p.prod[a.Out]]
+		resultAt, ok := pos[p.prod[k.Outputs[0]]]
 		if !ok {
 			continue
 		}
-		k := &Kernel{Kind: FlashAttention, Attention: a, Outputs: []poot.ValueID{a.Out}}
 		for j := c.Lo; j < c.Hi; j++ {
 			k.Eqns = append(k.Eqns, j)
 			if ki, ok := pos[j]; ok && ki != resultAt {
 				drop[ki] = true
 			}
 		}
-		if len(p.target.NarrowKV) > 0 {
-			for _, ki := range p.narrowKV(a, c, pos) {
-				drop[ki] = true
-				k.Eqns = append(k.Eqns, p.kernels[ki].Eqns...) // the casts, done as the kernel reads
-			}
-		}
-		k.Inputs = []poot.ValueID{a.Q, a.K, a.V, a.Mask}
-		if a.Sinks >= 0 {
-			k.Inputs = append(k.Inputs, a.Sinks)
+		for _, ki := range extra {
+			drop[ki] = true
+			k.Eqns = append(k.Eqns, p.kernels[ki].Eqns...) // done as the kernel reads
 		}
 		replace[resultAt] = k
 	}
@@ -80,6 +98,23 @@ func (p *planner) flashAttention() error {
 		}
 	}
 	return nil
+}
+
+// ownKernels reports whether every kernel that holds an equation of c's
+// body holds only equations of the body.
+func (p *planner) ownKernels(c poot.Composite, pos map[int]int) bool {
+	for j := c.Lo; j < c.Hi; j++ {
+		ki, ok := pos[j]
+		if !ok {
+			continue
+		}
+		for _, e := range p.kernels[ki].Eqns {
+			if e < c.Lo || e >= c.Hi {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // narrowKV reads an attention whose keys and values are both casts to F32

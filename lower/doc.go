@@ -21,21 +21,26 @@
 //     composite ([Target].Composites). For a target whose kernel reads F16
 //     or Q8_0 caches ([Target].NarrowKV), keys and values cast from such
 //     caches are read as stored and the casts do not run ([Attention].KV).
-//  3. elementwise: runs of elementwise equations over the same number of
+//  3. rope: each "rope" composite that ops.RoPE records ([RotaryOf])
+//     becomes one kernel that rotates every head's pairs by its row's
+//     cos and sin tables, for a target that fuses the composite: the body
+//     is a program of strided loads (pairs, broadcast tables), whose
+//     interpretation cost several times the rotation in a decode step.
+//  4. elementwise: runs of elementwise equations over the same number of
 //     elements (with broadcasts of their operands folded in as strided
 //     loads, and literals as immediates) become one [Program]: a small
 //     register machine a backend runs over chunks of a row.
-//  4. reduce_fusion: a sum or max over the last axis whose operand is the
+//  5. reduce_fusion: a sum or max over the last axis whose operand is the
 //     only store of the program just before it takes that program as its
 //     prologue, so x*x feeds a sum of squares without a buffer.
-//  5. row_fusion: a sequence of last-axis reductions and programs that
+//  6. row_fusion: a sequence of last-axis reductions and programs that
 //     read each other's results only within a row (per-row values
 //     broadcast along the row) runs row by row as one kernel, so RMSNorm
 //     (with the residual add before it) and softmax read each row once.
-//  6. concat_stores: a Concat of parts the program just before it
+//  7. concat_stores: a Concat of parts the program just before it
 //     computes is written by that program in place, each part a strided
-//     store (rotary embedding's halves).
-//  7. inplace: a WriteRows into a state input that nothing else reads
+//     store (the halves of a rotary embedding the target does not fuse).
+//  8. inplace: a WriteRows into a state input that nothing else reads
 //     writes the state buffer in place, so a KV-cache append never copies
 //     the cache.
 //

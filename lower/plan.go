@@ -60,7 +60,7 @@ type Options struct {
 func (o Options) on(pass string) bool { return !slices.Contains(o.Disabled, pass) }
 
 // Passes lists the optional passes in the order they run:
-// flash_attention, elementwise, reduce_fusion, row_fusion, concat_stores
+// flash_attention, rope, elementwise, reduce_fusion, row_fusion, concat_stores
 // and inplace.
 func Passes() []string {
 	names := make([]string, len(passes))
@@ -95,10 +95,12 @@ const (
 	// program over the full rows, such as the three of an RMSNorm) one
 	// row at a time, so each row is read from memory once.
 	Rows
+	// RoPE is a fused rotary embedding (see Rotary).
+	RoPE
 )
 
 var kindNames = [...]string{Generic: "generic", Init: "init", Alias: "alias", Contract: "contract",
-	Elementwise: "elementwise", Reduce: "reduce", FlashAttention: "flash_attention", Rows: "rows"}
+	Elementwise: "elementwise", Reduce: "reduce", FlashAttention: "flash_attention", Rows: "rows", RoPE: "rope"}
 
 // String names the kind.
 func (k Kind) String() string {
@@ -121,8 +123,9 @@ type Kernel struct {
 	Inputs, Outputs []poot.ValueID
 	// Program is the expression program of Elementwise and Reduce kernels.
 	Program *Program
-	// Attention describes a FlashAttention kernel.
+	// Attention describes a FlashAttention kernel, Rotary a RoPE one.
 	Attention *Attention
+	Rotary    *Rotary
 	// Parts are the kernels a Rows kernel runs row by row, and RowLen the
 	// length of a row.
 	Parts  []*Kernel
@@ -324,6 +327,7 @@ var passes = []struct {
 	needs []Kind
 }{
 	{"flash_attention", (*planner).flashAttention, []Kind{FlashAttention}},
+	{"rope", (*planner).rope, []Kind{RoPE}},
 	{"elementwise", (*planner).elementwise, []Kind{Elementwise}},
 	{"reduce_fusion", (*planner).reduceFusion, []Kind{Reduce}},
 	{"row_fusion", (*planner).rowFusion, []Kind{Rows}},
@@ -428,6 +432,9 @@ func (p *planner) cost(k *Kernel) {
 	case FlashAttention:
 		a := k.Attention
 		k.Flops = 2 * int64(a.R*a.T*a.Heads*a.S) * int64(a.D+a.Dv)
+	case RoPE:
+		r := k.Rotary
+		k.Flops = 3 * int64(r.T*r.Heads*r.N)
 	case Rows:
 		for _, q := range k.Parts {
 			p.cost(q)

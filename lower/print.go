@@ -31,6 +31,9 @@ func (p *Plan) String() string {
 		if a := k.Attention; a != nil {
 			fmt.Fprintf(&sb, "  [R=%d T=%d S=%d H=%d Hkv=%d n_rep=%d D=%d Dv=%d scale=%g cap=%g sinks=%v]", a.R, a.T, a.S, a.Heads, a.KVHeads, a.Rep, a.D, a.Dv, a.Scale, a.SoftCap, a.Sinks >= 0)
 		}
+		if r := k.Rotary; r != nil {
+			fmt.Fprintf(&sb, "  [T=%d H=%d D=%d dims=%d interleaved=%v]", r.T, r.Heads, r.D, r.N, r.Interleaved)
+		}
 		sb.WriteByte('\n')
 	}
 	for _, w := range p.Writebacks {

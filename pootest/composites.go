@@ -16,6 +16,7 @@ import (
 // backend's fused kernel to the composite's body (see GenComposite).
 var compositeGens = map[string]func() *rapid.Generator[*GraphCase]{
 	"attention": genAttention,
+	"rope":      genRope,
 }
 
 // Composites lists the composites GenComposite has generators for.
@@ -123,5 +124,36 @@ func genAttention() *rapid.Generator[*GraphCase] {
 		state := &interp.State{Tensors: map[string]tensor.Tensor{
 			"cache.k": data(true, rows*capacity, kvHeads*d), "cache.v": data(true, rows*capacity, kvHeads*dv)}}
 		return &GraphCase{Graph: graph, Consts: g.consts, Slots: slots, State: state}
+	})
+}
+
+// genRope records ops.RoPE: random rows, heads, rotated pairs and head
+// widths (partial rotary when wider than the pairs), either layout, with
+// tables drawn directly (special values included) rather than from
+// positions, so every product and sum meets them.
+func genRope() *rapid.Generator[*GraphCase] {
+	return rapid.Custom(func(t *rapid.T) *GraphCase {
+		g := newGen(t)
+		rows := rapid.IntRange(1, 3).Draw(t, "rows")
+		heads := rapid.IntRange(1, 3).Draw(t, "heads")
+		half := rapid.IntRange(1, 3).Draw(t, "half")
+		d := 2*half + rapid.IntRange(0, 3).Draw(t, "pass")
+		layout := rapid.SampledFrom([]ops.RopeLayout{ops.RopeNeoX, ops.RopeInterleaved}).Draw(t, "layout")
+		b := g.b
+		x := b.SlotNamed("x", poot.T(poot.F32, rows, heads*d))
+		r := ops.Rotary[GenBrand]{Cos: b.SlotNamed("cos", poot.T(poot.F32, rows, half)), Sin: b.SlotNamed("sin", poot.T(poot.F32, rows, half)), Layout: layout}
+		graph, err := b.Finish(poot.Out(ops.RoPE(b, x, heads, r)))
+		if err != nil {
+			g.fail(err)
+		}
+		data := func(dims ...int) tensor.Tensor {
+			v, err := tensor.FromF32(poot.Shape(dims), g.floats(int(poot.Shape(dims).Size()), true))
+			if err != nil {
+				g.fail(err)
+			}
+			return v
+		}
+		slots := interp.Slots{"x": data(rows, heads*d), "cos": data(rows, half), "sin": data(rows, half)}
+		return &GraphCase{Graph: graph, Consts: g.consts, Slots: slots}
 	})
 }

@@ -1,0 +1,65 @@
+package lower
+
+import "github.com/pootlabs/poot"
+
+// FusedRope is the name of the composite the RoPE kernel runs ("rope",
+// recorded by ops.RoPE).
+const FusedRope = "rope"
+
+// Rotary is the fused rotary embedding of ops.RoPE: for every row t < T
+// and head h, with x the head's D channels and half = N/2,
+//
+//	out[2i]   = x[2i]·cos[t,i] - x[2i+1]·sin[t,i]     (Interleaved)
+//	out[2i+1] = x[2i+1]·cos[t,i] + x[2i]·sin[t,i]
+//
+// or, in the NeoX layout, the same with x[i] and x[half+i] as the pair
+// and out[i], out[half+i] as the results; each product is rounded to
+// float32 before the sum, as the body computes it. Channels N… of a head
+// pass through unchanged (partial rotary).
+type Rotary struct {
+	X, Cos, Sin, Out poot.ValueID
+	T, Heads, D, N   int
+	Interleaved      bool
+}
+
+// rope replaces each "rope" composite the RoPE kernel can run by one such
+// kernel, when the target fuses it.
+func (p *planner) rope() error {
+	if !p.target.Fuses(FusedRope) {
+		return nil
+	}
+	return p.fuseComposites(FusedRope, func(c poot.Composite, _ map[int]int) (*Kernel, []int) {
+		r, ok := RotaryOf(p.g, c)
+		if !ok {
+			return nil, nil
+		}
+		return &Kernel{Kind: RoPE, Rotary: r, Inputs: []poot.ValueID{r.X, r.Cos, r.Sin}, Outputs: []poot.ValueID{r.Out}}, nil
+	})
+}
+
+// RotaryOf reads a "rope" composite's record as the RoPE kernel's
+// description, and reports false when the kernel cannot run it: operands
+// other than F32 x [T, heads·D] and tables [T, N/2], or attributes
+// inconsistent with their shapes.
+func RotaryOf(g *poot.Graph, c poot.Composite) (*Rotary, bool) {
+	if c.Name != FusedRope || len(c.Operands) != 3 || len(c.Results) != 1 || c.Operands[0] < 0 || c.Operands[1] < 0 || c.Operands[2] < 0 {
+		return nil, false
+	}
+	heads, ok1 := c.Attrs.Int("heads")
+	layout, ok2 := c.Attrs.Str("layout")
+	n, ok3 := c.Attrs.Int("dims")
+	if !(ok1 && ok2 && ok3) || heads < 1 || n < 2 || n%2 != 0 || layout != "neox" && layout != "interleaved" {
+		return nil, false
+	}
+	r := &Rotary{X: c.Operands[0], Cos: c.Operands[1], Sin: c.Operands[2], Out: c.Results[0], Heads: heads, N: n, Interleaved: layout == "interleaved"}
+	xt, ct, st, ot := g.Type(r.X), g.Type(r.Cos), g.Type(r.Sin), g.Type(r.Out)
+	if len(xt.Shape) != 2 || xt.DType != poot.F32 || ct.DType != poot.F32 || st.DType != poot.F32 || !xt.Equal(ot) {
+		return nil, false
+	}
+	r.T, r.D = xt.Shape[0], xt.Shape[1]/heads
+	table := poot.Shape{r.T, n / 2}
+	if xt.Shape[1]%heads != 0 || n > r.D || !ct.Shape.Equal(table) || !st.Shape.Equal(table) {
+		return nil, false
+	}
+	return r, true
+}
