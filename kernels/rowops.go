@@ -313,14 +313,18 @@ func xorGo(x []uint64) uint64 {
 // dst as it was and returns false, for a caller whose exp must treat them
 // as the definition does. dst may alias x.
 func ExpInRange(dst, x []float32) bool {
-	if len(dst) < len(x) {
+	if len(dst) < len(x) || !inExpRange(x) {
 		return false
 	}
+	expVec(dst[:len(x)], x)
+	return true
+}
+
+func inExpRangeGo(x []float32) bool {
 	for _, v := range x {
 		if !(v > -87 && v < 88) {
 			return false
 		}
 	}
-	expVec(dst[:len(x)], x)
 	return true
 }

@@ -637,11 +637,16 @@ func TestExpInRange(t *testing.T) {
 				}
 			}
 		}
-		for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), -87, 88, -200} {
-			y := append([]float32{0.5}, bad, 1)
-			dst := []float32{-1, -1, -1}
-			if kernels.ExpInRange(dst, y) || dst[0] != -1 {
-				t.Errorf("%g in the row: accepted or wrote %v", bad, dst)
+		for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), -87, 88, -200} {
+			for _, at := range []int{0, 1, 7, 8, 15, 16, 18} { // vector lanes and the tail
+				y, dst := make([]float32, 19), make([]float32, 19)
+				for i := range y {
+					y[i], dst[i] = 0.5, -1
+				}
+				y[at] = bad
+				if kernels.ExpInRange(dst, y) || dst[0] != -1 {
+					t.Errorf("%g at %d of the row: accepted or wrote %v", bad, at, dst)
+				}
 			}
 		}
 	})

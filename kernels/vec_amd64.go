@@ -143,6 +143,22 @@ func siluMulVec(dst, gate, up []float32) {
 func absMaxF32(x *float32, n int) float32
 
 //go:noescape
+func expInRange(x *float32, n int) bool
+
+// inExpRange reports whether every element of x lies in (-87, 88).
+func inExpRange(x []float32) bool {
+	n8 := len(x) &^ 7
+	if useAsm && n8 > 0 {
+		if !expInRange(&x[0], n8) {
+			return false
+		}
+	} else {
+		n8 = 0
+	}
+	return inExpRangeGo(x[n8:])
+}
+
+//go:noescape
 func quantRound(q *int8, x *float32, n int, id float32)
 
 // quantizeBlockVec is quantizeBlock through the assembly when it is on and

@@ -152,6 +152,34 @@ done:
 	VZEROUPPER
 	RET
 
+VEC8(expinlo<>, 0xc2ae0000) // -87
+VEC8(expinhi<>, 0x42b00000) // 88
+
+// func expInRange(x *float32, n int) bool
+// Whether every x[i] for i < n (a multiple of 8) lies in (-87, 88): the
+// ordered comparisons are false for a NaN.
+TEXT ·expInRange(SB), NOSPLIT, $0-17
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VPCMPEQD Y6, Y6, Y6
+	SHRQ $3, CX
+	JZ done
+loop:
+	VMOVUPS (SI), Y0
+	VCMPPS $0x1e, expinlo<>(SB), Y0, Y1
+	VCMPPS $0x11, expinhi<>(SB), Y0, Y2
+	VANDPS Y1, Y6, Y6
+	VANDPS Y2, Y6, Y6
+	ADDQ $32, SI
+	DECQ CX
+	JNZ loop
+done:
+	VMOVMSKPS Y6, AX
+	CMPL AX, $0xff
+	SETEQ ret+16(FP)
+	VZEROUPPER
+	RET
+
 // func siluMulF32(dst, gate, up *float32, n int)
 // dst[i] = gate[i] / (1 + exp(-gate[i])) * up[i] for i < n (a multiple of 8).
 TEXT ·siluMulF32(SB), NOSPLIT, $0-32

@@ -74,6 +74,8 @@ func arithVec(op ArithOp, dst, a, b []float32)   { arithGo(op, dst, a, b) }
 
 func f32ToF16RowVec(dst []uint16, src []float32) bool { return false }
 
+func inExpRange(x []float32) bool { return inExpRangeGo(x) }
+
 func expVec(dst, x []float32) {
 	for i, v := range x {
 		dst[i] = expf(v)

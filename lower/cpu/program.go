@@ -63,7 +63,15 @@ func newProgKernel(c *compiler, k *lower.Kernel) *progKernel {
 		maxRank = max(maxRank, len(st.Shape))
 	}
 	for range pk.parts {
-		pk.regs = append(pk.regs, make([]float32, nreg*chunk))
+		regs := make([]float32, nreg*chunk)
+		for li, l := range pr.Loads {
+			if l.Imm { // never written by the code: filled once
+				for i := range chunk {
+					regs[li*chunk+i] = l.Const
+				}
+			}
+		}
+		pk.regs = append(pk.regs, regs)
 		pk.views = append(pk.views, make([][]float32, len(pr.Loads)))
 		pk.idx = append(pk.idx, make([]int, maxRank))
 	}
@@ -257,9 +265,6 @@ func (pk *progKernel) eval(p, c0, c1 int) {
 		pk.views[p][li] = r
 		switch {
 		case l.Imm:
-			for i := range r {
-				r[i] = l.Const
-			}
 		case l.Strides == nil:
 			for i, b := range pk.loads[li].b[c0:c1] {
 				r[i] = b2f(b != 0)
