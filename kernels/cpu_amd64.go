@@ -72,11 +72,13 @@ func detectAMD() bool {
 }
 
 // The avx512 level's choices that follow the vendor (see the package doc):
-// on AMD the decode kernels prefetch nothing ahead (decodeAhead) and the
+// on AMD the decode kernels prefetch nothing ahead (decodeAhead), the float
+// ones read rows of 2048 elements or more as four streams (fourStreamsK), and the
 // F16/BF16 prompt products take their rows in chunks (floatDotChunks).
 func init() {
 	if detectAMD() {
 		decodeAhead, decodeAheadFloat = 0, 0
+		fourStreamsK = 2048
 		floatDotChunks = true
 	}
 }

@@ -73,6 +73,18 @@ func f16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int
 //go:noescape
 func bf16Rows2z(x *float32, wa, wb unsafe.Pointer, k int, ya, yb *float32, nr int)
 
+// The four-stream float kernels: the quarters of 4·nr rows at w at once,
+// into the quarters of y, each row as the one-stream kernel computes it.
+
+//go:noescape
+func f32Rows4z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
+
+//go:noescape
+func f16Rows4z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
+
+//go:noescape
+func bf16Rows4z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
+
 // decodeAhead and decodeAheadFloat are how many bytes ahead of its loads
 // each weight stream of the quantized and of the float decode kernels asks
 // for its cache lines. The hardware prefetchers alone kept too few lines
@@ -94,6 +106,18 @@ var decodeAhead, decodeAheadFloat = 2048, 1024
 // activation row meets them, when several rows are left: the weights are
 // then still in L2 for the second and third rows.
 const decodeSlab = 96 << 10
+
+// fourStreamsK is the shortest row, in elements, that the float kernels
+// read as four streams of rows rather than two. An activation of more
+// than 4096 (16 KB of f32) shares L1 with the weights streaming through
+// it and is read again from L2 for every pair of rows: on the Zen 4 two
+// threads read the F16 down projection of a Llama-3.2-1B (K = 8192) at
+// 30 GB/s through two streams a thread and at 38-40 through four, its
+// gate (K = 2048) 5-10% faster through four when the host's memory was
+// fast and the same when it was slow. So four from 2048 on AMD, and
+// above 4096 elsewhere (the Intel Xeon's two streams were tuned, four
+// not measured there).
+var fourStreamsK = 4097
 
 // decodeRows512 computes, at the avx512 level, the outputs of weight rows
 // [n0,n1) for the activation rows past the last whole group of four, one
@@ -128,9 +152,26 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 	K, nr := a.K, len(y)
 	switch wt {
 	case poot.F32, poot.F16, poot.BF16:
+		x, rb := &a.x[t*K], len(w)/nr
+		if q := nr / 4; K >= fourStreamsK && q > 0 {
+			// The quarters of the rows as four streams, then the rest
+			// as below.
+			switch wt {
+			case poot.F32:
+				f32Rows4z(x, unsafe.Pointer(&w[0]), K, &y[0], q)
+			case poot.F16:
+				f16Rows4z(x, unsafe.Pointer(&w[0]), K, &y[0], q)
+			default:
+				bf16Rows4z(x, unsafe.Pointer(&w[0]), K, &y[0], q)
+			}
+			y, w, nr = y[4*q:], w[4*q*rb:], nr-4*q
+			if nr == 0 {
+				return
+			}
+		}
 		// The first and second halves of the rows as two streams; an odd
 		// last row alone.
-		x, h, rb := &a.x[t*K], nr/2, len(w)/nr
+		h := nr / 2
 		if h > 0 {
 			wa, wb := unsafe.Pointer(&w[0]), unsafe.Pointer(&w[h*rb])
 			switch wt {

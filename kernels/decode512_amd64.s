@@ -9,7 +9,9 @@
 // to a third slower from DRAM, where decode's weights come from. Two
 // distant runs are two long sequential streams, and one core reads about
 // a sixth more from DRAM through two than through one. The activation
-// stays in L1 and is read from memory operands.
+// stays in L1 and is read from memory operands; where an f32 activation
+// is too long for that, the float kernels read four distant runs at once
+// (FROWS4).
 //
 // Integer block sums are exact, as the Go code computes them. VPDPBUSD
 // multiplies unsigned by signed bytes: Q8_0 weights are offset by 128 (XOR
@@ -18,7 +20,9 @@
 // meet the activations in VPMADDUBSW (no saturation: at most 2*63*127) and
 // their sub-block scales in VPDPWSSD.
 //
-// Only Z0-Z15 are used (VZEROUPPER clears their upper halves), and K1-K5.
+// Only Z0-Z15 are used (VZEROUPPER clears their upper halves), and K1-K5,
+// except by the four-stream float kernels, which also hold sums in
+// Z16-Z23.
 
 #include "textflag.h"
 
@@ -245,6 +249,163 @@ sum: \
 end: \
 	VZEROUPPER \
 	RET
+
+// The four-stream float kernels, for rows longer than half of L1 in f32
+// activations (K > 4096): FROWS4 is FROWS for four runs of nr rows, the
+// quarters of 4·nr consecutive rows at w, into the quarters of y, each
+// row's sum taken exactly as FROWS takes it, in Z0-Z3, Z8-Z11, Z16-Z19
+// and Z20-Z23 (the upper sixteen registers need no VZEROUPPER). Two
+// streams reload such an activation from L2 for every pair of rows, a
+// line of it for each line of weights; four halve those reloads.
+#define FROWS4(LD, LDM, ws, PF) \
+	MOVQ ·decodeAheadFloat(SB), R9 \
+	MOVQ w+8(FP), DI \
+	MOVQ y+24(FP), DX \
+	MOVQ nr+32(FP), R8 \
+	MOVQ k+16(FP), AX \
+	IMULQ R8, AX \
+	LEAQ (DI)(AX*ws), R12 \
+	LEAQ (R12)(AX*ws), BX \
+	LEAQ (BX)(AX*ws), R11 \
+	MOVQ R8, R13 \
+	SHLQ $2, R13 \
+	LEAQ (DX)(R13*2), R10 \
+	MOVQ k+16(FP), CX \
+	ANDQ $15, CX \
+	MOVL $1, AX \
+	SHLL CX, AX \
+	DECL AX \
+	KMOVW AX, K1 \
+	TESTQ R8, R8 \
+	JZ end \
+row: \
+	MOVQ x+0(FP), SI \
+	MOVQ k+16(FP), CX \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	VPXORD Z8, Z8, Z8 \
+	VPXORD Z9, Z9, Z9 \
+	VPXORD Z10, Z10, Z10 \
+	VPXORD Z11, Z11, Z11 \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VPXORD Z18, Z18, Z18 \
+	VPXORD Z19, Z19, Z19 \
+	VPXORD Z20, Z20, Z20 \
+	VPXORD Z21, Z21, Z21 \
+	VPXORD Z22, Z22, Z22 \
+	VPXORD Z23, Z23, Z23 \
+	SHRQ $6, CX \
+	JZ by16 \
+by64: \
+	PF(DI) \
+	PF(R12) \
+	PF(BX) \
+	PF(R11) \
+	VMOVUPS (SI), Z12 \
+	VMOVUPS 64(SI), Z13 \
+	VMOVUPS 128(SI), Z14 \
+	VMOVUPS 192(SI), Z15 \
+	FSTEP4(LD, DI, ws, Z0, Z1, Z2, Z3) \
+	FSTEP4(LD, R12, ws, Z8, Z9, Z10, Z11) \
+	FSTEP4(LD, BX, ws, Z16, Z17, Z18, Z19) \
+	FSTEP4(LD, R11, ws, Z20, Z21, Z22, Z23) \
+	ADDQ $(64*ws), DI \
+	ADDQ $(64*ws), R12 \
+	ADDQ $(64*ws), BX \
+	ADDQ $(64*ws), R11 \
+	ADDQ $256, SI \
+	DECQ CX \
+	JNZ by64 \
+by16: \
+	MOVQ k+16(FP), CX \
+	SHRQ $4, CX \
+	ANDQ $3, CX \
+	JZ last \
+step16: \
+	VMOVUPS (SI), Z12 \
+	LD(DI, 0, Z4) \
+	LD(R12, 0, Z5) \
+	LD(BX, 0, Z6) \
+	LD(R11, 0, Z7) \
+	VFMADD231PS Z12, Z4, Z0 \
+	VFMADD231PS Z12, Z5, Z8 \
+	VFMADD231PS Z12, Z6, Z16 \
+	VFMADD231PS Z12, Z7, Z20 \
+	ADDQ $(16*ws), DI \
+	ADDQ $(16*ws), R12 \
+	ADDQ $(16*ws), BX \
+	ADDQ $(16*ws), R11 \
+	ADDQ $64, SI \
+	DECQ CX \
+	JNZ step16 \
+last: \
+	MOVQ k+16(FP), CX \
+	ANDQ $15, CX \
+	JZ sum \
+	VMOVUPS.Z (SI), K1, Z12 \
+	LDM(DI, Z4) \
+	LDM(R12, Z5) \
+	LDM(BX, Z6) \
+	LDM(R11, Z7) \
+	VFMADD231PS Z12, Z4, Z1 \
+	VFMADD231PS Z12, Z5, Z9 \
+	VFMADD231PS Z12, Z6, Z17 \
+	VFMADD231PS Z12, Z7, Z21 \
+	LEAQ (DI)(CX*ws), DI \
+	LEAQ (R12)(CX*ws), R12 \
+	LEAQ (BX)(CX*ws), BX \
+	LEAQ (R11)(CX*ws), R11 \
+sum: \
+	FSUM4(Z0, Z1, Z2, Z3) \
+	VMOVSS X0, (DX) \
+	FSUM4(Z8, Z9, Z10, Z11) \
+	VMOVSS X0, (DX)(R13*1) \
+	FSUM4(Z16, Z17, Z18, Z19) \
+	VMOVSS X0, (R10) \
+	FSUM4(Z20, Z21, Z22, Z23) \
+	VMOVSS X0, (R10)(R13*1) \
+	ADDQ $4, DX \
+	ADDQ $4, R10 \
+	DECQ R8 \
+	JNZ row \
+end: \
+	VZEROUPPER \
+	RET
+
+// FSTEP4 multiplies 64 weights at b (four registers' worth) by the
+// activation in Z12-Z15 into a0-a3, using Z4-Z7.
+#define FSTEP4(LD, b, ws, a0, a1, a2, a3) \
+	LD(b, 0, Z4) \
+	LD(b, 16*ws, Z5) \
+	LD(b, 32*ws, Z6) \
+	LD(b, 48*ws, Z7) \
+	VFMADD231PS Z12, Z4, a0 \
+	VFMADD231PS Z13, Z5, a1 \
+	VFMADD231PS Z14, Z6, a2 \
+	VFMADD231PS Z15, Z7, a3
+
+// FSUM4 leaves in X0 the sum of a row's four accumulators, as FROWS adds
+// them: (a0 + a1) + (a2 + a3), then the lanes.
+#define FSUM4(a0, a1, a2, a3) \
+	VADDPS a1, a0, Z0 \
+	VADDPS a3, a2, Z2 \
+	VADDPS Z2, Z0, Z0 \
+	HSUM0
+
+// func f32Rows4z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
+TEXT ·f32Rows4z(SB), NOSPLIT, $0-40
+	FROWS4(LD2F32, LDM2F32, 4, PFF4)
+
+// func f16Rows4z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
+TEXT ·f16Rows4z(SB), NOSPLIT, $0-40
+	FROWS4(LD2F16, LDM2F16, 2, PFF2)
+
+// func bf16Rows4z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
+TEXT ·bf16Rows4z(SB), NOSPLIT, $0-40
+	FROWS4(LD2BF16, LDM2BF16, 2, PFF2)
 
 // func f32Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 TEXT ·f32Rowsz(SB), NOSPLIT, $0-40

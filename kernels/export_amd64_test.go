@@ -20,3 +20,12 @@ func SetGFNI(on bool) (restore func()) {
 
 // HasGFNI reports whether the CPU has GFNI.
 func HasGFNI() bool { return detectGFNI() }
+
+// SetFourStreamsK sets the shortest row the avx512 float decode kernels
+// read as four streams (fourStreamsK) and returns a function that
+// restores the setting.
+func SetFourStreamsK(k int) (restore func()) {
+	old := fourStreamsK
+	fourStreamsK = k
+	return func() { fourStreamsK = old }
+}
