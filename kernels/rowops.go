@@ -52,6 +52,27 @@ func sumSquares(x []float32) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// Sum returns the sum of x in float64: four or eight partial sums, added
+// at the end (the order differs from a sequential sum by float64
+// rounding, far below a float32 result's).
+func Sum(x []float32) float64 { return sumVec(x) }
+
+func sumGo(x []float32) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		v := (*[4]float32)(x[i : i+4])
+		s0 += float64(v[0])
+		s1 += float64(v[1])
+		s2 += float64(v[2])
+		s3 += float64(v[3])
+	}
+	for ; i < len(x); i++ {
+		s0 += float64(x[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
 func scaleTo(dst, x []float32, s float32) {
 	x = x[:len(dst)]
 	for i := range dst {

@@ -705,3 +705,43 @@ func testArith(t *testing.T) {
 		t.Error("a short operand was accepted")
 	}
 }
+
+// TestSum: the float64 sum of float32 values at every level and length
+// (vector body and tail), within float64 rounding of the sequential sum;
+// a NaN, or infinities of both signs, give NaN, and one infinity itself.
+func TestSum(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(8, 9))
+		for n := range 70 {
+			x := make([]float32, n)
+			var want, mag float64
+			for i := range x {
+				x[i] = float32(r.NormFloat64() * 1e3)
+				want += float64(x[i])
+				mag += math.Abs(float64(x[i]))
+			}
+			if got := kernels.Sum(x); math.Abs(got-want) > 1e-15*mag*float64(n) {
+				t.Fatalf("n=%d: sum %v, want %v", n, got, want)
+			}
+		}
+		inf := float32(math.Inf(1))
+		for _, c := range []struct {
+			specials []float32
+			want     float64
+		}{{[]float32{nan32()}, math.NaN()}, {[]float32{inf}, math.Inf(1)}, {[]float32{-inf}, math.Inf(-1)}, {[]float32{inf, -inf}, math.NaN()}} {
+			for _, at := range []int{0, 3, 8, 15, 17} {
+				x := make([]float32, 19)
+				for i := range x {
+					x[i] = 1
+				}
+				for j, v := range c.specials {
+					x[(at+5*j)%len(x)] = v
+				}
+				got := kernels.Sum(x)
+				if math.IsNaN(c.want) != math.IsNaN(got) || !math.IsNaN(got) && got != c.want {
+					t.Errorf("%v at %d: sum %v, want %v", c.specials, at, got, c.want)
+				}
+			}
+		}
+	})
+}

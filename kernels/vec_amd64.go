@@ -338,6 +338,17 @@ func sumSquaresVec(x []float32) float64 {
 	return sumSquaresF32(&x[0], n8) + sumSquares(x[n8:])
 }
 
+//go:noescape
+func sumF32(x *float32, n int) float64
+
+func sumVec(x []float32) float64 {
+	n8 := len(x) &^ 7
+	if !useAsm || n8 == 0 {
+		return sumGo(x)
+	}
+	return sumF32(&x[0], n8) + sumGo(x[n8:])
+}
+
 // mulScaleVec sets dst[i] = x[i]*s*w[i]; x and w are at least len(dst) long.
 func mulScaleVec(dst, x, w []float32, s float32) {
 	n8 := len(dst) &^ 7

@@ -441,6 +441,32 @@ done:
 	VZEROUPPER
 	RET
 
+// func sumF32(x *float32, n int) float64
+// The sum of x[i] for i < n (a multiple of 8), in float64.
+TEXT ·sumF32(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	SHRQ $3, CX
+	JZ done
+loop:
+	VCVTPS2PD (SI), Y3
+	VCVTPS2PD 16(SI), Y4
+	VADDPD Y3, Y0, Y0
+	VADDPD Y4, Y1, Y1
+	ADDQ $32, SI
+	DECQ CX
+	JNZ loop
+done:
+	VADDPD Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPD X1, X0, X0
+	VHADDPD X0, X0, X0
+	VMOVSD X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
 // func mulScaleF32(dst, x, w *float32, s float32, n int)
 // dst[i] = x[i]*s*w[i] (rounded in that order) for i < n (a multiple of 8).
 TEXT ·mulScaleF32(SB), NOSPLIT, $0-40

@@ -68,6 +68,7 @@ func maxVec(x []float32) float32 {
 func scaleVec(dst, x []float32, s float32) { scaleTo(dst, x, s) }
 
 func sumSquaresVec(x []float32) float64          { return sumSquares(x) }
+func sumVec(x []float32) float64                 { return sumGo(x) }
 func mulScaleVec(dst, x, w []float32, s float32) { mulScaleGo(dst, x, w, s) }
 func addVec(dst, a, b []float32)                 { addGo(dst, a, b) }
 func arithVec(op ArithOp, dst, a, b []float32)   { arithGo(op, dst, a, b) }

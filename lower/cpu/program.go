@@ -213,9 +213,7 @@ func (pk *progKernel) work(p, a, b int) {
 			}
 			v := pk.reg(p, reg, c1-c0)
 			if pk.reduce == poot.ReduceSum {
-				for _, x := range v {
-					sum += float64(x)
-				}
+				sum += kernels.Sum(v)
 			} else {
 				for _, x := range v {
 					m = max(m, x)
@@ -324,9 +322,9 @@ func (pk *progKernel) strided(p int, l lower.Load, src *buf, r []float32, c0 int
 		case isF32 && ls == 1:
 			copy(dst, src.f[off:off+run])
 		case isF32 && ls == 0:
-			v := src.f[off]
-			for j := range dst {
-				dst[j] = v
+			dst[0] = src.f[off]
+			for n := 1; n < len(dst); n *= 2 { // a broadcast: doubling copies
+				copy(dst[n:], dst[:n])
 			}
 		case isF32:
 			for j := range dst {
