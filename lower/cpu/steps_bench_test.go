@@ -70,3 +70,56 @@ func BenchmarkLayerOps(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeAttention times only the steps of one layer's decode
+// attention (a Llama-3.2-1B layer's 32 query heads and 8 kv heads of 64,
+// the causal mask over a 4096-row cache) at a few depths.
+func BenchmarkDecodeAttention(b *testing.B) {
+	const h, hkv, d, capacity = 32, 8, 64, 4096
+	bl := poot.NewBuilder[struct{}](poot.Limits{})
+	q := bl.SlotNamed("q", poot.T(poot.F32, 1, h*d))
+	k := bl.SlotNamed("k", poot.T(poot.F32, capacity, hkv*d))
+	v := bl.SlotNamed("v", poot.T(poot.F32, capacity, hkv*d))
+	pos := bl.Slot(poot.SlotPos, poot.Shape{1}, 0, capacity-1)
+	var out poot.Traced[struct{}]
+	bl.Scope("layer", func() {
+		mask := ops.CausalMask(bl, pos, capacity, 0, 0)
+		out = ops.Attention(bl, q, k, v, mask, ops.AttentionConfig[struct{}]{Heads: h, KVHeads: hkv, HeadDim: d})
+	})
+	g, err := bl.Finish(poot.Out(out))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, depth := range []int{64, 1024, 4095} {
+		b.Run(fmt.Sprintf("depth%d", depth), func(b *testing.B) {
+			slots := interp.Slots{}
+			for _, id := range g.Inputs(poot.Slot) {
+				v := g.Value(id)
+				x, _ := tensor.New(v.Type)
+				if v.Type.DType == poot.I32 {
+					x.I32()[0] = int32(depth)
+				} else {
+					for i, f := 0, x.F32(); i < len(f); i++ {
+						f[i] = float32(i%13)/8 - 0.75
+					}
+				}
+				slots[v.Name] = x
+			}
+			ex, err := Interpreter{Threads: 2}.CompileExec(g, interp.ConstMap{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := ex.Run(slots, nil); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				for _, s := range ex.steps {
+					if err := s.run(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
