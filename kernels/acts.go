@@ -30,6 +30,12 @@ func actKindFor(wt poot.DType) actKind {
 	return actNone
 }
 
+// SamePreparation reports whether activations prepared for weights of
+// dtype a serve products with weights of dtype b too.
+func SamePreparation(a, b poot.DType) bool {
+	return actKindFor(a) != actNone && actKindFor(a) == actKindFor(b)
+}
+
 // Acts holds T activation rows of K elements prepared for a product with one
 // family of weight dtypes (F32/F16/BF16; Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/MXFP4;
 // the K-quants). One preparation serves every product of the same x with weights

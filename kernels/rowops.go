@@ -58,19 +58,11 @@ func sumSquares(x []float32) float64 {
 func Sum(x []float32) float64 { return sumVec(x) }
 
 func sumGo(x []float32) float64 {
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		v := (*[4]float32)(x[i : i+4])
-		s0 += float64(v[0])
-		s1 += float64(v[1])
-		s2 += float64(v[2])
-		s3 += float64(v[3])
+	var s [4]float64
+	for i, v := range x {
+		s[i&3] += float64(v)
 	}
-	for ; i < len(x); i++ {
-		s0 += float64(x[i])
-	}
-	return (s0 + s1) + (s2 + s3)
+	return (s[0] + s[1]) + (s[2] + s[3])
 }
 
 func scaleTo(dst, x []float32, s float32) {

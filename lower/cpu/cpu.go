@@ -155,6 +155,10 @@ type compiler struct {
 	g     *poot.Graph
 	bufs  []*buf
 	exact bool
+	// last is the contraction compiled last: the next one shares its
+	// prepared activations if it reads the same value (see
+	// compileContract), which no kernel between them can change.
+	last *contract
 }
 
 func (c *compiler) typ(id poot.ValueID) poot.TensorType { return c.g.Type(id) }

@@ -2,8 +2,10 @@ package cpu_test
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/pootlabs/poot"
@@ -174,6 +176,81 @@ func TestQuantizedContractionBound(t *testing.T) {
 				if d > bound {
 					rt.Fatalf("%v row %d col %d: cpu %v, oracle %v, difference %g above the bound %g", wt, r, j, g32[r*n+j], w32[r*n+j], d, bound)
 				}
+			}
+		}
+	})
+}
+
+// TestSharedPreparation: consecutive products of the same activations share
+// one preparation where their weights take the same one (Q4_K beside Q6_K,
+// Q8_0 beside Q4_0, F16 beside F32), and each output is then bit for bit
+// the output of its product compiled alone; products of other activations
+// or other preparations in between prepare their own.
+func TestSharedPreparation(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		type brand struct{}
+		dtypes := cpu.Target(false).MatMulWeights
+		k := 256 * rapid.IntRange(1, 2).Draw(rt, "blocks")
+		tRows := rapid.SampledFrom([]int{1, 2, 5}).Draw(rt, "t")
+		m := rapid.IntRange(2, 5).Draw(rt, "products")
+		rng := rand.New(rand.NewPCG(uint64(rapid.IntRange(0, 1<<30).Draw(rt, "seed")), 3))
+		floats := func(n int) []float32 {
+			v := make([]float32, n)
+			for i := range v {
+				v[i] = float32(rng.NormFloat64())
+			}
+			return v
+		}
+		xs := [2][]float32{floats(tRows * k), floats(tRows * k)}
+		b := poot.NewBuilder[brand](poot.Limits{})
+		x := [2]poot.Traced[brand]{b.SlotNamed("x0", poot.T(poot.F32, tRows, k)), b.SlotNamed("x1", poot.T(poot.F32, tRows, k))}
+		slots := interp.Slots{}
+		for i, v := range xs {
+			slots[fmt.Sprintf("x%d", i)], _ = tensor.FromF32(poot.Shape{tRows, k}, v)
+		}
+		consts := interp.ConstMap{}
+		var outs []poot.Traced[brand]
+		var alone []*poot.Graph
+		for i := range m {
+			wt := rapid.SampledFrom(dtypes).Draw(rt, fmt.Sprintf("dtype%d", i))
+			which := rapid.IntRange(0, 1).Draw(rt, fmt.Sprintf("x%d", i))
+			n := rapid.IntRange(1, 9).Draw(rt, fmt.Sprintf("n%d", i))
+			name := fmt.Sprintf("w%d", i)
+			wten, err := tensor.Quantize(poot.T(wt, n, k), floats(n*k))
+			if err != nil {
+				rt.Fatal(err)
+			}
+			consts[name] = wten
+			outs = append(outs, b.MatMul(x[which], b.Constant(name, poot.T(wt, n, k))))
+			ab := poot.NewBuilder[brand](poot.Limits{})
+			g, err := ab.Finish(poot.Out(ab.MatMul(ab.SlotNamed(fmt.Sprintf("x%d", which), poot.T(poot.F32, tRows, k)), ab.Constant(name, poot.T(wt, n, k)))))
+			if err != nil {
+				rt.Fatal(err)
+			}
+			alone = append(alone, g)
+		}
+		g, err := b.Finish(poot.Out(outs...))
+		if err != nil {
+			rt.Fatal(err)
+		}
+		run := func(g *poot.Graph, consts interp.ConstMap, sl interp.Slots) []tensor.Tensor {
+			ex, err := cpu.Interpreter{Threads: 2}.CompileExec(g, consts)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			defer ex.Close()
+			out, err := ex.Run(sl, nil)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			return out
+		}
+		got := run(g, consts, slots)
+		for i, ag := range alone {
+			name, w := ag.Value(ag.Inputs(poot.Slot)[0]).Name, fmt.Sprintf("w%d", i)
+			want := run(ag, interp.ConstMap{w: consts[w]}, interp.Slots{name: slots[name]})
+			if !slices.Equal(got[i].Data, want[0].Data) {
+				rt.Fatalf("product %d: %v together, %v alone", i, got[i].F32(), want[0].F32())
 			}
 		}
 	})
