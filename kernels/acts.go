@@ -146,10 +146,25 @@ func (a *Acts) grow(nq, nd, nbs int) {
 	a.bs = a.bs[:nbs]
 }
 
-// quantizeBlock quantizes len(x) values (at most 256) to q with the scale
-// amax/127 and round-half-away-from-zero, returning the scale and the sum of
-// the quants. The error of each element is at most scale/2.
-func quantizeBlock(q []int8, x []float32) (d float32, sum int32) {
+// quantizeBlock quantizes len(x) values (at most 256, a multiple of 16) to
+// q with the scale amax/127 and round-half-away-from-zero, returning the
+// scale, and sets bs to the sums of each 16 quants. The error of each
+// element is at most scale/2.
+func quantizeBlock(q []int8, x []float32, bs []int16) float32 {
+	d := quantizeOnly(q, x)
+	sums16Go(bs, q[:len(x)])
+	return d
+}
+
+// sums16Go sets s[g] to the sum of q[16g:16g+16].
+func sums16Go(s []int16, q []int8) {
+	clear(s[:len(q)/16])
+	for i, v := range q {
+		s[i/16] += int16(v)
+	}
+}
+
+func quantizeOnly(q []int8, x []float32) (d float32) {
 	q = q[:len(x)]
 	var amax float32
 	for _, v := range x {
@@ -157,7 +172,7 @@ func quantizeBlock(q []int8, x []float32) (d float32, sum int32) {
 	}
 	if amax == 0 {
 		clear(q)
-		return 0, 0
+		return 0
 	}
 	d = amax / 127
 	id := 127 / amax
@@ -169,18 +184,18 @@ func quantizeBlock(q []int8, x []float32) (d float32, sum int32) {
 		} else {
 			qi = int32(r - 0.5)
 		}
-		qi = max(-127, min(127, qi))
-		q[i] = int8(qi)
-		sum += qi
+		q[i] = int8(max(-127, min(127, qi)))
 	}
-	return d, sum
+	return d
 }
 
 func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
 
 func quantizeQ8(q []int8, d, s []float32, o []int32, x []float32) {
+	var bs [2]int16
 	for b := range d {
-		db, sum := quantizeBlockVec(q[b*32:b*32+32], x[b*32:b*32+32])
+		db := quantizeBlockVec(q[b*32:b*32+32], x[b*32:b*32+32], bs[:])
+		sum := int32(bs[0]) + int32(bs[1])
 		d[b] = db
 		s[b] = db * float32(sum)
 		o[b] = -128 * sum
@@ -202,14 +217,6 @@ func (a *Acts) sumsQ8K(head int) {
 
 func quantizeQ8K(q []int8, d []float32, bs []int16, x []float32) {
 	for b := range d {
-		qb := q[b*256 : b*256+256]
-		d[b], _ = quantizeBlockVec(qb, x[b*256:b*256+256])
-		for g := range 16 {
-			var s int16
-			for _, v := range qb[g*16 : g*16+16] {
-				s += int16(v)
-			}
-			bs[b*16+g] = s
-		}
+		d[b] = quantizeBlockVec(q[b*256:b*256+256], x[b*256:b*256+256], bs[b*16:b*16+16])
 	}
 }

@@ -7,11 +7,12 @@ var ExpSubSumVec = expSubSumVec
 // LevelFromEnv exposes the POOT_KERNELS parser.
 var LevelFromEnv = levelFromEnv
 
-// QuantizeQ8 exposes the activation quantizer: quants and scale of x.
-func QuantizeQ8(x []float32) ([]int8, float32) {
-	q := make([]int8, len(x))
-	d, _ := quantizeBlockVec(q, x)
-	return q, d
+// QuantizeQ8 exposes the activation quantizer: quants, scale and sums of
+// each 16 quants of x.
+func QuantizeQ8(x []float32) ([]int8, float32, []int16) {
+	q, bs := make([]int8, len(x)), make([]int16, len(x)/16)
+	d := quantizeBlockVec(q, x, bs)
+	return q, d, bs
 }
 
 // NewPoolFinishing is NewPool with a function that each worker finishing a

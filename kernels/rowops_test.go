@@ -545,7 +545,8 @@ func TestPool(t *testing.T) {
 }
 
 // TestQuantizeAsmMatchesGo checks that each assembly level's activation
-// quantizer gives the same bytes as the Go one, ties and zero blocks included.
+// quantizer gives the same bytes (and sums of each 16) as the Go one, ties
+// and zero blocks included.
 func TestQuantizeAsmMatchesGo(t *testing.T) {
 	for _, l := range kernels.Levels()[1:] {
 		t.Run(l.String(), func(t *testing.T) { quantizeMatchesGo(t, l) })
@@ -569,12 +570,21 @@ func quantizeMatchesGo(t *testing.T, l kernels.Level) {
 		case 3:
 			x[r.IntN(n)] = -1e30
 		}
-		qa, da := kernels.QuantizeQ8(x)
+		qa, da, sa := kernels.QuantizeQ8(x)
 		restore, _ := kernels.SetLevel(kernels.LevelGo)
-		qg, dg := kernels.QuantizeQ8(x)
+		qg, dg, sg := kernels.QuantizeQ8(x)
 		restore()
 		if da != dg {
 			t.Fatalf("scale %g vs %g", da, dg)
+		}
+		for g := range sg {
+			var want int16
+			for _, v := range qg[16*g : 16*g+16] {
+				want += int16(v)
+			}
+			if sa[g] != sg[g] || sg[g] != want {
+				t.Fatalf("trial %d: sum of quants %d-%d = %d (%v), %d (go), want %d", trial, 16*g, 16*g+15, sa[g], l, sg[g], want)
+			}
 		}
 		for i := range qa {
 			if qa[i] != qg[i] {

@@ -161,23 +161,25 @@ func inExpRange(x []float32) bool {
 //go:noescape
 func quantRound(q *int8, x *float32, n int, id float32)
 
+//go:noescape
+func sums16(q *int8, s *int16, n int)
+
 // quantizeBlockVec is quantizeBlock through the assembly when it is on and
 // len(x) is a multiple of 32; the results are identical.
-func quantizeBlockVec(q []int8, x []float32) (d float32, sum int32) {
+func quantizeBlockVec(q []int8, x []float32, bs []int16) float32 {
 	if !useAsm || len(x)%32 != 0 || len(x) == 0 {
-		return quantizeBlock(q, x)
+		return quantizeBlock(q, x, bs)
 	}
 	q = q[:len(x)]
 	amax := absMaxF32(&x[0], len(x))
 	if amax == 0 {
 		clear(q)
-		return 0, 0
+		clear(bs[:len(x)/16])
+		return 0
 	}
 	quantRound(&q[0], &x[0], len(x), 127/amax)
-	for _, v := range q {
-		sum += int32(v)
-	}
-	return amax / 127, sum
+	sums16(&q[0], &bs[0], len(x))
+	return amax / 127
 }
 
 //go:noescape

@@ -441,6 +441,40 @@ done:
 	VZEROUPPER
 	RET
 
+// func sums16(q *int8, s *int16, n int)
+// s[g] = the sum of q[16g:16g+16] for g < n/16 (n a multiple of 32): the
+// bytes offset by 128 and summed unsigned by VPSADBW, eight at a time,
+// then the pairs added and 16·128 taken off.
+TEXT ·sums16(SB), NOSPLIT, $0-24
+	MOVQ q+0(FP), SI
+	MOVQ s+8(FP), DI
+	MOVQ n+16(FP), CX
+	MOVL $0x80808080, AX
+	VMOVD AX, X5
+	VPBROADCASTD X5, Y5
+	VPXOR Y4, Y4, Y4
+	SHRQ $5, CX
+	JZ done
+loop:
+	VPXOR (SI), Y5, Y0
+	VPSADBW Y4, Y0, Y0
+	VPSHUFD $0x4e, Y0, Y1
+	VPADDQ Y1, Y0, Y0
+	VMOVD X0, AX
+	VEXTRACTI128 $1, Y0, X1
+	VMOVD X1, BX
+	SUBL $2048, AX
+	SUBL $2048, BX
+	MOVW AX, (DI)
+	MOVW BX, 2(DI)
+	ADDQ $32, SI
+	ADDQ $4, DI
+	DECQ CX
+	JNZ loop
+done:
+	VZEROUPPER
+	RET
+
 // func sumF32(x *float32, n int) float64
 // The sum of x[i] for i < n (a multiple of 8), in float64.
 TEXT ·sumF32(SB), NOSPLIT, $0-24

@@ -24,7 +24,7 @@ func expSubSumVec(x []float32, sub float32) float32 {
 
 func siluMulVec(dst, gate, up []float32) { siluMulGo(dst, gate, up) }
 
-func quantizeBlockVec(q []int8, x []float32) (float32, int32) { return quantizeBlock(q, x) }
+func quantizeBlockVec(q []int8, x []float32, bs []int16) float32 { return quantizeBlock(q, x, bs) }
 
 func dotVecF16(a []float32, h []uint16) float32 {
 	h = h[:len(a)]
