@@ -105,28 +105,10 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 		}
 		a.nonFinite = a.nonFinite[:T]
 		for t := range T {
-			a.nonFinite[t] = !finite(x[t*K : (t+1)*K])
+			a.nonFinite[t] = nonFiniteVec(x[t*K : (t+1)*K])
 		}
 	}
 	return nil
-}
-
-// finite reports whether x holds neither NaN nor an infinity (v-v is 0
-// exactly for finite v and NaN otherwise).
-func finite(x []float32) bool {
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		v := (*[4]float32)(x[i : i+4])
-		s0 += v[0] - v[0]
-		s1 += v[1] - v[1]
-		s2 += v[2] - v[2]
-		s3 += v[3] - v[3]
-	}
-	for ; i < len(x); i++ {
-		s0 += x[i] - x[i]
-	}
-	return s0+s1+s2+s3 == 0
 }
 
 func (a *Acts) grow(nq, nd, nbs int) {
