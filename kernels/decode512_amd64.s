@@ -254,7 +254,8 @@ end: \
 // activations (K > 4096): FROWS4 is FROWS for four runs of nr rows, the
 // quarters of 4·nr consecutive rows at w, into the quarters of y, each
 // row's sum taken exactly as FROWS takes it, in Z0-Z3, Z8-Z11, Z16-Z19
-// and Z20-Z23 (the upper sixteen registers need no VZEROUPPER). Two
+// and Z20-Z23 (zeroed at the end, as the other kernels that use the upper
+// sixteen registers leave them). Two
 // streams reload such an activation from L2 for every pair of rows, a
 // line of it for each line of weights; four halve those reloads.
 #define FROWS4(LD, LDM, ws, PF) \
@@ -372,6 +373,14 @@ sum: \
 	DECQ R8 \
 	JNZ row \
 end: \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VPXORD Z18, Z18, Z18 \
+	VPXORD Z19, Z19, Z19 \
+	VPXORD Z20, Z20, Z20 \
+	VPXORD Z21, Z21, Z21 \
+	VPXORD Z22, Z22, Z22 \
+	VPXORD Z23, Z23, Z23 \
 	VZEROUPPER \
 	RET
 
