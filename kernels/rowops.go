@@ -326,16 +326,31 @@ func xorGo(x []uint64) uint64 {
 // dst as it was and returns false, for a caller whose exp must treat them
 // as the definition does. dst may alias x.
 func ExpInRange(dst, x []float32) bool {
-	if len(dst) < len(x) || !inExpRange(x) {
+	if len(dst) < len(x) || !inRange(x, -87, 88) {
 		return false
 	}
 	expVec(dst[:len(x)], x)
 	return true
 }
 
-func inExpRangeGo(x []float32) bool {
+// SiLUMulInRange is [SiLUMul] when every gate lies in (-88, 87), where
+// e^-gate is a normal float32, and reports whether it wrote dst: each
+// element as the definition's operations give it in float32 (negate, exp
+// within 1e-6 as [ExpInRange], add one, divide, multiply); a NaN, an
+// infinity or a gate outside leaves dst as it was. dst may alias gate or
+// up.
+func SiLUMulInRange(dst, gate, up []float32) bool {
+	n := len(dst)
+	if len(gate) < n || len(up) < n || !inRange(gate[:n], -88, 87) {
+		return false
+	}
+	siluMulVec(dst, gate[:n], up[:n])
+	return true
+}
+
+func inRangeGo(x []float32, lo, hi float32) bool {
 	for _, v := range x {
-		if !(v > -87 && v < 88) {
+		if !(v > lo && v < hi) {
 			return false
 		}
 	}

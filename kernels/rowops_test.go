@@ -755,3 +755,40 @@ func TestSum(t *testing.T) {
 		}
 	})
 }
+
+// TestSiLUMulInRange: at every level and length, gates in (-88, 87) give
+// bit for bit what the definition's steps give with ExpInRange's exp
+// (negate, exp, add one, divide, multiply, each rounded to float32); a
+// NaN, an infinity or a gate outside anywhere leaves dst untouched.
+func TestSiLUMulInRange(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(3, 1))
+		for n := range 40 {
+			g, u, neg, e, y := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+			for i := range n {
+				g[i], u[i] = float32(r.Float64()*174.9-87.9), float32(r.NormFloat64())
+				neg[i] = -g[i]
+			}
+			if !kernels.ExpInRange(e, neg) || !kernels.SiLUMulInRange(y, g, u) {
+				t.Fatalf("n=%d: refused", n)
+			}
+			for i := range n {
+				if want := g[i] / (1 + e[i]) * u[i]; math.Float32bits(y[i]) != math.Float32bits(want) {
+					t.Fatalf("n=%d: silu(%g)·%g = %g, want %g", n, g[i], u[i], y[i], want)
+				}
+			}
+		}
+		for _, bad := range []float32{nan32(), float32(math.Inf(1)), float32(math.Inf(-1)), -88, 87, 100} {
+			for _, at := range []int{0, 7, 8, 16, 18} {
+				g, u, y := make([]float32, 19), make([]float32, 19), make([]float32, 19)
+				for i := range y {
+					g[i], u[i], y[i] = 0.5, 1, -1
+				}
+				g[at] = bad
+				if kernels.SiLUMulInRange(y, g, u) || y[0] != -1 {
+					t.Errorf("gate %g at %d: accepted or wrote %v", bad, at, y)
+				}
+			}
+		}
+	})
+}

@@ -143,19 +143,19 @@ func siluMulVec(dst, gate, up []float32) {
 func absMaxF32(x *float32, n int) float32
 
 //go:noescape
-func expInRange(x *float32, n int) bool
+func inRangeF32(x *float32, n int, lo, hi float32) bool
 
-// inExpRange reports whether every element of x lies in (-87, 88).
-func inExpRange(x []float32) bool {
+// inRange reports whether every element of x lies in (lo, hi).
+func inRange(x []float32, lo, hi float32) bool {
 	n8 := len(x) &^ 7
 	if useAsm && n8 > 0 {
-		if !expInRange(&x[0], n8) {
+		if !inRangeF32(&x[0], n8, lo, hi) {
 			return false
 		}
 	} else {
 		n8 = 0
 	}
-	return inExpRangeGo(x[n8:])
+	return inRangeGo(x[n8:], lo, hi)
 }
 
 //go:noescape

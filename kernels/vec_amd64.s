@@ -152,22 +152,21 @@ done:
 	VZEROUPPER
 	RET
 
-VEC8(expinlo<>, 0xc2ae0000) // -87
-VEC8(expinhi<>, 0x42b00000) // 88
-
-// func expInRange(x *float32, n int) bool
-// Whether every x[i] for i < n (a multiple of 8) lies in (-87, 88): the
+// func inRangeF32(x *float32, n int, lo, hi float32) bool
+// Whether every x[i] for i < n (a multiple of 8) lies in (lo, hi): the
 // ordered comparisons are false for a NaN.
-TEXT ·expInRange(SB), NOSPLIT, $0-17
+TEXT ·inRangeF32(SB), NOSPLIT, $0-25
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
+	VBROADCASTSS lo+16(FP), Y4
+	VBROADCASTSS hi+20(FP), Y5
 	VPCMPEQD Y6, Y6, Y6
 	SHRQ $3, CX
 	JZ done
 loop:
 	VMOVUPS (SI), Y0
-	VCMPPS $0x1e, expinlo<>(SB), Y0, Y1
-	VCMPPS $0x11, expinhi<>(SB), Y0, Y2
+	VCMPPS $0x1e, Y4, Y0, Y1
+	VCMPPS $0x11, Y5, Y0, Y2
 	VANDPS Y1, Y6, Y6
 	VANDPS Y2, Y6, Y6
 	ADDQ $32, SI
@@ -176,7 +175,7 @@ loop:
 done:
 	VMOVMSKPS Y6, AX
 	CMPL AX, $0xff
-	SETEQ ret+16(FP)
+	SETEQ ret+24(FP)
 	VZEROUPPER
 	RET
 

@@ -75,7 +75,7 @@ func arithVec(op ArithOp, dst, a, b []float32)   { arithGo(op, dst, a, b) }
 
 func f32ToF16RowVec(dst []uint16, src []float32) bool { return false }
 
-func inExpRange(x []float32) bool { return inExpRangeGo(x) }
+func inRange(x []float32, lo, hi float32) bool { return inRangeGo(x, lo, hi) }
 
 func expVec(dst, x []float32) {
 	for i, v := range x {

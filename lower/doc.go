@@ -26,21 +26,23 @@
 //     cos and sin tables, for a target that fuses the composite: the body
 //     is a program of strided loads (pairs, broadcast tables), whose
 //     interpretation cost several times the rotation in a decode step.
-//  4. elementwise: runs of elementwise equations over the same number of
+//  4. swiglu: likewise each "swiglu" composite (ops.SwiGLU) over F32
+//     operands of one shape, as one pass over gate and up ([Gated]).
+//  5. elementwise: runs of elementwise equations over the same number of
 //     elements (with broadcasts of their operands folded in as strided
 //     loads, and literals as immediates) become one [Program]: a small
 //     register machine a backend runs over chunks of a row.
-//  5. reduce_fusion: a sum or max over the last axis whose operand is the
+//  6. reduce_fusion: a sum or max over the last axis whose operand is the
 //     only store of the program just before it takes that program as its
 //     prologue, so x*x feeds a sum of squares without a buffer.
-//  6. row_fusion: a sequence of last-axis reductions and programs that
+//  7. row_fusion: a sequence of last-axis reductions and programs that
 //     read each other's results only within a row (per-row values
 //     broadcast along the row) runs row by row as one kernel, so RMSNorm
 //     (with the residual add before it) and softmax read each row once.
-//  7. concat_stores: a Concat of parts the program just before it
+//  8. concat_stores: a Concat of parts the program just before it
 //     computes is written by that program in place, each part a strided
 //     store (the halves of a rotary embedding the target does not fuse).
-//  8. inplace: a WriteRows into a state input that nothing else reads
+//  9. inplace: a WriteRows into a state input that nothing else reads
 //     writes the state buffer in place, so a KV-cache append never copies
 //     the cache.
 //

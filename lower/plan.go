@@ -60,7 +60,7 @@ type Options struct {
 func (o Options) on(pass string) bool { return !slices.Contains(o.Disabled, pass) }
 
 // Passes lists the optional passes in the order they run:
-// flash_attention, rope, elementwise, reduce_fusion, row_fusion, concat_stores
+// flash_attention, rope, swiglu, elementwise, reduce_fusion, row_fusion, concat_stores
 // and inplace.
 func Passes() []string {
 	names := make([]string, len(passes))
@@ -97,10 +97,12 @@ const (
 	Rows
 	// RoPE is a fused rotary embedding (see Rotary).
 	RoPE
+	// SwiGLU is a fused SwiGLU gate (see Gated).
+	SwiGLU
 )
 
 var kindNames = [...]string{Generic: "generic", Init: "init", Alias: "alias", Contract: "contract",
-	Elementwise: "elementwise", Reduce: "reduce", FlashAttention: "flash_attention", Rows: "rows", RoPE: "rope"}
+	Elementwise: "elementwise", Reduce: "reduce", FlashAttention: "flash_attention", Rows: "rows", RoPE: "rope", SwiGLU: "swiglu"}
 
 // String names the kind.
 func (k Kind) String() string {
@@ -123,9 +125,11 @@ type Kernel struct {
 	Inputs, Outputs []poot.ValueID
 	// Program is the expression program of Elementwise and Reduce kernels.
 	Program *Program
-	// Attention describes a FlashAttention kernel, Rotary a RoPE one.
+	// Attention describes a FlashAttention kernel, Rotary a RoPE one and
+	// Gated a SwiGLU one.
 	Attention *Attention
 	Rotary    *Rotary
+	Gated     *Gated
 	// Parts are the kernels a Rows kernel runs row by row, and RowLen the
 	// length of a row.
 	Parts  []*Kernel
@@ -328,6 +332,7 @@ var passes = []struct {
 }{
 	{"flash_attention", (*planner).flashAttention, []Kind{FlashAttention}},
 	{"rope", (*planner).rope, []Kind{RoPE}},
+	{"swiglu", (*planner).swiglu, []Kind{SwiGLU}},
 	{"elementwise", (*planner).elementwise, []Kind{Elementwise}},
 	{"reduce_fusion", (*planner).reduceFusion, []Kind{Reduce}},
 	{"row_fusion", (*planner).rowFusion, []Kind{Rows}},
@@ -435,6 +440,8 @@ func (p *planner) cost(k *Kernel) {
 	case RoPE:
 		r := k.Rotary
 		k.Flops = 3 * int64(r.T*r.Heads*r.N)
+	case SwiGLU:
+		k.Flops = 5 * int64(k.Gated.N)
 	case Rows:
 		for _, q := range k.Parts {
 			p.cost(q)

@@ -17,6 +17,7 @@ import (
 var compositeGens = map[string]func() *rapid.Generator[*GraphCase]{
 	"attention": genAttention,
 	"rope":      genRope,
+	"swiglu":    genSwiGLU,
 }
 
 // Composites lists the composites GenComposite has generators for.
@@ -155,5 +156,32 @@ func genRope() *rapid.Generator[*GraphCase] {
 		}
 		slots := interp.Slots{"x": data(rows, heads*d), "cos": data(rows, half), "sin": data(rows, half)}
 		return &GraphCase{Graph: graph, Consts: g.consts, Slots: slots}
+	})
+}
+
+// genSwiGLU records ops.SwiGLU over operands of a random shape; the gates
+// are sometimes scaled past ±88, where e^-gate overflows or underflows.
+func genSwiGLU() *rapid.Generator[*GraphCase] {
+	return rapid.Custom(func(t *rapid.T) *GraphCase {
+		g := newGen(t)
+		sh := g.shape(1)
+		b := g.b
+		gate, up := b.SlotNamed("gate", poot.T(poot.F32, sh...)), b.SlotNamed("up", poot.T(poot.F32, sh...))
+		graph, err := b.Finish(poot.Out(ops.SwiGLU(b, gate, up)))
+		if err != nil {
+			g.fail(err)
+		}
+		n := int(sh.Size())
+		gv := g.floats(n, true)
+		scale := rapid.SampledFrom([]float32{1, 1, 40}).Draw(t, "scale")
+		for i := range gv {
+			gv[i] *= scale
+		}
+		gt, err1 := tensor.FromF32(sh, gv)
+		ut, err2 := tensor.FromF32(sh, g.floats(n, true))
+		if err1 != nil || err2 != nil {
+			g.fail(fmt.Errorf("%v %v", err1, err2))
+		}
+		return &GraphCase{Graph: graph, Consts: g.consts, Slots: interp.Slots{"gate": gt, "up": ut}}
 	})
 }

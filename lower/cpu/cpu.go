@@ -15,8 +15,9 @@
 // tiled.go) and per query row on package kernels' vectorized attention
 // otherwise, and with them on a portable kernel that reads each K and V
 // row once per query row and key/value head for all the query heads that
-// share it; a rotary embedding runs as one loop over its rows' pairs (the
-// same roundings as its body, so it agrees bit for bit); every other
+// share it; a rotary embedding runs as one loop over its rows' pairs and
+// SwiGLU as one vector pass over gate and up (each with the roundings of
+// its body, so they agree with it bit for bit); every other
 // equation runs by the generic host kernel of its primitive, the one the
 // oracle runs (package internal/hostexec).
 //
@@ -87,8 +88,8 @@ func Target(exact bool) lower.Target {
 		MatMulWeights: []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4},
 		Fallback:      []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.Q8_K, poot.MXFP4},
 		Exact:         exact,
-		Kinds:         []lower.Kind{lower.Contract, lower.Elementwise, lower.Reduce, lower.FlashAttention, lower.Rows, lower.RoPE},
-		Composites:    []string{lower.FusedAttention, lower.FusedRope},
+		Kinds:         []lower.Kind{lower.Contract, lower.Elementwise, lower.Reduce, lower.FlashAttention, lower.Rows, lower.RoPE, lower.SwiGLU},
+		Composites:    []string{lower.FusedAttention, lower.FusedRope, lower.FusedSwiGLU},
 		NarrowKV:      []poot.DType{poot.F16, poot.Q8_0},
 	}
 }
@@ -298,6 +299,8 @@ func compileKernel(c *compiler, k *lower.Kernel) (func() error, error) {
 		return compileRows(c, k)
 	case lower.RoPE:
 		return compileRope(c, k), nil
+	case lower.SwiGLU:
+		return compileGLU(c, k), nil
 	}
 	e := c.g.Eqn(k.Eqns[0])
 	return c.generic(&e)

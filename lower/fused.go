@@ -2,9 +2,12 @@ package lower
 
 import "github.com/pootlabs/poot"
 
-// FusedRope is the name of the composite the RoPE kernel runs ("rope",
-// recorded by ops.RoPE).
-const FusedRope = "rope"
+// The composites the RoPE and SwiGLU kernels run, recorded by ops.RoPE and
+// ops.SwiGLU.
+const (
+	FusedRope   = "rope"
+	FusedSwiGLU = "swiglu"
+)
 
 // Rotary is the fused rotary embedding of ops.RoPE: for every row t < T
 // and head h, with x the head's D channels and half = N/2,
@@ -62,4 +65,31 @@ func RotaryOf(g *poot.Graph, c poot.Composite) (*Rotary, bool) {
 		return nil, false
 	}
 	return r, true
+}
+
+// Gated is the fused SwiGLU of ops.SwiGLU: out = Gate / (1 + e^-Gate) · Up
+// elementwise over N F32 values, each operation rounded to float32 as the
+// body computes it.
+type Gated struct {
+	Gate, Up, Out poot.ValueID
+	N             int
+}
+
+// swiglu replaces each "swiglu" composite over F32 operands of one shape by
+// one SwiGLU kernel, when the target fuses it.
+func (p *planner) swiglu() error {
+	if !p.target.Fuses(FusedSwiGLU) {
+		return nil
+	}
+	return p.fuseComposites(FusedSwiGLU, func(c poot.Composite, _ map[int]int) (*Kernel, []int) {
+		if len(c.Operands) != 2 || len(c.Results) != 1 || c.Operands[0] < 0 || c.Operands[1] < 0 {
+			return nil, nil
+		}
+		gt := p.g.Type(c.Operands[0])
+		if gt.DType != poot.F32 || !gt.Equal(p.g.Type(c.Operands[1])) || !gt.Equal(p.g.Type(c.Results[0])) {
+			return nil, nil
+		}
+		s := &Gated{Gate: c.Operands[0], Up: c.Operands[1], Out: c.Results[0], N: int(gt.Shape.Size())}
+		return &Kernel{Kind: SwiGLU, Gated: s, Inputs: []poot.ValueID{s.Gate, s.Up}, Outputs: []poot.ValueID{s.Out}}, nil
+	})
 }

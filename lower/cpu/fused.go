@@ -1,0 +1,102 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/pootlabs/poot/kernels"
+	"github.com/pootlabs/poot/lower"
+)
+
+// rope is the fused rotary embedding (lower.Rotary): each row copied to the
+// output and rotated there by package kernels' RoPE, which rounds as the
+// composite's body does; rows split across the pool when there are enough
+// of them to pay for waking it.
+type rope struct {
+	x                 *Exec
+	r                 lower.Rotary
+	in, cos, sin, out *buf
+	fn                func(lo, hi int)
+}
+
+func compileRope(c *compiler, k *lower.Kernel) func() error {
+	r := k.Rotary
+	rk := &rope{x: c.x, r: *r, in: c.bufs[r.X], cos: c.bufs[r.Cos], sin: c.bufs[r.Sin], out: c.bufs[r.Out]}
+	rk.fn = rk.rows
+	return rk.run
+}
+
+func (rk *rope) run() error {
+	if rk.r.T < 2 || rk.r.T*rk.r.Heads*rk.r.D < 1<<15 {
+		rk.rows(0, rk.r.T)
+		return nil
+	}
+	rk.x.pool.Run(rk.r.T, rk.fn)
+	return nil
+}
+
+func (rk *rope) rows(lo, hi int) {
+	r := &rk.r
+	half, w := r.N/2, r.Heads*r.D
+	for t := lo; t < hi; t++ {
+		o := rk.out.f[t*w : (t+1)*w]
+		copy(o, rk.in.f[t*w:(t+1)*w])
+		_ = kernels.RoPE(o, r.D, rk.cos.f[t*half:(t+1)*half], rk.sin.f[t*half:(t+1)*half], !r.Interleaved) // shapes checked by lower.RotaryOf
+	}
+}
+
+// glu is the fused SwiGLU (lower.Gated), over the chunks a program would
+// take (256 elements, parts cut at multiples of them): each chunk by
+// kernels.SiLUMulInRange where its gates allow, otherwise by the steps the
+// body's program runs there (exp by expf, or in float64 when exact), so
+// that it agrees with that program bit for bit.
+type glu struct {
+	x             *Exec
+	n, parts      int
+	gate, up, out *buf
+	exact         bool
+	fn            func(lo, hi int)
+}
+
+func compileGLU(c *compiler, k *lower.Kernel) func() error {
+	s := k.Gated
+	gk := &glu{x: c.x, n: s.N, parts: c.x.pool.Workers(), gate: c.bufs[s.Gate], up: c.bufs[s.Up], out: c.bufs[s.Out], exact: c.exact}
+	gk.fn = gk.do
+	return gk.run
+}
+
+func (gk *glu) run() error {
+	if gk.n*5 < 1<<14 || gk.parts == 1 { // as a program of its five operations
+		gk.span(0, gk.n)
+		return nil
+	}
+	gk.x.pool.Run(gk.parts, gk.fn)
+	return nil
+}
+
+func (gk *glu) do(lo, hi int) {
+	per := (gk.n/gk.parts + chunk - 1) / chunk * chunk
+	for p := lo; p < hi; p++ {
+		b := min((p+1)*per, gk.n)
+		if p == gk.parts-1 {
+			b = gk.n
+		}
+		gk.span(min(p*per, gk.n), b)
+	}
+}
+
+func (gk *glu) span(a, b int) {
+	for c0 := a; c0 < b; c0 += chunk {
+		c1 := min(c0+chunk, b)
+		g, u, o := gk.gate.f[c0:c1], gk.up.f[c0:c1], gk.out.f[c0:c1]
+		if !gk.exact && kernels.SiLUMulInRange(o, g, u) {
+			continue
+		}
+		for i, v := range g {
+			e := expf(-v)
+			if gk.exact {
+				e = float32(math.Exp(float64(-v)))
+			}
+			o[i] = v / (1 + e) * u[i]
+		}
+	}
+}
