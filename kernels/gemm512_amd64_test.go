@@ -46,27 +46,35 @@ func TestKQuantGFNI(t *testing.T) {
 		for i, s := range [][3]int{{1, 13, 1280}, {3, 6, 2048}, {2, 1, 256}} {
 			T, N, K := s[0], s[1], s[2]
 			checkProduct(t, dt, T, N, K, uint64(20+i))
-			r := rand.New(rand.NewPCG(uint64(i), 9))
-			w := randWeights(r, dt, N, K)
-			var a kernels.Acts
-			if err := a.Prepare(dt, randActs(r, T*K), T, K); err != nil {
-				t.Fatal(err)
-			}
-			var ys [2][]float32
-			for j, on := range []bool{true, false} {
-				restore := kernels.SetGFNI(on)
-				ys[j] = make([]float32, T*N)
-				err := kernels.MatMul(nil, dt, ys[j], w, &a, N)
-				restore()
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			for k := range ys[0] {
-				if math.Float32bits(ys[0][k]) != math.Float32bits(ys[1][k]) {
-					t.Fatalf("%v T=%d N=%d K=%d: y[%d] = %g by GFNI, %g by shifts", dt, T, N, K, k, ys[0][k], ys[1][k])
-				}
-			}
+			sameBits(t, dt, T, N, K, uint64(i), "GFNI", "shifts", func(on bool) func() { return kernels.SetGFNI(on) })
+		}
+	}
+}
+
+// sameBits computes a product of T rows, N weight rows of K with set(true)
+// and with set(false) in force (set returns the restore), and fails t
+// unless the two give the same bits.
+func sameBits(t *testing.T, dt poot.DType, T, N, K int, seed uint64, on, off string, set func(bool) func()) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 9))
+	w := randWeights(r, dt, N, K)
+	var a kernels.Acts
+	if err := a.Prepare(dt, randActs(r, T*K), T, K); err != nil {
+		t.Fatal(err)
+	}
+	var ys [2][]float32
+	for j, v := range []bool{true, false} {
+		restore := set(v)
+		ys[j] = make([]float32, T*N)
+		err := kernels.MatMul(nil, dt, ys[j], w, &a, N)
+		restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range ys[0] {
+		if math.Float32bits(ys[0][k]) != math.Float32bits(ys[1][k]) {
+			t.Fatalf("%v T=%d N=%d K=%d: y[%d] = %g by %s, %g by %s", dt, T, N, K, k, ys[0][k], on, ys[1][k], off)
 		}
 	}
 }
@@ -85,27 +93,9 @@ func TestFloatFourStreams(t *testing.T) {
 		for i, s := range [][2]int{{4, 1}, {5, 17}, {7, 64}, {8, 79}, {9, 130}, {13, 4100}, {33, 8192}} {
 			N, K := s[0], s[1]
 			checkProduct(t, dt, 1, N, K, uint64(40+i))
-			r := rand.New(rand.NewPCG(uint64(i), 11))
-			w := randWeights(r, dt, N, K)
-			var a kernels.Acts
-			if err := a.Prepare(dt, randActs(r, K), 1, K); err != nil {
-				t.Fatal(err)
-			}
-			var ys [2][]float32
-			for j, k := range []int{1, 1 << 30} {
-				restore := kernels.SetFourStreamsK(k)
-				ys[j] = make([]float32, N)
-				err := kernels.MatMul(nil, dt, ys[j], w, &a, N)
-				restore()
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			for k := range ys[0] {
-				if math.Float32bits(ys[0][k]) != math.Float32bits(ys[1][k]) {
-					t.Fatalf("%v N=%d K=%d: y[%d] = %g by four streams, %g by two", dt, N, K, k, ys[0][k], ys[1][k])
-				}
-			}
+			sameBits(t, dt, 1, N, K, uint64(40+i), "four streams", "two", func(on bool) func() {
+				return kernels.SetFourStreamsK(map[bool]int{true: 1, false: 1 << 30}[on])
+			})
 		}
 	}
 }
