@@ -132,22 +132,9 @@ func (a *Acts) grow(nq, nd, nbs int) {
 // q with the scale amax/127 and round-half-away-from-zero, returning the
 // scale, and sets bs to the sums of each 16 quants. The error of each
 // element is at most scale/2.
-func quantizeBlock(q []int8, x []float32, bs []int16) float32 {
-	d := quantizeOnly(q, x)
-	sums16Go(bs, q[:len(x)])
-	return d
-}
-
-// sums16Go sets s[g] to the sum of q[16g:16g+16].
-func sums16Go(s []int16, q []int8) {
-	clear(s[:len(q)/16])
-	for i, v := range q {
-		s[i/16] += int16(v)
-	}
-}
-
-func quantizeOnly(q []int8, x []float32) (d float32) {
+func quantizeBlock(q []int8, x []float32, bs []int16) (d float32) {
 	q = q[:len(x)]
+	defer sums16Go(bs, q)
 	var amax float32
 	for _, v := range x {
 		amax = max(amax, abs32(v))
@@ -169,6 +156,14 @@ func quantizeOnly(q []int8, x []float32) (d float32) {
 		q[i] = int8(max(-127, min(127, qi)))
 	}
 	return d
+}
+
+// sums16Go sets s[g] to the sum of q[16g:16g+16].
+func sums16Go(s []int16, q []int8) {
+	clear(s[:len(q)/16])
+	for i, v := range q {
+		s[i/16] += int16(v)
+	}
 }
 
 func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }

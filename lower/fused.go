@@ -76,13 +76,24 @@ type Gated struct {
 }
 
 // swiglu replaces each "swiglu" composite over F32 operands of one shape by
-// one SwiGLU kernel, when the target fuses it.
+// one SwiGLU kernel, when the target fuses it and both operands are stored
+// anyway: inputs of the step or results of products (reshaped or not).
+// Halves sliced from
+// one product (Phi-3's gate_up) stay a program, which reads them as views
+// of the product instead of storing them first.
 func (p *planner) swiglu() error {
 	if !p.target.Fuses(FusedSwiGLU) {
 		return nil
 	}
+	stored := func(v poot.ValueID) bool {
+		pi := p.prod[v]
+		for pi >= 0 && p.eqns[pi].Op == poot.Reshape {
+			pi = p.prod[p.eqns[pi].Inputs[0]]
+		}
+		return pi < 0 || p.eqns[pi].Op == poot.MatMul || p.eqns[pi].Op == poot.IndexedMatMul
+	}
 	return p.fuseComposites(FusedSwiGLU, func(c poot.Composite, _ map[int]int) (*Kernel, []int) {
-		if len(c.Operands) != 2 || len(c.Results) != 1 || c.Operands[0] < 0 || c.Operands[1] < 0 {
+		if len(c.Operands) != 2 || len(c.Results) != 1 || c.Operands[0] < 0 || c.Operands[1] < 0 || !stored(c.Operands[0]) || !stored(c.Operands[1]) {
 			return nil, nil
 		}
 		gt := p.g.Type(c.Operands[0])

@@ -26,11 +26,11 @@ func compileRope(c *compiler, k *lower.Kernel) func() error {
 }
 
 func (rk *rope) run() error {
-	if rk.r.T < 2 || rk.r.T*rk.r.Heads*rk.r.D < 1<<15 {
+	if rk.r.T*rk.r.Heads*rk.r.D < 1<<15 {
 		rk.rows(0, rk.r.T)
-		return nil
+	} else {
+		rk.x.pool.Run(rk.r.T, rk.fn) // one row runs on the caller
 	}
-	rk.x.pool.Run(rk.r.T, rk.fn)
 	return nil
 }
 
@@ -67,9 +67,9 @@ func compileGLU(c *compiler, k *lower.Kernel) func() error {
 func (gk *glu) run() error {
 	if gk.n*5 < 1<<14 || gk.parts == 1 { // as a program of its five operations
 		gk.span(0, gk.n)
-		return nil
+	} else {
+		gk.x.pool.Run(gk.parts, gk.fn)
 	}
-	gk.x.pool.Run(gk.parts, gk.fn)
 	return nil
 }
 
