@@ -45,7 +45,7 @@ func (rk *rope) rows(lo, hi int) {
 }
 
 // glu is the fused SwiGLU (lower.Gated), over the chunks a program would
-// take (256 elements, parts cut at multiples of them): each chunk by
+// take (256 elements, parts cut by partSpan): each chunk by
 // kernels.SiLUMulInRange where its gates allow, otherwise by the steps the
 // body's program runs there (exp by expf, or in float64 when exact), so
 // that it agrees with that program bit for bit.
@@ -74,13 +74,8 @@ func (gk *glu) run() error {
 }
 
 func (gk *glu) do(lo, hi int) {
-	per := (gk.n/gk.parts + chunk - 1) / chunk * chunk
 	for p := lo; p < hi; p++ {
-		b := min((p+1)*per, gk.n)
-		if p == gk.parts-1 {
-			b = gk.n
-		}
-		gk.span(min(p*per, gk.n), b)
+		gk.span(partSpan(gk.n, gk.parts, p))
 	}
 }
 

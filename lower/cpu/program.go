@@ -167,14 +167,19 @@ func (pk *progKernel) run() error {
 // doRange runs parts [lo, hi) of an elementwise program.
 func (pk *progKernel) doRange(lo, hi int) {
 	for p := lo; p < hi; p++ {
-		n := pk.prog.Size
-		per := (n/pk.parts + chunk - 1) / chunk * chunk
-		a, b := min(p*per, n), min((p+1)*per, n)
-		if p == pk.parts-1 {
-			b = n
-		}
+		a, b := partSpan(pk.prog.Size, pk.parts, p)
 		pk.work(p, a, b)
 	}
+}
+
+// partSpan is part p's elements of n split in parts, cut at multiples of
+// chunk (the last part takes the rest).
+func partSpan(n, parts, p int) (a, b int) {
+	per := (n/parts + chunk - 1) / chunk * chunk
+	if p == parts-1 {
+		return min(p*per, n), n
+	}
+	return min(p*per, n), min((p+1)*per, n)
 }
 
 // doRows runs parts [lo, hi) of a reduction.
