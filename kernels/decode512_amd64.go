@@ -99,8 +99,21 @@ func bf16Rows4z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 // ahead, the same as without), Q8_0 at 43-44 GB/s 2048 ahead and 48-49
 // without when the host's memory was fast, equal when it was slow; Q4_K
 // and F32 the same either way. So on AMD the kernels ask for the lines
-// they are loading.
+// they are loading by PREFETCHT0.
 var decodeAhead, decodeAheadFloat = 2048, 1024
+
+// decodeNTA and decodeNTAFloat are the distances of the kernels' second
+// prefetch of each weight stream, by PREFETCHNTA, which on AMD fills L1
+// with lines marked to leave it first, before the activation's. On the
+// Zen 4, a few lines ahead: the F16 products of K = 4096 and 8192 read
+// from DRAM through two threads at 0.74-0.76 of the memory's streaming
+// bandwidth with them and 0.68-0.70 without when the host's memory was
+// fast, 0.98 against 0.94-0.98 when slow; Q8_0 and Q4_K 1-4% faster when
+// slow; 512 bytes ahead or more was slower than none (medians of 12-40
+// rounds, each alternating the settings). On the Intel Xeon, where
+// PREFETCHT0 is tuned and NTA was not measured, they ask for the lines
+// being loaded, which PREFETCHT0 brought 2048 or 1024 bytes earlier.
+var decodeNTA, decodeNTAFloat = 0, 0
 
 // decodeSlab is about how many weight bytes a call walks before the next
 // activation row meets them, when several rows are left: the weights are

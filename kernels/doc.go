@@ -62,8 +62,9 @@
 //
 // Two choices at the avx512 level follow the CPU's vendor, because they
 // were measured to go opposite ways on the Intel Xeon and the AMD EPYC:
-// how far ahead the decode kernels prefetch their weights (2048 and 1024
-// bytes on Intel, none on AMD), and whether F16/BF16 prompt products of
+// how the decode kernels prefetch their weights (PREFETCHT0 2048 and 1024
+// bytes ahead on Intel; PREFETCHNTA 256 bytes ahead on AMD, which keeps
+// the activation in L1 beside the weight streams), and whether F16/BF16 prompt products of
 // more than 64 rows go through the unpacked dot tiles in chunks (AMD) or
 // through packed panels (Intel). Neither changes a result. Where the CPU
 // has GFNI the avx512 Q4_K and Q5_K decode kernels spread each 32 bytes

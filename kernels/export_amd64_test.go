@@ -29,3 +29,12 @@ func SetFourStreamsK(k int) (restore func()) {
 	fourStreamsK = k
 	return func() { fourStreamsK = old }
 }
+
+// SetDecodeNTA sets the distances of the avx512 decode kernels' NTA
+// prefetches (decodeNTA, decodeNTAFloat) and returns a function that
+// restores them.
+func SetDecodeNTA(quant, float int) (restore func()) {
+	oq, of := decodeNTA, decodeNTAFloat
+	decodeNTA, decodeNTAFloat = quant, float
+	return func() { decodeNTA, decodeNTAFloat = oq, of }
+}
