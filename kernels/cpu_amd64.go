@@ -72,14 +72,15 @@ func detectAMD() bool {
 }
 
 // The avx512 level's choices that follow the vendor (see the package doc):
-// on AMD the decode kernels prefetch by PREFETCHNTA a few lines ahead and
-// by PREFETCHT0 nothing ahead (decodeAhead, decodeNTA), the float ones read
-// rows of 2048 elements or more as four streams (fourStreamsK), and the
-// F16/BF16 prompt products take their rows in chunks (floatDotChunks).
+// on AMD the decode kernels prefetch nothing ahead by PREFETCHT0
+// (decodeAhead) and the float ones a few lines ahead by PREFETCHNTA
+// (decodeNTAFloat), the float ones read rows of 2048 elements or more as
+// four streams (fourStreamsK), and the F16/BF16 prompt products take their
+// rows in chunks (floatDotChunks).
 func init() {
 	if detectAMD() {
 		decodeAhead, decodeAheadFloat = 0, 0
-		decodeNTA, decodeNTAFloat = 256, 256
+		decodeNTAFloat = 256
 		fourStreamsK = 2048
 		floatDotChunks = true
 	}

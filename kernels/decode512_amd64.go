@@ -102,18 +102,21 @@ func bf16Rows4z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 // they are loading by PREFETCHT0.
 var decodeAhead, decodeAheadFloat = 2048, 1024
 
-// decodeNTA and decodeNTAFloat are the distances of the kernels' second
-// prefetch of each weight stream, by PREFETCHNTA, which on AMD fills L1
-// with lines marked to leave it first, before the activation's. On the
-// Zen 4, a few lines ahead: the F16 products of K = 4096 and 8192 read
-// from DRAM through two threads at 0.74-0.76 of the memory's streaming
-// bandwidth with them and 0.68-0.70 without when the host's memory was
-// fast, 0.98 against 0.94-0.98 when slow; Q8_0 and Q4_K 1-4% faster when
-// slow; 512 bytes ahead or more was slower than none (medians of 12-40
-// rounds, each alternating the settings). On the Intel Xeon, where
-// PREFETCHT0 is tuned and NTA was not measured, they ask for the lines
-// being loaded, which PREFETCHT0 brought 2048 or 1024 bytes earlier.
-var decodeNTA, decodeNTAFloat = 0, 0
+// decodeNTAFloat is the distance of the float kernels' second prefetch of
+// each weight stream, by PREFETCHNTA, which on AMD fills L1 with lines
+// marked to leave it first, before the activation's (16-32 KB of f32 for
+// rows of 4096-8192 elements, beside four streams). On the Zen 4, 256
+// bytes ahead: the F16 products of K = 4096 and 8192 read from DRAM
+// through two threads at 0.67-0.76 of the memory's streaming bandwidth
+// with it and 0.64-0.70 without when the host's memory was fast, 0.93-0.98
+// against 0.92-0.98 when slow, K = 2048 the same either way; 512 bytes
+// ahead or more was slower than none (medians of 12-40 rounds, each
+// alternating the settings). The quantized kernels were 1-4% faster with
+// it alone but not in the model (Q4_K 2-3% slower in two runs of eight
+// rounds), so they have none. On the Intel Xeon, where PREFETCHT0 is
+// tuned and NTA was not measured, it asks for the lines being loaded,
+// which PREFETCHT0 brought 1024 bytes earlier.
+var decodeNTAFloat = 0
 
 // decodeSlab is about how many weight bytes a call walks before the next
 // activation row meets them, when several rows are left: the weights are

@@ -36,31 +36,28 @@
 	VHADDPS X0, X0, X0
 
 // Each weight stream asks for its cache lines some bytes ahead of its
-// loads twice: by PREFETCHT0 (·decodeAhead bytes in the quantized kernels,
+// loads (PREFETCHT0): ·decodeAhead bytes in the quantized kernels,
 // ·decodeAheadFloat in the float ones, read into a spare register at the
-// start) and by PREFETCHNTA (·decodeNTA and ·decodeNTAFloat, in R14);
-// see decodeAhead in decode512_amd64.go for the distances and why they
-// depend on the CPU: each vendor asks at a distance of 0 for the hint it
-// does not want. PFn(b, r) asks for the n lines from r bytes past b, PNn
-// the same with the NTA hint: an iteration asks for at least as many bytes
-// as it consumes, so every line ahead of the loads is asked for
-// (prefetches never fault, past a row's or a buffer's end included). At a
-// distance of 0 they ask for the lines being loaded, which costs next to
-// nothing.
+// start (see decodeAhead in decode512_amd64.go for the distances and why
+// they depend on the CPU). PFn(b, r) asks for the n lines from r bytes
+// past b: an iteration asks for at least as many bytes as it consumes, so
+// every line ahead of the loads is asked for (prefetches never fault,
+// past a row's or a buffer's end included). At a distance of 0 they ask
+// for the lines being loaded, which costs next to nothing. The float
+// kernels ask a second time, by PREFETCHNTA (PNn), ·decodeNTAFloat bytes
+// ahead (in R14): each vendor asks at a distance of 0 for the hint it
+// does not want.
 #define PF2(b, r) PREFETCHT0 (b)(r*1); PREFETCHT0 64(b)(r*1)
 #define PF3(b, r) PF2(b, r); PREFETCHT0 128(b)(r*1)
 #define PF4(b, r) PF3(b, r); PREFETCHT0 192(b)(r*1)
 #define PF9(b, r) PF4(b, r); PREFETCHT0 256(b)(r*1); PREFETCHT0 320(b)(r*1); PREFETCHT0 384(b)(r*1); PREFETCHT0 448(b)(r*1); PREFETCHT0 512(b)(r*1)
 #define PF11(b, r) PF9(b, r); PREFETCHT0 576(b)(r*1); PREFETCHT0 640(b)(r*1)
 #define PN2(b, r) PREFETCHNTA (b)(r*1); PREFETCHNTA 64(b)(r*1)
-#define PN3(b, r) PN2(b, r); PREFETCHNTA 128(b)(r*1)
-#define PN4(b, r) PN3(b, r); PREFETCHNTA 192(b)(r*1)
-#define PN9(b, r) PN4(b, r); PREFETCHNTA 256(b)(r*1); PREFETCHNTA 320(b)(r*1); PREFETCHNTA 384(b)(r*1); PREFETCHNTA 448(b)(r*1); PREFETCHNTA 512(b)(r*1)
-#define PN11(b, r) PN9(b, r); PREFETCHNTA 576(b)(r*1); PREFETCHNTA 640(b)(r*1)
+#define PN4(b, r) PN2(b, r); PREFETCHNTA 128(b)(r*1); PREFETCHNTA 192(b)(r*1)
 #define PFF2(b) PF2(b, R9); PN2(b, R14)
 #define PFF4(b) PF4(b, R9); PN4(b, R14)
-#define PFQ9(b) PF9(b, R10); PN9(b, R14)
-#define PFQ11(b) PF11(b, R10); PN11(b, R14)
+#define PFQ9(b) PF9(b, R10)
+#define PFQ11(b) PF11(b, R10)
 
 // ---- F32, F16 and BF16 ---------------------------------------------------
 
@@ -540,7 +537,6 @@ GLOBL q8lane<>(SB), RODATA|NOPTR, $128
 // func q8_0Rowsz(w *byte, nb int, aq *int8, o *int32, ad *float32, y *float32, nr int)
 TEXT ·q8_0Rowsz(SB), NOSPLIT, $0-56
 	MOVQ ·decodeAhead(SB), R12
-	MOVQ ·decodeNTA(SB), R14
 	MOVQ w+0(FP), BX
 	MOVQ aq+16(FP), SI
 	MOVQ o+24(FP), R10
@@ -571,7 +567,6 @@ row:
 
 quad:
 	PF3(BX, R12)
-	PN3(BX, R14)
 	Q8QUAD
 	ADDQ $136, BX
 	ADDQ $128, R11
@@ -653,7 +648,6 @@ end:
 // func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad *float32, ya, yb *float32, nr int)
 TEXT ·q8_0Rows2z(SB), NOSPLIT, $0-72
 	MOVQ ·decodeAhead(SB), R8
-	MOVQ ·decodeNTA(SB), R14
 	MOVQ wa+0(FP), BX
 	MOVQ wb+8(FP), R12
 	MOVQ aq+24(FP), SI
@@ -688,9 +682,7 @@ row:
 
 quad:
 	PF3(BX, R8)
-	PN3(BX, R14)
 	PF3(R12, R8)
-	PN3(R12, R14)
 	VBROADCASTI32X2.Z (DI)(R10*1), K4, Z16
 	VBROADCASTI32X2.Z 8(DI)(R10*1), K4, Z17
 	VMOVDQU64 (SI)(R11*1), Z18
@@ -830,7 +822,6 @@ GLOBL q40scw<>(SB), RODATA|NOPTR, $64
 // func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
 TEXT ·q4_0Rowsz(SB), NOSPLIT, $0-48
 	MOVQ ·decodeAhead(SB), R12
-	MOVQ ·decodeNTA(SB), R14
 	MOVQ w+0(FP), BX
 	MOVQ y+32(FP), DX
 	MOVQ nr+40(FP), R9
@@ -852,7 +843,6 @@ row:
 
 quad:
 	PF2(BX, R12)
-	PN2(BX, R14)
 	Q40QUAD
 	ADDQ $72, BX
 	ADDQ $128, SI
@@ -1122,7 +1112,6 @@ HALVES(k5sixteen<>, $0x1010101010101010, $0x1010101010101010)
 
 #define KROWS2(SBLK, NIB, bb, PF) \
 	MOVQ ·decodeAhead(SB), R10 \
-	MOVQ ·decodeNTA(SB), R14 \
 	MOVQ wa+0(FP), BX \
 	MOVQ wb+8(FP), R12 \
 	MOVQ ya+48(FP), DX \
@@ -1293,7 +1282,6 @@ K6SC(k6scB<>, 4, 5, 6, 7)
 // func q6_KRows2z(wa, wb *byte, nb int, aq *int8, ad *float32, bs *int16, ya, yb *float32, nr int)
 TEXT ·q6_KRows2z(SB), NOSPLIT, $0-72
 	MOVQ ·decodeAhead(SB), R12
-	MOVQ ·decodeNTA(SB), R14
 	MOVQ wa+0(FP), BX
 	MOVQ wb+8(FP), R13
 	MOVQ ya+48(FP), DX
@@ -1318,9 +1306,7 @@ row:
 
 sb:
 	PF4(BX, R12)
-	PN4(BX, R14)
 	PF4(R13, R12)
-	PN4(R13, R14)
 	K6SB(BX, Z0)
 	K6SB(R13, Z1)
 	ADDQ $210, BX

@@ -30,11 +30,10 @@ func SetFourStreamsK(k int) (restore func()) {
 	return func() { fourStreamsK = old }
 }
 
-// SetDecodeNTA sets the distances of the avx512 decode kernels' NTA
-// prefetches (decodeNTA, decodeNTAFloat) and returns a function that
-// restores them.
-func SetDecodeNTA(quant, float int) (restore func()) {
-	oq, of := decodeNTA, decodeNTAFloat
-	decodeNTA, decodeNTAFloat = quant, float
-	return func() { decodeNTA, decodeNTAFloat = oq, of }
+// SetDecodeNTA sets the distance of the avx512 float decode kernels' NTA
+// prefetches (decodeNTAFloat) and returns a function that restores it.
+func SetDecodeNTA(d int) (restore func()) {
+	old := decodeNTAFloat
+	decodeNTAFloat = d
+	return func() { decodeNTAFloat = old }
 }
