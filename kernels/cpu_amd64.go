@@ -75,13 +75,13 @@ func detectAMD() bool {
 // on AMD the decode kernels prefetch nothing ahead by PREFETCHT0
 // (decodeAhead) and the float ones a few lines ahead by PREFETCHNTA
 // (decodeNTAFloat), the float ones read rows of 2048 elements or more as
-// four streams (fourStreamsK), and the F16/BF16 prompt products take their
-// rows in chunks (floatDotChunks).
+// four streams and of 4096 or more as six (fourStreamsK, sixStreamsK), and
+// the F16/BF16 prompt products take their rows in chunks (floatDotChunks).
 func init() {
 	if detectAMD() {
 		decodeAhead, decodeAheadFloat = 0, 0
 		decodeNTAFloat = 256
-		fourStreamsK = 2048
+		fourStreamsK, sixStreamsK = 2048, 4096
 		floatDotChunks = true
 	}
 }

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"math"
 	"unsafe"
 
 	"github.com/pootlabs/poot"
@@ -85,6 +86,19 @@ func f16Rows4z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 //go:noescape
 func bf16Rows4z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 
+// The six-stream float kernels: the sixths of 6·nr rows at w at once, into
+// the sixths of y, each row as the one-stream kernel computes it. They
+// prefetch by PREFETCHNTA only (decodeNTAFloat).
+
+//go:noescape
+func f32Rows6z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
+
+//go:noescape
+func f16Rows6z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
+
+//go:noescape
+func bf16Rows6z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
+
 // decodeAhead and decodeAheadFloat are how many bytes ahead of its loads
 // each weight stream of the quantized and of the float decode kernels asks
 // for its cache lines. The hardware prefetchers alone kept too few lines
@@ -135,6 +149,17 @@ const decodeSlab = 96 << 10
 // not measured there).
 var fourStreamsK = 4097
 
+// sixStreamsK is the shortest row, in elements, that the float kernels read
+// as six streams of rows rather than four: each activation load then
+// serves six rows. Only on AMD, since the six-stream kernels prefetch as
+// AMD wants (see decodeNTAFloat): on the Zen 4 two threads read F16
+// products of K = 4096 and 8192 from DRAM at 0.98-1.00 of the memory's
+// streaming bandwidth through six streams a thread and 0.94-0.96 through
+// four when the host's memory was slow, 0.79 against 0.70-0.71 when fast;
+// K = 2048 the same when slow and slower when fast (medians of 33 and 3
+// rounds alternating the two). So from 4096 on AMD; never elsewhere.
+var sixStreamsK = math.MaxInt
+
 // decodeRows512 computes, at the avx512 level, the outputs of weight rows
 // [n0,n1) for the activation rows past the last whole group of four, one
 // activation row at a time (for decode that is the only row), and returns
@@ -169,6 +194,22 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 	switch wt {
 	case poot.F32, poot.F16, poot.BF16:
 		x, rb := &a.x[t*K], len(w)/nr
+		if q := nr / 6; K >= sixStreamsK && q > 0 {
+			// The sixths of the rows as six streams, then the rest as
+			// below.
+			switch wt {
+			case poot.F32:
+				f32Rows6z(x, unsafe.Pointer(&w[0]), K, &y[0], q)
+			case poot.F16:
+				f16Rows6z(x, unsafe.Pointer(&w[0]), K, &y[0], q)
+			default:
+				bf16Rows6z(x, unsafe.Pointer(&w[0]), K, &y[0], q)
+			}
+			y, w, nr = y[6*q:], w[6*q*rb:], nr-6*q
+			if nr == 0 {
+				return
+			}
+		}
 		if q := nr / 4; K >= fourStreamsK && q > 0 {
 			// The quarters of the rows as four streams, then the rest
 			// as below.

@@ -56,6 +56,8 @@
 #define PN4(b, r) PN2(b, r); PREFETCHNTA 128(b)(r*1); PREFETCHNTA 192(b)(r*1)
 #define PFF2(b) PF2(b, R9); PN2(b, R14)
 #define PFF4(b) PF4(b, R9); PN4(b, R14)
+#define PFN2(b) PN2(b, R14)
+#define PFN4(b) PN4(b, R14)
 #define PFQ9(b) PF9(b, R10)
 #define PFQ11(b) PF11(b, R10)
 
@@ -392,6 +394,182 @@ end: \
 	VZEROUPPER \
 	RET
 
+// The six-stream float kernels, for rows whose f32 activation fills L1
+// (see sixStreamsK): FROWS6 is FROWS4 for six runs of nr rows, the sixths
+// of 6·nr consecutive rows at w, into the sixths of y, each row's sum
+// taken exactly as FROWS takes it, in Z0-Z3, Z8-Z11, Z16-Z19, Z20-Z23,
+// Z24-Z27 and Z28-Z31 (zeroed at the end). Each activation load serves
+// six rows, a third fewer reloads from L2 than four streams. They ask
+// for their lines by PREFETCHNTA only (PF), as on AMD, the one vendor
+// they run on: the register that holds the PREFETCHT0 distance elsewhere
+// holds the sixth run's weights.
+#define FROWS6(LD, LDM, ws, PF) \
+	MOVQ ·decodeNTAFloat(SB), R14 \
+	MOVQ k+16(FP), CX \
+	ANDQ $15, CX \
+	MOVL $1, R9 \
+	SHLL CX, R9 \
+	DECL R9 \
+	KMOVW R9, K1 \
+	MOVQ w+8(FP), DI \
+	MOVQ y+24(FP), DX \
+	MOVQ nr+32(FP), R8 \
+	MOVQ k+16(FP), CX \
+	IMULQ R8, CX \
+	LEAQ (DI)(CX*ws), R12 \
+	LEAQ (R12)(CX*ws), BX \
+	LEAQ (BX)(CX*ws), R11 \
+	LEAQ (R11)(CX*ws), AX \
+	LEAQ (AX)(CX*ws), R9 \
+	MOVQ R8, R13 \
+	SHLQ $2, R13 \
+	LEAQ (R13)(R13*2), R10 \
+	ADDQ DX, R10 \
+	TESTQ R8, R8 \
+	JZ end \
+row: \
+	MOVQ x+0(FP), SI \
+	MOVQ k+16(FP), CX \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	VPXORD Z2, Z2, Z2 \
+	VPXORD Z3, Z3, Z3 \
+	VPXORD Z8, Z8, Z8 \
+	VPXORD Z9, Z9, Z9 \
+	VPXORD Z10, Z10, Z10 \
+	VPXORD Z11, Z11, Z11 \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VPXORD Z18, Z18, Z18 \
+	VPXORD Z19, Z19, Z19 \
+	VPXORD Z20, Z20, Z20 \
+	VPXORD Z21, Z21, Z21 \
+	VPXORD Z22, Z22, Z22 \
+	VPXORD Z23, Z23, Z23 \
+	VPXORD Z24, Z24, Z24 \
+	VPXORD Z25, Z25, Z25 \
+	VPXORD Z26, Z26, Z26 \
+	VPXORD Z27, Z27, Z27 \
+	VPXORD Z28, Z28, Z28 \
+	VPXORD Z29, Z29, Z29 \
+	VPXORD Z30, Z30, Z30 \
+	VPXORD Z31, Z31, Z31 \
+	SHRQ $6, CX \
+	JZ by16 \
+by64: \
+	PF(DI) \
+	PF(R12) \
+	PF(BX) \
+	PF(R11) \
+	PF(AX) \
+	PF(R9) \
+	VMOVUPS (SI), Z12 \
+	VMOVUPS 64(SI), Z13 \
+	VMOVUPS 128(SI), Z14 \
+	VMOVUPS 192(SI), Z15 \
+	FSTEP4(LD, DI, ws, Z0, Z1, Z2, Z3) \
+	FSTEP4(LD, R12, ws, Z8, Z9, Z10, Z11) \
+	FSTEP4(LD, BX, ws, Z16, Z17, Z18, Z19) \
+	FSTEP4(LD, R11, ws, Z20, Z21, Z22, Z23) \
+	FSTEP4(LD, AX, ws, Z24, Z25, Z26, Z27) \
+	FSTEP4(LD, R9, ws, Z28, Z29, Z30, Z31) \
+	ADDQ $(64*ws), DI \
+	ADDQ $(64*ws), R12 \
+	ADDQ $(64*ws), BX \
+	ADDQ $(64*ws), R11 \
+	ADDQ $(64*ws), AX \
+	ADDQ $(64*ws), R9 \
+	ADDQ $256, SI \
+	DECQ CX \
+	JNZ by64 \
+by16: \
+	MOVQ k+16(FP), CX \
+	SHRQ $4, CX \
+	ANDQ $3, CX \
+	JZ last \
+step16: \
+	VMOVUPS (SI), Z12 \
+	LD(DI, 0, Z4) \
+	LD(R12, 0, Z5) \
+	LD(BX, 0, Z6) \
+	LD(R11, 0, Z7) \
+	VFMADD231PS Z12, Z4, Z0 \
+	VFMADD231PS Z12, Z5, Z8 \
+	VFMADD231PS Z12, Z6, Z16 \
+	VFMADD231PS Z12, Z7, Z20 \
+	LD(AX, 0, Z4) \
+	LD(R9, 0, Z5) \
+	VFMADD231PS Z12, Z4, Z24 \
+	VFMADD231PS Z12, Z5, Z28 \
+	ADDQ $(16*ws), DI \
+	ADDQ $(16*ws), R12 \
+	ADDQ $(16*ws), BX \
+	ADDQ $(16*ws), R11 \
+	ADDQ $(16*ws), AX \
+	ADDQ $(16*ws), R9 \
+	ADDQ $64, SI \
+	DECQ CX \
+	JNZ step16 \
+last: \
+	MOVQ k+16(FP), CX \
+	ANDQ $15, CX \
+	JZ sum \
+	VMOVUPS.Z (SI), K1, Z12 \
+	LDM(DI, Z4) \
+	LDM(R12, Z5) \
+	LDM(BX, Z6) \
+	LDM(R11, Z7) \
+	VFMADD231PS Z12, Z4, Z1 \
+	VFMADD231PS Z12, Z5, Z9 \
+	VFMADD231PS Z12, Z6, Z17 \
+	VFMADD231PS Z12, Z7, Z21 \
+	LDM(AX, Z4) \
+	LDM(R9, Z5) \
+	VFMADD231PS Z12, Z4, Z25 \
+	VFMADD231PS Z12, Z5, Z29 \
+	LEAQ (DI)(CX*ws), DI \
+	LEAQ (R12)(CX*ws), R12 \
+	LEAQ (BX)(CX*ws), BX \
+	LEAQ (R11)(CX*ws), R11 \
+	LEAQ (AX)(CX*ws), AX \
+	LEAQ (R9)(CX*ws), R9 \
+sum: \
+	FSUM4(Z0, Z1, Z2, Z3) \
+	VMOVSS X0, (DX) \
+	FSUM4(Z8, Z9, Z10, Z11) \
+	VMOVSS X0, (DX)(R13*1) \
+	FSUM4(Z16, Z17, Z18, Z19) \
+	VMOVSS X0, (DX)(R13*2) \
+	FSUM4(Z20, Z21, Z22, Z23) \
+	VMOVSS X0, (R10) \
+	FSUM4(Z24, Z25, Z26, Z27) \
+	VMOVSS X0, (R10)(R13*1) \
+	FSUM4(Z28, Z29, Z30, Z31) \
+	VMOVSS X0, (R10)(R13*2) \
+	ADDQ $4, DX \
+	ADDQ $4, R10 \
+	DECQ R8 \
+	JNZ row \
+end: \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VPXORD Z18, Z18, Z18 \
+	VPXORD Z19, Z19, Z19 \
+	VPXORD Z20, Z20, Z20 \
+	VPXORD Z21, Z21, Z21 \
+	VPXORD Z22, Z22, Z22 \
+	VPXORD Z23, Z23, Z23 \
+	VPXORD Z24, Z24, Z24 \
+	VPXORD Z25, Z25, Z25 \
+	VPXORD Z26, Z26, Z26 \
+	VPXORD Z27, Z27, Z27 \
+	VPXORD Z28, Z28, Z28 \
+	VPXORD Z29, Z29, Z29 \
+	VPXORD Z30, Z30, Z30 \
+	VPXORD Z31, Z31, Z31 \
+	VZEROUPPER \
+	RET
+
 // FSTEP4 multiplies 64 weights at b (four registers' worth) by the
 // activation in Z12-Z15 into a0-a3, using Z4-Z7.
 #define FSTEP4(LD, b, ws, a0, a1, a2, a3) \
@@ -423,6 +601,18 @@ TEXT ·f16Rows4z(SB), NOSPLIT, $0-40
 // func bf16Rows4z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 TEXT ·bf16Rows4z(SB), NOSPLIT, $0-40
 	FROWS4(LD2BF16, LDM2BF16, 2, PFF2)
+
+// func f32Rows6z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
+TEXT ·f32Rows6z(SB), NOSPLIT, $0-40
+	FROWS6(LD2F32, LDM2F32, 4, PFN4)
+
+// func f16Rows6z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
+TEXT ·f16Rows6z(SB), NOSPLIT, $0-40
+	FROWS6(LD2F16, LDM2F16, 2, PFN2)
+
+// func bf16Rows6z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
+TEXT ·bf16Rows6z(SB), NOSPLIT, $0-40
+	FROWS6(LD2BF16, LDM2BF16, 2, PFN2)
 
 // func f32Rowsz(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 TEXT ·f32Rowsz(SB), NOSPLIT, $0-40

@@ -67,7 +67,8 @@
 // ones, by PREFETCHNTA 256 bytes ahead, which keeps the activation in L1
 // beside the weight streams), from which row length the float decode
 // kernels read four streams of rows rather than two (2048 elements on AMD,
-// above 4096 on Intel), and whether F16/BF16 prompt products of more than
+// above 4096 on Intel) and six rather than four (4096 on AMD, never on
+// Intel), and whether F16/BF16 prompt products of more than
 // 64 rows go through the unpacked dot tiles in chunks (AMD) or through
 // packed panels (Intel). None changes a result. Where the CPU has GFNI the
 // avx512 Q4_K and Q5_K decode kernels spread each 32 bytes of nibbles by

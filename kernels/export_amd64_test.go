@@ -37,3 +37,12 @@ func SetDecodeNTA(d int) (restore func()) {
 	decodeNTAFloat = d
 	return func() { decodeNTAFloat = old }
 }
+
+// SetSixStreamsK sets the shortest row the avx512 float decode kernels
+// read as six streams (sixStreamsK) and returns a function that restores
+// the setting.
+func SetSixStreamsK(k int) (restore func()) {
+	old := sixStreamsK
+	sixStreamsK = k
+	return func() { sixStreamsK = old }
+}

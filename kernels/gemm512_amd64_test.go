@@ -90,11 +90,32 @@ func TestFloatFourStreams(t *testing.T) {
 	}
 	atLevel(t, kernels.LevelAVX512)
 	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16} {
-		for i, s := range [][2]int{{4, 1}, {5, 17}, {7, 64}, {8, 79}, {9, 130}, {13, 4100}, {33, 8192}} {
+		for i, s := range [][2]int{{4, 1}, {5, 17}, {7, 64}, {8, 79}, {9, 130}, {10, 165}, {13, 4100}, {33, 8192}} {
 			N, K := s[0], s[1]
 			checkProduct(t, dt, 1, N, K, uint64(40+i))
 			sameBits(t, dt, 1, N, K, uint64(40+i), "four streams", "two", func(on bool) func() {
 				return kernels.SetFourStreamsK(map[bool]int{true: 1, false: 1 << 30}[on])
+			})
+		}
+	}
+}
+
+// TestFloatSixStreams: the avx512 float decode kernels give the same bits
+// reading the rows as six streams as reading them as two, at every K tail
+// and for row counts with a remainder past the sixths (run as four
+// streams, two and one), and agree with the reference.
+func TestFloatSixStreams(t *testing.T) {
+	if !slices.Contains(kernels.Levels(), kernels.LevelAVX512) {
+		t.Skip("no avx512 level on this CPU")
+	}
+	atLevel(t, kernels.LevelAVX512)
+	defer kernels.SetFourStreamsK(1)()
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16} {
+		for i, s := range [][2]int{{6, 1}, {7, 17}, {11, 64}, {12, 79}, {17, 130}, {13, 165}, {23, 4100}, {35, 8192}} {
+			N, K := s[0], s[1]
+			checkProduct(t, dt, 1, N, K, uint64(80+i))
+			sameBits(t, dt, 1, N, K, uint64(80+i), "six streams", "four and fewer", func(on bool) func() {
+				return kernels.SetSixStreamsK(map[bool]int{true: 1, false: 1 << 30}[on])
 			})
 		}
 	}
