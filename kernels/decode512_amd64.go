@@ -194,36 +194,16 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 	switch wt {
 	case poot.F32, poot.F16, poot.BF16:
 		x, rb := &a.x[t*K], len(w)/nr
-		if q := nr / 6; K >= sixStreamsK && q > 0 {
-			// The sixths of the rows as six streams, then the rest as
-			// below.
-			switch wt {
-			case poot.F32:
-				f32Rows6z(x, unsafe.Pointer(&w[0]), K, &y[0], q)
-			case poot.F16:
-				f16Rows6z(x, unsafe.Pointer(&w[0]), K, &y[0], q)
-			default:
-				bf16Rows6z(x, unsafe.Pointer(&w[0]), K, &y[0], q)
-			}
-			y, w, nr = y[6*q:], w[6*q*rb:], nr-6*q
-			if nr == 0 {
-				return
-			}
-		}
-		if q := nr / 4; K >= fourStreamsK && q > 0 {
-			// The quarters of the rows as four streams, then the rest
-			// as below.
-			switch wt {
-			case poot.F32:
-				f32Rows4z(x, unsafe.Pointer(&w[0]), K, &y[0], q)
-			case poot.F16:
-				f16Rows4z(x, unsafe.Pointer(&w[0]), K, &y[0], q)
-			default:
-				bf16Rows4z(x, unsafe.Pointer(&w[0]), K, &y[0], q)
-			}
-			y, w, nr = y[4*q:], w[4*q*rb:], nr-4*q
-			if nr == 0 {
-				return
+		// The sixths of the rows as six streams where the rows are long
+		// enough, the quarters of the rest as four, then the rest as
+		// below.
+		for _, runs := range [...]struct{ n, minK int }{{6, sixStreamsK}, {4, fourStreamsK}} {
+			if q := nr / runs.n; K >= runs.minK && q > 0 {
+				floatRuns(wt, runs.n, x, unsafe.Pointer(&w[0]), K, &y[0], q)
+				y, w, nr = y[runs.n*q:], w[runs.n*q*rb:], nr-runs.n*q
+				if nr == 0 {
+					return
+				}
 			}
 		}
 		// The first and second halves of the rows as two streams; an odd
@@ -295,6 +275,24 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 			wl := &w[(nr-1)*rb]
 			kRows2(wt, wl, wl, nb, aq, ad, s32, &y[nr-1], &spare, 1)
 		}
+	}
+}
+
+// floatRuns runs the float kernel of n (4 or 6) streams: n runs of q rows.
+func floatRuns(wt poot.DType, n int, x *float32, w unsafe.Pointer, K int, y *float32, q int) {
+	switch {
+	case n == 6 && wt == poot.F32:
+		f32Rows6z(x, w, K, y, q)
+	case n == 6 && wt == poot.F16:
+		f16Rows6z(x, w, K, y, q)
+	case n == 6:
+		bf16Rows6z(x, w, K, y, q)
+	case wt == poot.F32:
+		f32Rows4z(x, w, K, y, q)
+	case wt == poot.F16:
+		f16Rows4z(x, w, K, y, q)
+	default:
+		bf16Rows4z(x, w, K, y, q)
 	}
 }
 
