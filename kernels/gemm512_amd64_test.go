@@ -79,44 +79,35 @@ func sameBits(t *testing.T, dt poot.DType, T, N, K int, seed uint64, on, off str
 	}
 }
 
-// TestFloatFourStreams: the avx512 float decode kernels give the same bits
+// TestFloatStreams: the avx512 float decode kernels give the same bits
 // reading the rows as four streams as reading them as two (which give the
-// one-stream kernel's), at every K tail (by 64, by 16, masked) and for
-// row counts with a remainder past the quarters, and agree with the
-// reference.
-func TestFloatFourStreams(t *testing.T) {
+// one-stream kernel's), and as six as four, at every K tail (by 64, by
+// 16, masked, and the 64 and 16 steps both) and for row counts with a
+// remainder past the quarters or sixths, and agree with the reference.
+func TestFloatStreams(t *testing.T) {
 	if !slices.Contains(kernels.Levels(), kernels.LevelAVX512) {
 		t.Skip("no avx512 level on this CPU")
 	}
 	atLevel(t, kernels.LevelAVX512)
-	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16} {
-		for i, s := range [][2]int{{4, 1}, {5, 17}, {7, 64}, {8, 79}, {9, 130}, {10, 165}, {13, 4100}, {33, 8192}} {
-			N, K := s[0], s[1]
-			checkProduct(t, dt, 1, N, K, uint64(40+i))
-			sameBits(t, dt, 1, N, K, uint64(40+i), "four streams", "two", func(on bool) func() {
-				return kernels.SetFourStreamsK(map[bool]int{true: 1, false: 1 << 30}[on])
-			})
+	never := 1 << 30
+	for _, c := range []struct {
+		on, off   string
+		four, six [2]int // the two settings' shortest rows for four and six streams
+	}{
+		{"four streams", "two", [2]int{1, never}, [2]int{never, never}},
+		{"six streams", "four and fewer", [2]int{1, 1}, [2]int{1, never}},
+	} {
+		set := func(on bool) func() {
+			k := map[bool]int{true: 0, false: 1}[on]
+			r4, r6 := kernels.SetFourStreamsK(c.four[k]), kernels.SetSixStreamsK(c.six[k])
+			return func() { r6(); r4() }
 		}
-	}
-}
-
-// TestFloatSixStreams: the avx512 float decode kernels give the same bits
-// reading the rows as six streams as reading them as two, at every K tail
-// and for row counts with a remainder past the sixths (run as four
-// streams, two and one), and agree with the reference.
-func TestFloatSixStreams(t *testing.T) {
-	if !slices.Contains(kernels.Levels(), kernels.LevelAVX512) {
-		t.Skip("no avx512 level on this CPU")
-	}
-	atLevel(t, kernels.LevelAVX512)
-	defer kernels.SetFourStreamsK(1)()
-	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16} {
-		for i, s := range [][2]int{{6, 1}, {7, 17}, {11, 64}, {12, 79}, {17, 130}, {13, 165}, {23, 4100}, {35, 8192}} {
-			N, K := s[0], s[1]
-			checkProduct(t, dt, 1, N, K, uint64(80+i))
-			sameBits(t, dt, 1, N, K, uint64(80+i), "six streams", "four and fewer", func(on bool) func() {
-				return kernels.SetSixStreamsK(map[bool]int{true: 1, false: 1 << 30}[on])
-			})
+		for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16} {
+			for i, s := range [][2]int{{4, 1}, {6, 1}, {5, 17}, {7, 64}, {11, 64}, {8, 79}, {9, 130}, {10, 165}, {13, 165}, {13, 4100}, {23, 4100}, {33, 8192}, {35, 8192}} {
+				N, K := s[0], s[1]
+				checkProduct(t, dt, 1, N, K, uint64(40+i))
+				sameBits(t, dt, 1, N, K, uint64(40+i), c.on, c.off, set)
+			}
 		}
 	}
 }
