@@ -259,8 +259,8 @@ end: \
 	VZEROUPPER \
 	RET
 
-// The four-stream float kernels, for rows longer than half of L1 in f32
-// activations (K > 4096): FROWS4 is FROWS for four runs of nr rows, the
+// The four-stream float kernels, for rows whose f32 activation fills a
+// large part of L1 (see fourStreamsK): FROWS4 is FROWS for four runs of nr rows, the
 // quarters of 4·nr consecutive rows at w, into the quarters of y, each
 // row's sum taken exactly as FROWS takes it, in Z0-Z3, Z8-Z11, Z16-Z19
 // and Z20-Z23 (zeroed at the end, as the other kernels that use the upper

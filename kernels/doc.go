@@ -78,6 +78,8 @@
 // Every assembly routine ends with VZEROUPPER and uses only VEX-encoded
 // instructions (EVEX too in the AVX-512 kernel), never legacy SSE: mixing
 // legacy-SSE instructions with dirty upper YMM state made one kernel 40
-// times slower on the test machine. The AVX-512 kernel uses only Z0-Z15,
-// whose upper halves VZEROUPPER clears.
+// times slower on the test machine. VZEROUPPER clears the upper halves of
+// Z0-Z15 only; the kernels that keep accumulators in Z16-Z31 (the four-
+// and six-stream float decode kernels, the two-stream Q8_0 one) zero them
+// before it.
 package kernels
