@@ -18,3 +18,6 @@ func QuantizeQ8(x []float32) ([]int8, float32, []int16) {
 // NewPoolFinishing is NewPool with a function that each worker finishing a
 // loop last calls between counting itself done and signalling the caller.
 func NewPoolFinishing(n int, finished func()) *Pool { return newPool(n, finished) }
+
+// DecodeParts exposes how many parts a decode product is split into.
+var DecodeParts = decodeParts

@@ -226,6 +226,42 @@ func TestMatMulPool(t *testing.T) {
 	}
 }
 
+// TestDecodeParts checks the split of a decode product: parts of about a
+// megabyte, one to four a worker, the same number for each worker; and
+// that a product split so (4.2 MB on three workers: six parts) computes
+// the serial bits.
+func TestDecodeParts(t *testing.T) {
+	for _, c := range []struct{ mb, workers, want int }{
+		{0, 2, 2}, {1, 2, 2}, {2, 2, 2}, {3, 2, 4}, {5, 2, 6}, {7, 2, 8}, {8, 2, 8}, {100, 2, 8},
+		{0, 3, 3}, {4, 3, 6}, {13, 3, 12}, {1, 1, 1}, {3, 1, 3}, {9, 1, 4},
+	} {
+		if got := kernels.DecodeParts(c.mb, c.workers); got != c.want {
+			t.Errorf("DecodeParts(%d MB, %d workers) = %d, want %d", c.mb, c.workers, got, c.want)
+		}
+	}
+	p := kernels.NewPool(3)
+	defer p.Close()
+	r := rand.New(rand.NewPCG(7, 8))
+	const N, K = 1031, 1024
+	w := randWeights(r, poot.F32, N, K)
+	var a kernels.Acts
+	if err := a.Prepare(poot.F32, randActs(r, K), 1, K); err != nil {
+		t.Fatal(err)
+	}
+	y1, y2 := make([]float32, N), make([]float32, N)
+	if err := kernels.MatMul(p, poot.F32, y1, w, &a, N); err != nil {
+		t.Fatal(err)
+	}
+	if err := kernels.MatMul(nil, poot.F32, y2, w, &a, N); err != nil {
+		t.Fatal(err)
+	}
+	for i := range y1 {
+		if y1[i] != y2[i] {
+			t.Fatalf("y[%d] = %g in six parts, %g serial", i, y1[i], y2[i])
+		}
+	}
+}
+
 func TestMatMulErrors(t *testing.T) {
 	var a kernels.Acts
 	x := make([]float32, 64)
