@@ -62,6 +62,14 @@ type Acts struct {
 	// of four, counted from there), actQ8K: the sum of each 32 consecutive
 	// quants (at most 32*127, an int16), K/32 a row.
 	s32 []int16
+	// For the avx512 MXFP4 one-row kernel (mx: present, for those same
+	// rows, when Prepare was given MXFP4 weights): each four whole blocks
+	// of a row as the kernel reads them (qx: the first halves of the
+	// blocks, then the second halves), and minus the sums of each four
+	// consecutive quants of that order (sx), K/8 a row.
+	mx bool
+	qx []int8
+	sx []int32
 
 	job    matJob           // the parallel product's arguments, see MatMul
 	run    func(lo, hi int) // job.do bound to runFor.job
@@ -94,6 +102,10 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	case actQ8:
 		a.grow(T*K, T*K/32, 0)
 		quantizeQ8(a.q, a.d, a.s, a.o, x[:T*K])
+		a.mx = wt == poot.MXFP4 && useAVX512
+		if a.mx {
+			a.mxQuads(T &^ 3)
+		}
 	case actQ8K:
 		a.grow(T*K, T*K/256, T*K/16)
 		quantizeQ8K(a.q, a.d, a.bs, x[:T*K])
@@ -176,6 +188,33 @@ func quantizeQ8(q []int8, d, s []float32, o []int32, x []float32) {
 		d[b] = db
 		s[b] = db * float32(sum)
 		o[b] = -128 * sum
+	}
+}
+
+// mxQuads fills qx and sx for the rows from head on.
+func (a *Acts) mxQuads(head int) {
+	n := (a.T - head) * a.K
+	if cap(a.qx) < n {
+		a.qx, a.sx = make([]int8, n), make([]int32, n/8)
+	}
+	a.qx, a.sx = a.qx[:n], a.sx[:n/8]
+	K := a.K
+	for t := head; t < a.T; t++ {
+		q := a.q[t*K : (t+1)*K]
+		qx, sx := a.qx[(t-head)*K:], a.sx[(t-head)*K/8:]
+		for c := 0; c+128 <= K; c += 128 {
+			for b := range 4 {
+				copy(qx[c+16*b:c+16*b+16], q[c+32*b:c+32*b+16])
+				copy(qx[c+64+16*b:c+64+16*b+16], q[c+32*b+16:c+32*b+32])
+			}
+			for i := range 16 {
+				var s int32
+				for k := range 4 {
+					s += int32(qx[c+4*i+k]) + int32(qx[c+64+4*i+k])
+				}
+				sx[c/8+i] = -s
+			}
+		}
 	}
 }
 

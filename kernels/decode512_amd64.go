@@ -26,6 +26,18 @@ func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad *float32, ya, yb *f
 //go:noescape
 func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
 
+// mxfp4Rowsz reads the weights' block scales through e8m0Half.
+//
+//go:noescape
+func mxfp4Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
+
+// mxfp4Rowszx is mxfp4Rowsz with the activation's whole groups of four
+// blocks read as Acts.qx and Acts.sx keep them; aq serves the blocks
+// after them.
+//
+//go:noescape
+func mxfp4Rowszx(w *byte, nb int, aq, qx *int8, sx *int32, ad *float32, y *float32, nr int)
+
 // The K-quant kernels also read the activation's sums of 16 (bs; Q4_K
 // and Q5_K its sums of 32, s32).
 
@@ -168,7 +180,7 @@ var sixStreamsK = math.MaxInt
 // it has no kernels for.
 func decodeRows512(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) (head int, ok bool) {
 	switch wt {
-	case poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_K, poot.Q5_K, poot.Q6_K:
+	case poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.MXFP4, poot.Q4_K, poot.Q5_K, poot.Q6_K:
 	default:
 		return 0, false
 	}
@@ -231,9 +243,17 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 				bf16Rowsz(x, wp, K, &y[nr-1], 1)
 			}
 		}
-	case poot.Q8_0, poot.Q4_0:
+	case poot.Q8_0, poot.Q4_0, poot.MXFP4:
 		nb := K / 32
 		aq := &a.q[t*K]
+		if wt == poot.MXFP4 {
+			if h := t - a.T&^3; a.mx && K >= 128 {
+				mxfp4Rowszx(&w[0], nb, aq, &a.qx[h*K], &a.sx[h*K/8], &a.d[t*nb], &y[0], nr)
+			} else {
+				mxfp4Rowsz(&w[0], nb, aq, &a.d[t*nb], &y[0], nr)
+			}
+			return
+		}
 		if wt == poot.Q8_0 {
 			o, ad := &a.o[t*nb], &a.d[t*nb]
 			// The first and second halves of the rows as two streams;

@@ -1064,6 +1064,238 @@ end:
 	VZEROUPPER
 	RET
 
+// ---- MXFP4 ----------------------------------------------------------------
+
+// Four blocks of 17 bytes an iteration, laid out as Q4_0's (one block a
+// 128-bit lane, low nibbles against the lower halves of the activation
+// blocks, high against the upper). VPSHUFB turns each 4-bit code into 128
+// plus its doubled E2M1 value (116…140, unsigned for VPDPBUSD), and the
+// sums of 128 times the same activations, taken the same way, come off
+// each int32 sum before it is converted: every sum is then exactly that
+// of the weights' own values, where an offset added to one lane of a
+// block (as the Q8_0 kernels add the activation's) would be rounded with
+// the other lanes' in floats and leave a zero row a little off zero. The
+// four exponent bytes index e8m0Half (mxfp4.go) for the scales, which are
+// multiplied by the activation's block scales as four floats before they
+// are spread over the lanes.
+
+// VPSHUFB table: 128 plus quant.MXFP4Value(c) for code c, in every
+// 128-bit lane (TestMXFP4Codes checks it against the package quant table).
+DATA mx4vals<>+0(SB)/8, $0x8c88868483828180
+DATA mx4vals<>+8(SB)/8, $0x74787a7c7d7e7f80
+DATA mx4vals<>+16(SB)/8, $0x8c88868483828180
+DATA mx4vals<>+24(SB)/8, $0x74787a7c7d7e7f80
+DATA mx4vals<>+32(SB)/8, $0x8c88868483828180
+DATA mx4vals<>+40(SB)/8, $0x74787a7c7d7e7f80
+DATA mx4vals<>+48(SB)/8, $0x8c88868483828180
+DATA mx4vals<>+56(SB)/8, $0x74787a7c7d7e7f80
+GLOBL mx4vals<>(SB), RODATA|NOPTR, $64
+
+// MXCODES leaves in Z8 and Z9 the table values of the low and high
+// nibbles of the bytes in Z8. Z12 holds 0x0f bytes, Z14 the table.
+#define MXCODES \
+	VPSRLW $4, Z8, Z9 \
+	VPANDD Z12, Z8, Z8 \
+	VPANDD Z12, Z9, Z9 \
+	VPSHUFB Z8, Z14, Z8 \
+	VPSHUFB Z9, Z14, Z9
+
+// MXSUMS leaves in Z10 the int32 sums of the codes' values in Z8 and Z9
+// against the activation quants in Z4 and Z5. Z7 holds 0x80 bytes.
+#define MXSUMS \
+	VPXORD Z10, Z10, Z10 \
+	VPDPBUSD Z4, Z8, Z10 \
+	VPDPBUSD Z5, Z9, Z10 \
+	VPXORD Z11, Z11, Z11 \
+	VPDPBUSD Z4, Z7, Z11 \
+	VPDPBUSD Z5, Z7, Z11 \
+	VPSUBD Z11, Z10, Z10
+
+// MXSCALES leaves in lane j of Z6 the scale of block j of the four at
+// (BX), e8m0Half of its exponent byte (R13 points at the table), times
+// the activation's block scale at (DI).
+#define MXSCALES \
+	MOVBLZX (BX), AX \
+	VMOVSS (R13)(AX*4), X6 \
+	MOVBLZX 17(BX), AX \
+	VINSERTPS $0x10, (R13)(AX*4), X6, X6 \
+	MOVBLZX 34(BX), AX \
+	VINSERTPS $0x20, (R13)(AX*4), X6, X6 \
+	MOVBLZX 51(BX), AX \
+	VINSERTPS $0x30, (R13)(AX*4), X6, X6 \
+	VMULPS (DI), X6, X6 \
+	VSHUFF32X4 $0, Z6, Z6, Z6 \
+	VPERMILPS q40lane<>(SB), Z6, Z6
+
+// MXQUAD adds the four blocks at (BX) (activation quants at (SI), block
+// scales at (DI)) to Z0. R13 points at e8m0Half.
+#define MXQUAD \
+	VMOVDQU64 (SI), Z8 \
+	VMOVDQU64 64(SI), Z9 \
+	VSHUFI64X2 $0x88, Z9, Z8, Z4 \
+	VSHUFI64X2 $0xdd, Z9, Z8, Z5 \
+	VMOVDQU 1(BX), X8 \
+	VINSERTI32X4 $1, 18(BX), Z8, Z8 \
+	VINSERTI32X4 $2, 35(BX), Z8, Z8 \
+	VINSERTI32X4 $3, 52(BX), Z8, Z8 \
+	MXCODES \
+	MXSUMS \
+	VCVTDQ2PS Z10, Z10 \
+	MXSCALES \
+	VFMADD231PS Z10, Z6, Z0
+
+// MXONE is MXQUAD for one block, in lane 0.
+#define MXONE \
+	VMOVDQU (SI), X4 \
+	VMOVDQU 16(SI), X5 \
+	VMOVDQU 1(BX), X8 \
+	MXCODES \
+	MXSUMS \
+	VCVTDQ2PS Z10, Z10 \
+	MOVBLZX (BX), AX \
+	VMOVSS (R13)(AX*4), X6 \
+	VMULSS (DI), X6, X6 \
+	VBROADCASTSS X6, Z6 \
+	VFMADD231PS Z10, Z6, Z0
+
+// func mxfp4Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
+TEXT ·mxfp4Rowsz(SB), NOSPLIT, $0-48
+	MOVQ ·decodeAhead(SB), R12
+	MOVQ w+0(FP), BX
+	MOVQ y+32(FP), DX
+	MOVQ nr+40(FP), R9
+	LEAQ ·e8m0Half(SB), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z12
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z7
+	VMOVDQU64 mx4vals<>(SB), Z14
+	TESTQ R9, R9
+	JZ end
+
+row:
+	MOVQ aq+16(FP), SI
+	MOVQ ad+24(FP), DI
+	MOVQ nb+8(FP), CX
+	VPXORD Z0, Z0, Z0
+	SHRQ $2, CX
+	JZ tail
+
+quad:
+	PF2(BX, R12)
+	MXQUAD
+	ADDQ $68, BX
+	ADDQ $128, SI
+	ADDQ $16, DI
+	DECQ CX
+	JNZ quad
+
+tail:
+	MOVQ nb+8(FP), CX
+	ANDQ $3, CX
+	JZ sum
+
+one:
+	MXONE
+	ADDQ $17, BX
+	ADDQ $32, SI
+	ADDQ $4, DI
+	DECQ CX
+	JNZ one
+
+sum:
+	HSUM0
+	VMOVSS X0, (DX)
+	ADDQ $4, DX
+	DECQ R9
+	JNZ row
+
+end:
+	VZEROUPPER
+	RET
+
+// MXQUADX is MXQUAD with the activation's four blocks as Acts keeps them
+// for it: their quants in the kernel's order at (R10), and minus their
+// sums of four at (R11), which start the int32 sums 128 times over
+// (taking out the 128 of the codes' table values): no shuffle of the
+// activations and no sums of them. (Two other ways to the scales ran
+// slower on the Zen 4 than the four scalar loads here, 13.6 GB/s from L2
+// on one core: the exponents spread over the lanes from one 64-byte load
+// by VPSHUFB and activation scales kept spread scaled by VSCALEFPS, 12.5;
+// four masked broadcasts from e8m0Half, 11.9.)
+#define MXQUADX \
+	VMOVDQU 1(BX), X8 \
+	VINSERTI32X4 $1, 18(BX), Z8, Z8 \
+	VINSERTI32X4 $2, 35(BX), Z8, Z8 \
+	VINSERTI32X4 $3, 52(BX), Z8, Z8 \
+	MXCODES \
+	VPSLLD $7, (R11), Z10 \
+	VPDPBUSD (R10), Z8, Z10 \
+	VPDPBUSD 64(R10), Z9, Z10 \
+	VCVTDQ2PS Z10, Z10 \
+	MXSCALES \
+	VFMADD231PS Z10, Z6, Z0
+
+// func mxfp4Rowszx(w *byte, nb int, aq, qx *int8, sx *int32, ad *float32, y *float32, nr int)
+TEXT ·mxfp4Rowszx(SB), NOSPLIT, $0-64
+	MOVQ ·decodeAhead(SB), R12
+	MOVQ w+0(FP), BX
+	MOVQ y+48(FP), DX
+	MOVQ nr+56(FP), R9
+	LEAQ ·e8m0Half(SB), R13
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z12
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z7
+	VMOVDQU64 mx4vals<>(SB), Z14
+	TESTQ R9, R9
+	JZ end
+
+row:
+	MOVQ aq+16(FP), SI
+	MOVQ qx+24(FP), R10
+	MOVQ sx+32(FP), R11
+	MOVQ ad+40(FP), DI
+	MOVQ nb+8(FP), CX
+	VPXORD Z0, Z0, Z0
+	SHRQ $2, CX
+	JZ tail
+
+quad:
+	PF2(BX, R12)
+	MXQUADX
+	ADDQ $68, BX
+	ADDQ $128, SI
+	ADDQ $128, R10
+	ADDQ $64, R11
+	ADDQ $16, DI
+	DECQ CX
+	JNZ quad
+
+tail:
+	MOVQ nb+8(FP), CX
+	ANDQ $3, CX
+	JZ sum
+
+one:
+	MXONE
+	ADDQ $17, BX
+	ADDQ $32, SI
+	ADDQ $4, DI
+	DECQ CX
+	JNZ one
+
+sum:
+	HSUM0
+	VMOVSS X0, (DX)
+	ADDQ $4, DX
+	DECQ R9
+	JNZ row
+
+end:
+	VZEROUPPER
+	RET
+
 // ---- Q4_K and Q5_K -------------------------------------------------------
 
 // Each 64 elements of a super-block are one register: its 32 quant bytes

@@ -262,6 +262,42 @@ func TestDecodeParts(t *testing.T) {
 	}
 }
 
+// TestMXFP4SharedActs: MXFP4 products of one activation row give the same
+// bits whether the activations were prepared for MXFP4 (whose avx512
+// kernel reads the copy Prepare keeps for it) or for Q8_0 (which shares
+// the preparation, and whose MXFP4 product reads the quants as they are).
+func TestMXFP4SharedActs(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(9, 10))
+		for _, K := range []int{32, 96, 128, 160, 480, 2880} {
+			for _, T := range []int{1, 2, 5} {
+				const N = 9
+				w := randWeights(r, poot.MXFP4, N, K)
+				x := randActs(r, T*K)
+				var own, shared kernels.Acts
+				if err := own.Prepare(poot.MXFP4, x, T, K); err != nil {
+					t.Fatal(err)
+				}
+				if err := shared.Prepare(poot.Q8_0, x, T, K); err != nil {
+					t.Fatal(err)
+				}
+				y1, y2 := make([]float32, T*N), make([]float32, T*N)
+				if err := kernels.MatMulRows(poot.MXFP4, y1, N, w, &own, 0, N); err != nil {
+					t.Fatal(err)
+				}
+				if err := kernels.MatMulRows(poot.MXFP4, y2, N, w, &shared, 0, N); err != nil {
+					t.Fatal(err)
+				}
+				for i := range y1 {
+					if y1[i] != y2[i] {
+						t.Fatalf("K=%d T=%d: y[%d] = %g prepared for MXFP4, %g for Q8_0", K, T, i, y1[i], y2[i])
+					}
+				}
+			}
+		}
+	})
+}
+
 func TestMatMulErrors(t *testing.T) {
 	var a kernels.Acts
 	x := make([]float32, 64)
@@ -464,6 +500,22 @@ func TestMXFP4Codes(t *testing.T) {
 			y := make([]float32, 32*16)
 			if err := kernels.MatMulRows(poot.MXFP4, y, 16, w, &a, 0, 16); err != nil {
 				t.Fatal(err)
+			}
+			// The same rows one at a time, as decode takes them.
+			var one kernels.Acts
+			y1 := make([]float32, 16)
+			for j := range 32 {
+				if err := one.Prepare(poot.MXFP4, x[j*K:(j+1)*K], 1, K); err != nil {
+					t.Fatal(err)
+				}
+				if err := kernels.MatMulRows(poot.MXFP4, y1, 16, w, &one, 0, 16); err != nil {
+					t.Fatal(err)
+				}
+				for c, v := range y1 {
+					if v != y[j*16+c] {
+						t.Fatalf("e=%d code %d at %d: %g one row at a time, %g in 32", e, c, j, v, y[j*16+c])
+					}
+				}
 			}
 			for c := range 16 {
 				ref := refDequant(poot.MXFP4, w[34*c:34*c+34], K)
