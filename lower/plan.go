@@ -422,6 +422,16 @@ func (p *planner) cost(k *Kernel) {
 		e := p.eqns[k.Eqns[0]]
 		k.Bytes = 2*max(p.g.Type(e.Out).Bytes(), 0) + max(p.g.Type(e.Inputs[1]).Bytes(), 0)
 	}
+	if e := p.eqns[k.Eqns[0]]; (k.Kind == Contract || k.Kind == Generic) && e.Op == poot.IndexedMatMul {
+		// An indexed product reads only the matrices its rows select, at
+		// most one a row: a decode step of a mixture of experts reads the
+		// experts it routes to, not all of them.
+		w := p.g.Type(e.Inputs[1])
+		experts, rows := int64(w.Shape[0]), int64(p.g.Type(e.Inputs[0]).Shape[0])
+		if b := max(w.Bytes(), 0); experts > rows && slices.Contains(k.Inputs, e.Inputs[1]) {
+			k.Bytes -= b / experts * (experts - rows)
+		}
+	}
 	switch k.Kind {
 	case Contract, Generic:
 		e := p.eqns[k.Eqns[0]]

@@ -100,3 +100,33 @@ func TestLegalizeError(t *testing.T) {
 		t.Fatalf("got %v, want a LegalizeError for eqn 0 naming q5_K", err)
 	}
 }
+
+// TestIndexedBytes: an indexed product's cost counts the matrices its rows
+// can select (at most one a row), not every expert.
+func TestIndexedBytes(t *testing.T) {
+	for _, rows := range []int{1, 3, 8, 20} {
+		b := poot.NewBuilder[struct{}](poot.Limits{})
+		x := b.SlotNamed("x", poot.T(poot.F32, rows, 64))
+		idx := b.SlotNamed("idx", poot.T(poot.I32, rows))
+		w := b.Constant("w", poot.T(poot.Q8_0, 8, 32, 64))
+		g, err := b.Finish(poot.Out(b.IndexedMatMul(x, w, idx)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := lower.Build(g, testTarget, lower.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		expert := poot.Q8_0.RowBytes(64) * 32
+		want := int64(min(rows, 8))*expert + int64(rows*64*4+rows*4+rows*32*4)
+		var got int64
+		for _, k := range p.Kernels {
+			if e := g.Eqn(k.Eqns[0]); e.Op == poot.IndexedMatMul {
+				got += k.Bytes
+			}
+		}
+		if got != want {
+			t.Errorf("%d rows: the product moves %d bytes, want %d", rows, got, want)
+		}
+	}
+}
