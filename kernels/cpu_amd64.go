@@ -73,8 +73,9 @@ func detectAMD() bool {
 
 // The avx512 level's choices that follow the vendor (see the package doc):
 // on AMD the decode kernels prefetch nothing ahead by PREFETCHT0
-// (decodeAhead) and the float ones a few lines ahead by PREFETCHNTA
-// (decodeNTAFloat), the float ones read rows of 2048 elements or more as
+// (decodeAhead; Q4_0's and MXFP4's keep decodeAheadNib) and the float
+// ones a few lines ahead by PREFETCHNTA (decodeNTAFloat), the float ones
+// read rows of 2048 elements or more as
 // four streams and of 4096 or more as six (fourStreamsK, sixStreamsK), and
 // the F16/BF16 prompt products take their rows in chunks (floatDotChunks).
 func init() {

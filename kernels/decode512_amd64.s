@@ -36,8 +36,9 @@
 	VHADDPS X0, X0, X0
 
 // Each weight stream asks for its cache lines some bytes ahead of its
-// loads (PREFETCHT0): ·decodeAhead bytes in the quantized kernels,
-// ·decodeAheadFloat in the float ones, read into a spare register at the
+// loads (PREFETCHT0): ·decodeAhead bytes in the quantized kernels
+// (·decodeAheadNib in Q4_0's and MXFP4's), ·decodeAheadFloat in the
+// float ones, read into a spare register at the
 // start (see decodeAhead in decode512_amd64.go for the distances and why
 // they depend on the CPU). PFn(b, r) asks for the n lines from r bytes
 // past b: an iteration asks for at least as many bytes as it consumes, so
@@ -1011,7 +1012,7 @@ GLOBL q40scw<>(SB), RODATA|NOPTR, $64
 
 // func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
 TEXT ·q4_0Rowsz(SB), NOSPLIT, $0-48
-	MOVQ ·decodeAhead(SB), R12
+	MOVQ ·decodeAheadNib(SB), R12
 	MOVQ w+0(FP), BX
 	MOVQ y+32(FP), DX
 	MOVQ nr+40(FP), R9
@@ -1160,7 +1161,7 @@ GLOBL mx4vals<>(SB), RODATA|NOPTR, $64
 
 // func mxfp4Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
 TEXT ·mxfp4Rowsz(SB), NOSPLIT, $0-48
-	MOVQ ·decodeAhead(SB), R12
+	MOVQ ·decodeAheadNib(SB), R12
 	MOVQ w+0(FP), BX
 	MOVQ y+32(FP), DX
 	MOVQ nr+40(FP), R9
@@ -1238,7 +1239,7 @@ end:
 
 // func mxfp4Rowszx(w *byte, nb int, aq, qx *int8, sx *int32, ad *float32, y *float32, nr int)
 TEXT ·mxfp4Rowszx(SB), NOSPLIT, $0-64
-	MOVQ ·decodeAhead(SB), R12
+	MOVQ ·decodeAheadNib(SB), R12
 	MOVQ w+0(FP), BX
 	MOVQ y+48(FP), DX
 	MOVQ nr+56(FP), R9

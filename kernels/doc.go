@@ -65,7 +65,8 @@
 // measured on one only: how the decode kernels prefetch their weights
 // (PREFETCHT0 2048 and 1024 bytes ahead on Intel; on AMD only the float
 // ones, by PREFETCHNTA 256 bytes ahead, which keeps the activation in L1
-// beside the weight streams), from which row length the float decode
+// beside the weight streams, and the Q4_0 and MXFP4 ones, which are slow
+// enough per byte to gain, by PREFETCHT0 2048 ahead as on Intel), from which row length the float decode
 // kernels read four streams of rows rather than two (2048 elements on AMD,
 // above 4096 on Intel) and six rather than four (4096 on AMD, never on
 // Intel), and whether F16/BF16 prompt products of more than
