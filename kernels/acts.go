@@ -65,8 +65,8 @@ type Acts struct {
 	// For the avx512 MXFP4 one-row kernel (mx: present, for those same
 	// rows, when Prepare was given MXFP4 weights): each four whole blocks
 	// of a row as the kernel reads them (qx: the first halves of the
-	// blocks, then the second halves), and minus the sums of each four
-	// consecutive quants of that order (sx), K/8 a row.
+	// blocks, then the second halves), and -128 times the sums of each
+	// four consecutive quants of that order (sx), K/8 a row.
 	mx bool
 	qx []int8
 	sx []int32
@@ -212,7 +212,7 @@ func (a *Acts) mxQuads(head int) {
 				for k := range 4 {
 					s += int32(qx[c+4*i+k]) + int32(qx[c+64+4*i+k])
 				}
-				sx[c/8+i] = -s
+				sx[c/8+i] = -128 * s
 			}
 		}
 	}

@@ -1216,11 +1216,11 @@ end:
 	RET
 
 // MXQUADX is MXQUAD with the activation's four blocks as Acts keeps them
-// for it: their quants in the kernel's order at (R10), and minus their
-// sums of four at (R11), which start the int32 sums 128 times over
-// (taking out the 128 of the codes' table values): no shuffle of the
-// activations and no sums of them. (Two other ways to the scales ran
-// slower on the Zen 4 than the four scalar loads here, 13.6 GB/s from L2
+// for it: their quants in the kernel's order at (R10), and -128 times
+// their sums of four at (R11), which start the int32 sums (taking out the
+// 128 of the codes' table values): no shuffle of the activations and no
+// sums of them. (Two other ways to the scales ran slower on the Zen 4
+// than the four scalar loads here, 13.6 GB/s from L2
 // on one core: the exponents spread over the lanes from one 64-byte load
 // by VPSHUFB and activation scales kept spread scaled by VSCALEFPS, 12.5;
 // four masked broadcasts from e8m0Half, 11.9.)
@@ -1230,7 +1230,7 @@ end:
 	VINSERTI32X4 $2, 35(BX), Z8, Z8 \
 	VINSERTI32X4 $3, 52(BX), Z8, Z8 \
 	MXCODES \
-	VPSLLD $7, (R11), Z10 \
+	VMOVDQU64 (R11), Z10 \
 	VPDPBUSD (R10), Z8, Z10 \
 	VPDPBUSD 64(R10), Z9, Z10 \
 	VCVTDQ2PS Z10, Z10 \
