@@ -15,6 +15,7 @@ const (
 	actF32          // plain f32 rows, for F32, F16 and BF16 weights
 	actQ8           // blocks of 32: int8 quants, f32 scale, scaled sum
 	actQ8K          // blocks of 256: int8 quants, f32 scale, int16 sums of 16
+	actQ8MX         // actQ8, and the quads the MXFP4 one-row kernel reads (qx, sx)
 )
 
 // actKindFor returns the activation form that weights of dtype wt consume.
@@ -22,8 +23,10 @@ func actKindFor(wt poot.DType) actKind {
 	switch wt {
 	case poot.F32, poot.F16, poot.BF16:
 		return actF32
-	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.MXFP4:
+	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1:
 		return actQ8
+	case poot.MXFP4:
+		return actQ8MX
 	case poot.Q4_K, poot.Q5_K, poot.Q6_K:
 		return actQ8K
 	}
@@ -37,8 +40,8 @@ func SamePreparation(a, b poot.DType) bool {
 }
 
 // Acts holds T activation rows of K elements prepared for a product with one
-// family of weight dtypes (F32/F16/BF16; Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/MXFP4;
-// the K-quants). One preparation serves every product of the same x with weights
+// family of weight dtypes (F32/F16/BF16; Q8_0/Q4_0/Q4_1/Q5_0/Q5_1;
+// MXFP4; the K-quants). One preparation serves every product of the same x with weights
 // of that family, such as the Q, K and V projections. Make one per product
 // in flight and reuse it: Prepare allocates only when a product needs more
 // room than any before it. An Acts
@@ -62,12 +65,11 @@ type Acts struct {
 	// of four, counted from there), actQ8K: the sum of each 32 consecutive
 	// quants (at most 32*127, an int16), K/32 a row.
 	s32 []int16
-	// For the avx512 MXFP4 one-row kernel (mx: present, for those same
-	// rows, when Prepare was given MXFP4 weights): each four whole blocks
-	// of a row as the kernel reads them (qx: the first halves of the
-	// blocks, then the second halves), and -128 times the sums of each
-	// four consecutive quants of that order (sx), K/8 a row.
-	mx bool
+	// actQ8MX, for the avx512 MXFP4 one-row kernel, for those same rows:
+	// each four whole blocks of a row as the kernel reads them (qx: the
+	// first halves of the blocks, then the second halves), and -128 times
+	// the sums of each four consecutive quants of that order (sx), K/8 a
+	// row.
 	qx []int8
 	sx []int32
 
@@ -99,11 +101,10 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	a.T, a.K, a.kind = T, K, kind
 	a.x = x[:T*K]
 	switch kind {
-	case actQ8:
+	case actQ8, actQ8MX:
 		a.grow(T*K, T*K/32, 0)
 		quantizeQ8(a.q, a.d, a.s, a.o, x[:T*K])
-		a.mx = wt == poot.MXFP4 && useAVX512
-		if a.mx {
+		if kind == actQ8MX {
 			a.mxQuads(T &^ 3)
 		}
 	case actQ8K:

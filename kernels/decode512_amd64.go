@@ -26,17 +26,12 @@ func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad *float32, ya, yb *f
 //go:noescape
 func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
 
-// mxfp4Rowsz reads the weights' block scales through e8m0Half.
+// mxfp4Rowsz reads the weights' block scales through e8m0Half, and the
+// activation's whole groups of four blocks as Acts.qx and Acts.sx keep
+// them; aq serves the blocks after them.
 //
 //go:noescape
-func mxfp4Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
-
-// mxfp4Rowszx is mxfp4Rowsz with the activation's whole groups of four
-// blocks read as Acts.qx and Acts.sx keep them; aq serves the blocks
-// after them.
-//
-//go:noescape
-func mxfp4Rowszx(w *byte, nb int, aq, qx *int8, sx *int32, ad *float32, y *float32, nr int)
+func mxfp4Rowsz(w *byte, nb int, aq, qx *int8, sx *int32, ad *float32, y *float32, nr int)
 
 // The K-quant kernels also read the activation's sums of 16 (bs; Q4_K
 // and Q5_K its sums of 32, s32).
@@ -258,11 +253,8 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 		nb := K / 32
 		aq := &a.q[t*K]
 		if wt == poot.MXFP4 {
-			if h := t - a.T&^3; a.mx && K >= 128 {
-				mxfp4Rowszx(&w[0], nb, aq, &a.qx[h*K], &a.sx[h*K/8], &a.d[t*nb], &y[0], nr)
-			} else {
-				mxfp4Rowsz(&w[0], nb, aq, &a.d[t*nb], &y[0], nr)
-			}
+			h := t - a.T&^3
+			mxfp4Rowsz(&w[0], nb, aq, &a.qx[h*K], &a.sx[h*K/8], &a.d[t*nb], &y[0], nr)
 			return
 		}
 		if wt == poot.Q8_0 {

@@ -1067,18 +1067,20 @@ end:
 
 // ---- MXFP4 ----------------------------------------------------------------
 
-// Four blocks of 17 bytes an iteration, laid out as Q4_0's (one block a
-// 128-bit lane, low nibbles against the lower halves of the activation
-// blocks, high against the upper). VPSHUFB turns each 4-bit code into 128
-// plus its doubled E2M1 value (116…140, unsigned for VPDPBUSD), and the
-// sums of 128 times the same activations, taken the same way, come off
-// each int32 sum before it is converted: every sum is then exactly that
-// of the weights' own values, where an offset added to one lane of a
-// block (as the Q8_0 kernels add the activation's) would be rounded with
-// the other lanes' in floats and leave a zero row a little off zero. The
-// four exponent bytes index e8m0Half (mxfp4.go) for the scales, which are
-// multiplied by the activation's block scales as four floats before they
-// are spread over the lanes.
+// Four blocks of 17 bytes an iteration, one block a 128-bit lane (as
+// Q4_0's): the low nibbles against the first halves of the activation
+// blocks, the high ones against the second halves, which Prepare keeps in
+// that order for MXFP4 (Acts.qx). VPSHUFB turns each 4-bit code into 128
+// plus its doubled E2M1 value (116…140, unsigned for VPDPBUSD), and -128
+// times the activations' sums of four, taken the same way (Acts.sx),
+// start the int32 sums: every sum is then exactly that of the weights'
+// own values, where an offset added to one lane of a block (as the Q8_0
+// kernels add the activation's) would be rounded with the other lanes' in
+// floats and leave a zero row a little off zero. The four exponent bytes
+// index e8m0Half (mxfp4.go) for the scales, which are multiplied by the
+// activation's block scales as four floats before they are spread over
+// the lanes. The blocks after the last four take their offsets from
+// sums of their own.
 
 // VPSHUFB table: 128 plus quant.MXFP4Value(c) for code c, in every
 // 128-bit lane (TestMXFP4Codes checks it against the package quant table).
@@ -1128,24 +1130,8 @@ GLOBL mx4vals<>(SB), RODATA|NOPTR, $64
 	VSHUFF32X4 $0, Z6, Z6, Z6 \
 	VPERMILPS q40lane<>(SB), Z6, Z6
 
-// MXQUAD adds the four blocks at (BX) (activation quants at (SI), block
-// scales at (DI)) to Z0. R13 points at e8m0Half.
-#define MXQUAD \
-	VMOVDQU64 (SI), Z8 \
-	VMOVDQU64 64(SI), Z9 \
-	VSHUFI64X2 $0x88, Z9, Z8, Z4 \
-	VSHUFI64X2 $0xdd, Z9, Z8, Z5 \
-	VMOVDQU 1(BX), X8 \
-	VINSERTI32X4 $1, 18(BX), Z8, Z8 \
-	VINSERTI32X4 $2, 35(BX), Z8, Z8 \
-	VINSERTI32X4 $3, 52(BX), Z8, Z8 \
-	MXCODES \
-	MXSUMS \
-	VCVTDQ2PS Z10, Z10 \
-	MXSCALES \
-	VFMADD231PS Z10, Z6, Z0
-
-// MXONE is MXQUAD for one block, in lane 0.
+// MXONE adds the one block at (BX) (activation quants at (SI), block
+// scale at (DI)) to lane 0 of Z0 (its other lanes add nothing).
 #define MXONE \
 	VMOVDQU (SI), X4 \
 	VMOVDQU 16(SI), X5 \
@@ -1159,72 +1145,14 @@ GLOBL mx4vals<>(SB), RODATA|NOPTR, $64
 	VBROADCASTSS X6, Z6 \
 	VFMADD231PS Z10, Z6, Z0
 
-// func mxfp4Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
-TEXT ·mxfp4Rowsz(SB), NOSPLIT, $0-48
-	MOVQ ·decodeAheadNib(SB), R12
-	MOVQ w+0(FP), BX
-	MOVQ y+32(FP), DX
-	MOVQ nr+40(FP), R9
-	LEAQ ·e8m0Half(SB), R13
-	MOVL $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z12
-	MOVL $0x80808080, AX
-	VPBROADCASTD AX, Z7
-	VMOVDQU64 mx4vals<>(SB), Z14
-	TESTQ R9, R9
-	JZ end
-
-row:
-	MOVQ aq+16(FP), SI
-	MOVQ ad+24(FP), DI
-	MOVQ nb+8(FP), CX
-	VPXORD Z0, Z0, Z0
-	SHRQ $2, CX
-	JZ tail
-
-quad:
-	PF2(BX, R12)
-	MXQUAD
-	ADDQ $68, BX
-	ADDQ $128, SI
-	ADDQ $16, DI
-	DECQ CX
-	JNZ quad
-
-tail:
-	MOVQ nb+8(FP), CX
-	ANDQ $3, CX
-	JZ sum
-
-one:
-	MXONE
-	ADDQ $17, BX
-	ADDQ $32, SI
-	ADDQ $4, DI
-	DECQ CX
-	JNZ one
-
-sum:
-	HSUM0
-	VMOVSS X0, (DX)
-	ADDQ $4, DX
-	DECQ R9
-	JNZ row
-
-end:
-	VZEROUPPER
-	RET
-
-// MXQUADX is MXQUAD with the activation's four blocks as Acts keeps them
-// for it: their quants in the kernel's order at (R10), and -128 times
-// their sums of four at (R11), which start the int32 sums (taking out the
-// 128 of the codes' table values): no shuffle of the activations and no
-// sums of them. (Two other ways to the scales ran slower on the Zen 4
-// than the four scalar loads here, 13.6 GB/s from L2
-// on one core: the exponents spread over the lanes from one 64-byte load
-// by VPSHUFB and activation scales kept spread scaled by VSCALEFPS, 12.5;
-// four masked broadcasts from e8m0Half, 11.9.)
-#define MXQUADX \
+// MXQUAD adds the four blocks at (BX) to Z0: activation quants in the
+// kernel's order at (R10), their offsets at (R11), block scales at (DI).
+// (Two other ways to the scales ran slower on the Zen 4 than the four
+// scalar loads of MXSCALES, 13.6 GB/s from L2 on one core: the exponents
+// spread over the lanes from one 64-byte load by VPSHUFB and activation
+// scales kept spread scaled by VSCALEFPS, 12.5; four masked broadcasts
+// from e8m0Half, 11.9.)
+#define MXQUAD \
 	VMOVDQU 1(BX), X8 \
 	VINSERTI32X4 $1, 18(BX), Z8, Z8 \
 	VINSERTI32X4 $2, 35(BX), Z8, Z8 \
@@ -1237,8 +1165,8 @@ end:
 	MXSCALES \
 	VFMADD231PS Z10, Z6, Z0
 
-// func mxfp4Rowszx(w *byte, nb int, aq, qx *int8, sx *int32, ad *float32, y *float32, nr int)
-TEXT ·mxfp4Rowszx(SB), NOSPLIT, $0-64
+// func mxfp4Rowsz(w *byte, nb int, aq, qx *int8, sx *int32, ad *float32, y *float32, nr int)
+TEXT ·mxfp4Rowsz(SB), NOSPLIT, $0-64
 	MOVQ ·decodeAheadNib(SB), R12
 	MOVQ w+0(FP), BX
 	MOVQ y+48(FP), DX
@@ -1264,7 +1192,7 @@ row:
 
 quad:
 	PF2(BX, R12)
-	MXQUADX
+	MXQUAD
 	ADDQ $68, BX
 	ADDQ $128, SI
 	ADDQ $128, R10

@@ -262,40 +262,25 @@ func TestDecodeParts(t *testing.T) {
 	}
 }
 
-// TestMXFP4SharedActs: MXFP4 products of one activation row give the same
-// bits whether the activations were prepared for MXFP4 (whose avx512
-// kernel reads the copy Prepare keeps for it) or for Q8_0 (which shares
-// the preparation, and whose MXFP4 product reads the quants as they are).
-func TestMXFP4SharedActs(t *testing.T) {
-	modes(t, func(t *testing.T) {
-		r := rand.New(rand.NewPCG(9, 10))
-		for _, K := range []int{32, 96, 128, 160, 480, 2880} {
-			for _, T := range []int{1, 2, 5} {
-				const N = 9
-				w := randWeights(r, poot.MXFP4, N, K)
-				x := randActs(r, T*K)
-				var own, shared kernels.Acts
-				if err := own.Prepare(poot.MXFP4, x, T, K); err != nil {
-					t.Fatal(err)
-				}
-				if err := shared.Prepare(poot.Q8_0, x, T, K); err != nil {
-					t.Fatal(err)
-				}
-				y1, y2 := make([]float32, T*N), make([]float32, T*N)
-				if err := kernels.MatMulRows(poot.MXFP4, y1, N, w, &own, 0, N); err != nil {
-					t.Fatal(err)
-				}
-				if err := kernels.MatMulRows(poot.MXFP4, y2, N, w, &shared, 0, N); err != nil {
-					t.Fatal(err)
-				}
-				for i := range y1 {
-					if y1[i] != y2[i] {
-						t.Fatalf("K=%d T=%d: y[%d] = %g prepared for MXFP4, %g for Q8_0", K, T, i, y1[i], y2[i])
-					}
-				}
-			}
-		}
-	})
+// TestMXFP4OwnPreparation: MXFP4 products take activations prepared for
+// MXFP4 only (their avx512 kernel reads a copy that Prepare keeps for
+// them), and refuse, with ErrSize, ones prepared for the other 32-element
+// dtypes.
+func TestMXFP4OwnPreparation(t *testing.T) {
+	if kernels.SamePreparation(poot.Q8_0, poot.MXFP4) || kernels.SamePreparation(poot.MXFP4, poot.Q4_0) || !kernels.SamePreparation(poot.MXFP4, poot.MXFP4) {
+		t.Fatal("MXFP4 shares its preparation with another dtype, or not with itself")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	const N, K = 3, 128
+	w := randWeights(r, poot.MXFP4, N, K)
+	var a kernels.Acts
+	if err := a.Prepare(poot.Q8_0, randActs(r, K), 1, K); err != nil {
+		t.Fatal(err)
+	}
+	err := kernels.MatMulRows(poot.MXFP4, make([]float32, N), N, w, &a, 0, N)
+	if !errors.Is(err, kernels.ErrSize) {
+		t.Fatalf("MXFP4 product of activations prepared for Q8_0: %v, want ErrSize", err)
+	}
 }
 
 func TestMatMulErrors(t *testing.T) {
