@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/pootlabs/poot"
 )
@@ -15,7 +16,7 @@ const (
 	actF32          // plain f32 rows, for F32, F16 and BF16 weights
 	actQ8           // blocks of 32: int8 quants, f32 scale, scaled sum
 	actQ8K          // blocks of 256: int8 quants, f32 scale, int16 sums of 16
-	actQ8MX         // actQ8, and the quads the MXFP4 one-row kernel reads (qx, sx)
+	actQ8X          // actQ8, and the quads the Q4_0 and MXFP4 one-row kernels read (qx, o8x, o128x)
 )
 
 // actKindFor returns the activation form that weights of dtype wt consume.
@@ -23,10 +24,10 @@ func actKindFor(wt poot.DType) actKind {
 	switch wt {
 	case poot.F32, poot.F16, poot.BF16:
 		return actF32
-	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1:
+	case poot.Q8_0, poot.Q4_1, poot.Q5_0, poot.Q5_1:
 		return actQ8
-	case poot.MXFP4:
-		return actQ8MX
+	case poot.Q4_0, poot.MXFP4:
+		return actQ8X
 	case poot.Q4_K, poot.Q5_K, poot.Q6_K:
 		return actQ8K
 	}
@@ -40,8 +41,8 @@ func SamePreparation(a, b poot.DType) bool {
 }
 
 // Acts holds T activation rows of K elements prepared for a product with one
-// family of weight dtypes (F32/F16/BF16; Q8_0/Q4_0/Q4_1/Q5_0/Q5_1;
-// MXFP4; the K-quants). One preparation serves every product of the same x with weights
+// family of weight dtypes (F32/F16/BF16; Q8_0/Q4_1/Q5_0/Q5_1; Q4_0/MXFP4;
+// the K-quants). One preparation serves every product of the same x with weights
 // of that family, such as the Q, K and V projections. Make one per product
 // in flight and reuse it: Prepare allocates only when a product needs more
 // room than any before it. An Acts
@@ -65,13 +66,14 @@ type Acts struct {
 	// of four, counted from there), actQ8K: the sum of each 32 consecutive
 	// quants (at most 32*127, an int16), K/32 a row.
 	s32 []int16
-	// actQ8MX, for the avx512 MXFP4 one-row kernel, for those same rows:
-	// each four whole blocks of a row as the kernel reads them (qx: the
-	// first halves of the blocks, then the second halves), and -128 times
-	// the sums of each four consecutive quants of that order (sx), K/8 a
-	// row.
-	qx []int8
-	sx []int32
+	// actQ8X, for the avx512 Q4_0 and MXFP4 one-row kernels, for those
+	// same rows: each four whole blocks of a row as the kernels read them
+	// (qx: the first halves of the blocks, then the second halves), and
+	// -8 and -128 times the sums of each four consecutive quants of that
+	// order (o8x, o128x: the offsets of Q4_0's codes and of MXFP4's table
+	// values), K/8 a row each.
+	qx         []int8
+	o8x, o128x []int32
 
 	job    matJob           // the parallel product's arguments, see MatMul
 	run    func(lo, hi int) // job.do bound to runFor.job
@@ -101,11 +103,11 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	a.T, a.K, a.kind = T, K, kind
 	a.x = x[:T*K]
 	switch kind {
-	case actQ8, actQ8MX:
+	case actQ8, actQ8X:
 		a.grow(T*K, T*K/32, 0)
 		quantizeQ8(a.q, a.d, a.s, a.o, x[:T*K])
-		if kind == actQ8MX {
-			a.mxQuads(T &^ 3)
+		if kind == actQ8X {
+			a.quads(T &^ 3)
 		}
 	case actQ8K:
 		a.grow(T*K, T*K/256, T*K/16)
@@ -192,17 +194,20 @@ func quantizeQ8(q []int8, d, s []float32, o []int32, x []float32) {
 	}
 }
 
-// mxQuads fills qx and sx for the rows from head on.
-func (a *Acts) mxQuads(head int) {
+// quads fills qx, o8x and o128x for the rows from head on.
+func (a *Acts) quads(head int) {
 	n := (a.T - head) * a.K
 	if cap(a.qx) < n {
-		a.qx, a.sx = make([]int8, n), make([]int32, n/8)
+		// Each quad's 128 quants and 64 offset bytes on whole cache
+		// lines: the kernels read them by 64-byte loads.
+		a.qx = aligned64(make([]int8, n+64), n)
+		a.o8x, a.o128x = aligned64(make([]int32, n/8+16), n/8), aligned64(make([]int32, n/8+16), n/8)
 	}
-	a.qx, a.sx = a.qx[:n], a.sx[:n/8]
+	a.qx, a.o8x, a.o128x = a.qx[:n], a.o8x[:n/8], a.o128x[:n/8]
 	K := a.K
 	for t := head; t < a.T; t++ {
 		q := a.q[t*K : (t+1)*K]
-		qx, sx := a.qx[(t-head)*K:], a.sx[(t-head)*K/8:]
+		qx, o8, o128 := a.qx[(t-head)*K:], a.o8x[(t-head)*K/8:], a.o128x[(t-head)*K/8:]
 		for c := 0; c+128 <= K; c += 128 {
 			for b := range 4 {
 				copy(qx[c+16*b:c+16*b+16], q[c+32*b:c+32*b+16])
@@ -213,10 +218,19 @@ func (a *Acts) mxQuads(head int) {
 				for k := range 4 {
 					s += int32(qx[c+4*i+k]) + int32(qx[c+64+4*i+k])
 				}
-				sx[c/8+i] = -128 * s
+				o8[c/8+i], o128[c/8+i] = -8*s, -128*s
 			}
 		}
 	}
+}
+
+// aligned64 returns the n elements of b from its first 64-byte boundary
+// (b must hold 64 bytes more than n elements).
+func aligned64[E int8 | int32](b []E, n int) []E {
+	var e E
+	size := int(unsafe.Sizeof(e))
+	off := (64 - int(uintptr(unsafe.Pointer(unsafe.SliceData(b))))%64) % 64 / size
+	return b[off : off+n : off+n]
 }
 
 // sumsQ8K fills s32 for the rows from head on.

@@ -24,14 +24,14 @@ func q8_0Rowsz(w *byte, nb int, aq *int8, o *int32, ad *float32, y *float32, nr 
 func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad *float32, ya, yb *float32, nr int)
 
 //go:noescape
-func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
+func q4_0Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32, nr int)
 
 // mxfp4Rowsz reads the weights' block scales through e8m0Half, and the
-// activation's whole groups of four blocks as Acts.qx and Acts.sx keep
-// them; aq serves the blocks after them.
+// activation's whole groups of four blocks as Acts.qx and Acts.o128x keep
+// them (ox); aq serves the blocks after them.
 //
 //go:noescape
-func mxfp4Rowsz(w *byte, nb int, aq, qx *int8, sx *int32, ad *float32, y *float32, nr int)
+func mxfp4Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32, nr int)
 
 // The K-quant kernels also read the activation's sums of 16 (bs; Q4_K
 // and Q5_K its sums of 32, s32).
@@ -252,24 +252,27 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 	case poot.Q8_0, poot.Q4_0, poot.MXFP4:
 		nb := K / 32
 		aq := &a.q[t*K]
-		if wt == poot.MXFP4 {
+		if wt != poot.Q8_0 {
+			// Q4_0 and MXFP4 read the activation's quads (Acts.qx and
+			// the offsets of their codes).
 			h := t - a.T&^3
-			mxfp4Rowsz(&w[0], nb, aq, &a.qx[h*K], &a.sx[h*K/8], &a.d[t*nb], &y[0], nr)
+			qx, ad := &a.qx[h*K], &a.d[t*nb]
+			if wt == poot.MXFP4 {
+				mxfp4Rowsz(&w[0], nb, aq, qx, &a.o128x[h*K/8], ad, &y[0], nr)
+			} else {
+				q4_0Rowsz(&w[0], nb, aq, qx, &a.o8x[h*K/8], ad, &y[0], nr)
+			}
 			return
 		}
-		if wt == poot.Q8_0 {
-			o, ad := &a.o[t*nb], &a.d[t*nb]
-			// The first and second halves of the rows as two streams;
-			// an odd last row alone.
-			h, rb := nr/2, len(w)/nr
-			if h > 0 {
-				q8_0Rows2z(&w[0], &w[h*rb], nb, aq, o, ad, &y[0], &y[h], h)
-			}
-			if nr&1 != 0 {
-				q8_0Rowsz(&w[(nr-1)*rb], nb, aq, o, ad, &y[nr-1], 1)
-			}
-		} else {
-			q4_0Rowsz(&w[0], nb, aq, &a.d[t*nb], &y[0], nr)
+		o, ad := &a.o[t*nb], &a.d[t*nb]
+		// The first and second halves of the rows as two streams; an odd
+		// last row alone.
+		h, rb := nr/2, len(w)/nr
+		if h > 0 {
+			q8_0Rows2z(&w[0], &w[h*rb], nb, aq, o, ad, &y[0], &y[h], h)
+		}
+		if nr&1 != 0 {
+			q8_0Rowsz(&w[(nr-1)*rb], nb, aq, o, ad, &y[nr-1], 1)
 		}
 	default:
 		nb := K / 256

@@ -960,13 +960,12 @@ DATA q40scw<>+48(SB)/8, $0
 DATA q40scw<>+56(SB)/8, $0
 GLOBL q40scw<>(SB), RODATA|NOPTR, $64
 
-// Q40QUAD adds the four blocks at (BX) (activations at (SI), scales at
-// (DI)) to Z0. Z12 holds 0x0f bytes, Z14 0x08 bytes, Z13 the scale indices.
+// Q40QUAD adds the four blocks at (BX) (activation quants in the order
+// Acts.qx keeps them at (R10), -8 times their sums of four at (R11), block
+// scales at (DI)) to Z0: the offsets start the int32 sums, taking out the
+// 8 the codes are stored above their values. Z12 holds 0x0f bytes, Z13
+// the scale indices.
 #define Q40QUAD \
-	VMOVDQU64 (SI), Z8 \
-	VMOVDQU64 64(SI), Z9 \
-	VSHUFI64X2 $0x88, Z9, Z8, Z4 \
-	VSHUFI64X2 $0xdd, Z9, Z8, Z5 \
 	VMOVDQU 2(BX), X8 \
 	VINSERTI32X4 $1, 20(BX), Z8, Z8 \
 	VINSERTI32X4 $2, 38(BX), Z8, Z8 \
@@ -974,13 +973,9 @@ GLOBL q40scw<>(SB), RODATA|NOPTR, $64
 	VPSRLW $4, Z8, Z9 \
 	VPANDD Z12, Z8, Z8 \
 	VPANDD Z12, Z9, Z9 \
-	VPXORD Z10, Z10, Z10 \
-	VPDPBUSD Z4, Z8, Z10 \
-	VPDPBUSD Z5, Z9, Z10 \
-	VPXORD Z6, Z6, Z6 \
-	VPDPBUSD Z4, Z14, Z6 \
-	VPDPBUSD Z5, Z14, Z6 \
-	VPSUBD Z6, Z10, Z10 \
+	VMOVDQU64 (R11), Z10 \
+	VPDPBUSD (R10), Z8, Z10 \
+	VPDPBUSD 64(R10), Z9, Z10 \
 	VCVTDQ2PS Z10, Z10 \
 	VPERMW (BX), Z13, Z11 \
 	VCVTPH2PS Y11, Z11 \
@@ -989,7 +984,8 @@ GLOBL q40scw<>(SB), RODATA|NOPTR, $64
 	VMULPS Z7, Z11, Z11 \
 	VFMADD231PS Z10, Z11, Z0
 
-// Q40ONE is Q40QUAD for one block, in lane 0.
+// Q40ONE adds the one block at (BX) (activation quants at (SI)) to lane 0
+// of Z0, with the 8 taken out by its own sums (Z14 holds 0x08 bytes).
 #define Q40ONE \
 	VMOVDQU (SI), X4 \
 	VMOVDQU 16(SI), X5 \
@@ -1010,12 +1006,12 @@ GLOBL q40scw<>(SB), RODATA|NOPTR, $64
 	VMULPS.BCST (DI), Z11, Z11 \
 	VFMADD231PS Z10, Z11, Z0
 
-// func q4_0Rowsz(w *byte, nb int, aq *int8, ad *float32, y *float32, nr int)
-TEXT ·q4_0Rowsz(SB), NOSPLIT, $0-48
+// func q4_0Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32, nr int)
+TEXT ·q4_0Rowsz(SB), NOSPLIT, $0-64
 	MOVQ ·decodeAheadNib(SB), R12
 	MOVQ w+0(FP), BX
-	MOVQ y+32(FP), DX
-	MOVQ nr+40(FP), R9
+	MOVQ y+48(FP), DX
+	MOVQ nr+56(FP), R9
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z12
 	MOVL $0x08080808, AX
@@ -1026,7 +1022,9 @@ TEXT ·q4_0Rowsz(SB), NOSPLIT, $0-48
 
 row:
 	MOVQ aq+16(FP), SI
-	MOVQ ad+24(FP), DI
+	MOVQ qx+24(FP), R10
+	MOVQ ox+32(FP), R11
+	MOVQ ad+40(FP), DI
 	MOVQ nb+8(FP), CX
 	VPXORD Z0, Z0, Z0
 	SHRQ $2, CX
@@ -1037,6 +1035,8 @@ quad:
 	Q40QUAD
 	ADDQ $72, BX
 	ADDQ $128, SI
+	ADDQ $128, R10
+	ADDQ $64, R11
 	ADDQ $16, DI
 	DECQ CX
 	JNZ quad
@@ -1072,7 +1072,7 @@ end:
 // blocks, the high ones against the second halves, which Prepare keeps in
 // that order for MXFP4 (Acts.qx). VPSHUFB turns each 4-bit code into 128
 // plus its doubled E2M1 value (116…140, unsigned for VPDPBUSD), and -128
-// times the activations' sums of four, taken the same way (Acts.sx),
+// times the activations' sums of four, taken the same way (Acts.o128x),
 // start the int32 sums: every sum is then exactly that of the weights'
 // own values, where an offset added to one lane of a block (as the Q8_0
 // kernels add the activation's) would be rounded with the other lanes' in
@@ -1146,7 +1146,8 @@ GLOBL mx4vals<>(SB), RODATA|NOPTR, $64
 	VFMADD231PS Z10, Z6, Z0
 
 // MXQUAD adds the four blocks at (BX) to Z0: activation quants in the
-// kernel's order at (R10), their offsets at (R11), block scales at (DI).
+// kernel's order at (R10), the offsets that start the sums (Acts.o128x)
+// at (R11), block scales at (DI).
 // (Two other ways to the scales ran slower on the Zen 4 than the four
 // scalar loads of MXSCALES, 13.6 GB/s from L2 on one core: the exponents
 // spread over the lanes from one 64-byte load by VPSHUFB and activation
@@ -1165,7 +1166,7 @@ GLOBL mx4vals<>(SB), RODATA|NOPTR, $64
 	MXSCALES \
 	VFMADD231PS Z10, Z6, Z0
 
-// func mxfp4Rowsz(w *byte, nb int, aq, qx *int8, sx *int32, ad *float32, y *float32, nr int)
+// func mxfp4Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32, nr int)
 TEXT ·mxfp4Rowsz(SB), NOSPLIT, $0-64
 	MOVQ ·decodeAheadNib(SB), R12
 	MOVQ w+0(FP), BX
@@ -1183,7 +1184,7 @@ TEXT ·mxfp4Rowsz(SB), NOSPLIT, $0-64
 row:
 	MOVQ aq+16(FP), SI
 	MOVQ qx+24(FP), R10
-	MOVQ sx+32(FP), R11
+	MOVQ ox+32(FP), R11
 	MOVQ ad+40(FP), DI
 	MOVQ nb+8(FP), CX
 	VPXORD Z0, Z0, Z0

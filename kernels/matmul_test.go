@@ -262,25 +262,57 @@ func TestDecodeParts(t *testing.T) {
 	}
 }
 
-// TestMXFP4OwnPreparation: MXFP4 products take activations prepared for
-// MXFP4 only (their avx512 kernel reads a copy that Prepare keeps for
-// them), and refuse, with ErrSize, ones prepared for the other 32-element
-// dtypes.
-func TestMXFP4OwnPreparation(t *testing.T) {
-	if kernels.SamePreparation(poot.Q8_0, poot.MXFP4) || kernels.SamePreparation(poot.MXFP4, poot.Q4_0) || !kernels.SamePreparation(poot.MXFP4, poot.MXFP4) {
-		t.Fatal("MXFP4 shares its preparation with another dtype, or not with itself")
+// TestQuadsPreparation: Q4_0 and MXFP4 products take activations prepared
+// for either of them only (their avx512 one-row kernels read a copy that
+// Prepare keeps for them, Acts.qx), and refuse, with ErrSize, ones
+// prepared for the other 32-element dtypes; a product of either with the
+// other's preparation gives the bits of its own.
+func TestQuadsPreparation(t *testing.T) {
+	for _, other := range []poot.DType{poot.Q8_0, poot.Q4_1, poot.Q5_0, poot.Q5_1} {
+		if kernels.SamePreparation(other, poot.MXFP4) || kernels.SamePreparation(poot.Q4_0, other) {
+			t.Fatalf("%v shares its preparation with Q4_0 or MXFP4", other)
+		}
 	}
-	r := rand.New(rand.NewPCG(9, 10))
-	const N, K = 3, 128
-	w := randWeights(r, poot.MXFP4, N, K)
-	var a kernels.Acts
-	if err := a.Prepare(poot.Q8_0, randActs(r, K), 1, K); err != nil {
-		t.Fatal(err)
+	if !kernels.SamePreparation(poot.MXFP4, poot.Q4_0) {
+		t.Fatal("Q4_0 and MXFP4 do not share their preparation")
 	}
-	err := kernels.MatMulRows(poot.MXFP4, make([]float32, N), N, w, &a, 0, N)
-	if !errors.Is(err, kernels.ErrSize) {
-		t.Fatalf("MXFP4 product of activations prepared for Q8_0: %v, want ErrSize", err)
-	}
+	modes(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(9, 10))
+		const N, K = 5, 160
+		for _, dt := range []poot.DType{poot.Q4_0, poot.MXFP4} {
+			w := randWeights(r, dt, N, K)
+			x := randActs(r, 5*K)
+			var q8, own, twin kernels.Acts
+			if err := q8.Prepare(poot.Q8_0, x, 5, K); err != nil {
+				t.Fatal(err)
+			}
+			if err := kernels.MatMulRows(dt, make([]float32, 5*N), N, w, &q8, 0, N); !errors.Is(err, kernels.ErrSize) {
+				t.Fatalf("%v product of activations prepared for Q8_0: %v, want ErrSize", dt, err)
+			}
+			sibling := poot.MXFP4
+			if dt == poot.MXFP4 {
+				sibling = poot.Q4_0
+			}
+			if err := own.Prepare(dt, x, 5, K); err != nil {
+				t.Fatal(err)
+			}
+			if err := twin.Prepare(sibling, x, 5, K); err != nil {
+				t.Fatal(err)
+			}
+			y1, y2 := make([]float32, 5*N), make([]float32, 5*N)
+			if err := kernels.MatMulRows(dt, y1, N, w, &own, 0, N); err != nil {
+				t.Fatal(err)
+			}
+			if err := kernels.MatMulRows(dt, y2, N, w, &twin, 0, N); err != nil {
+				t.Fatal(err)
+			}
+			for i := range y1 {
+				if y1[i] != y2[i] {
+					t.Fatalf("%v: y[%d] = %g prepared for it, %g for %v", dt, i, y1[i], y2[i], sibling)
+				}
+			}
+		}
+	})
 }
 
 func TestMatMulErrors(t *testing.T) {
