@@ -28,10 +28,11 @@ func q4_0Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32
 
 // mxfp4Rowsz reads the weights' block scales through e8m0Half, and the
 // activation's whole groups of four blocks as Acts.qx and Acts.o128x keep
-// them (ox); aq serves the blocks after them.
+// them (ox); aq serves the blocks after them. It returns the OR of every
+// exponent byte plus 3.
 //
 //go:noescape
-func mxfp4Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32, nr int)
+func mxfp4Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32, nr int) (eor int)
 
 // The K-quant kernels also read the activation's sums of 16 (bs; Q4_K
 // and Q5_K its sums of 32, s32).
@@ -183,12 +184,14 @@ var sixStreamsK = math.MaxInt
 // activation row at a time (for decode that is the only row), and returns
 // how many leading rows it left to the prompt-processing kernels (a
 // multiple of four). ok is false, and nothing is computed, for the dtypes
-// it has no kernels for.
-func decodeRows512(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) (head int, ok bool) {
+// it has no kernels for. For MXFP4 weights, noHuge reports that it took
+// every row (head is 0) and found no block scaled by 2^125 or more, so
+// that exactNonFinite need not look for one again.
+func decodeRows512(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) (head int, ok, noHuge bool) {
 	switch wt {
 	case poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.MXFP4, poot.Q4_K, poot.Q5_K, poot.Q6_K:
 	default:
-		return 0, false
+		return 0, false, false
 	}
 	head = a.T &^ 3
 	rb := int(wt.RowBytes(int64(a.K)))
@@ -196,18 +199,20 @@ func decodeRows512(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int)
 	if a.T-head > 1 {
 		slab = max(1, decodeSlab/rb)
 	}
+	huge := false
 	for s0 := n0; s0 < n1; s0 += slab {
 		s1 := min(n1, s0+slab)
 		for t := head; t < a.T; t++ {
-			decodeRow512(wt, y[t*N+s0:t*N+s1], w[s0*rb:s1*rb], a, t)
+			huge = decodeRow512(wt, y[t*N+s0:t*N+s1], w[s0*rb:s1*rb], a, t) || huge
 		}
 	}
-	return head, true
+	return head, true, wt == poot.MXFP4 && head == 0 && !huge
 }
 
 // decodeRow512 computes y[i] for the len(y) weight rows in w against
-// activation row t.
-func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
+// activation row t, and for MXFP4 weights reports whether a block is
+// scaled by 2^125 or more (huge).
+func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) (huge bool) {
 	K, nr := a.K, len(y)
 	switch wt {
 	case poot.F32, poot.F16, poot.BF16:
@@ -258,7 +263,9 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 			h := t - a.T&^3
 			qx, ad := &a.qx[h*K], &a.d[t*nb]
 			if wt == poot.MXFP4 {
-				mxfp4Rowsz(&w[0], nb, aq, qx, &a.o128x[h*K/8], ad, &y[0], nr)
+				// The kernel ORs each exponent byte plus 3 together: bit 8
+				// is set where one is 253 or more.
+				return mxfp4Rowsz(&w[0], nb, aq, qx, &a.o128x[h*K/8], ad, &y[0], nr)&0x100 != 0
 			} else {
 				q4_0Rowsz(&w[0], nb, aq, qx, &a.o8x[h*K/8], ad, &y[0], nr)
 			}
@@ -302,6 +309,7 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) {
 			kRows2(wt, wl, wl, nb, aq, ad, s32, &y[nr-1], &spare, 1)
 		}
 	}
+	return false
 }
 
 // floatRuns runs the float kernel of n (4 or 6) streams: n runs of q rows.

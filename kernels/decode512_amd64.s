@@ -1114,18 +1114,30 @@ GLOBL mx4vals<>(SB), RODATA|NOPTR, $64
 	VPDPBUSD Z5, Z7, Z11 \
 	VPSUBD Z11, Z10, Z10
 
+// MXHUGE ORs the exponent byte in AX plus 3 into R8, whose bit 8 is then
+// set once a block is scaled by 2^125 or more (253 and up), whose values
+// may decode past float32's range: those rows are computed again exactly
+// (exactNonFinite).
+#define MXHUGE \
+	LEAL 3(AX), R14 \
+	ORL R14, R8
+
 // MXSCALES leaves in lane j of Z6 the scale of block j of the four at
 // (BX), e8m0Half of its exponent byte (R13 points at the table), times
 // the activation's block scale at (DI).
 #define MXSCALES \
 	MOVBLZX (BX), AX \
 	VMOVSS (R13)(AX*4), X6 \
+	MXHUGE \
 	MOVBLZX 17(BX), AX \
 	VINSERTPS $0x10, (R13)(AX*4), X6, X6 \
+	MXHUGE \
 	MOVBLZX 34(BX), AX \
 	VINSERTPS $0x20, (R13)(AX*4), X6, X6 \
+	MXHUGE \
 	MOVBLZX 51(BX), AX \
 	VINSERTPS $0x30, (R13)(AX*4), X6, X6 \
+	MXHUGE \
 	VMULPS (DI), X6, X6 \
 	VSHUFF32X4 $0, Z6, Z6, Z6 \
 	VPERMILPS q40lane<>(SB), Z6, Z6
@@ -1141,6 +1153,7 @@ GLOBL mx4vals<>(SB), RODATA|NOPTR, $64
 	VCVTDQ2PS Z10, Z10 \
 	MOVBLZX (BX), AX \
 	VMOVSS (R13)(AX*4), X6 \
+	MXHUGE \
 	VMULSS (DI), X6, X6 \
 	VBROADCASTSS X6, Z6 \
 	VFMADD231PS Z10, Z6, Z0
@@ -1166,9 +1179,10 @@ GLOBL mx4vals<>(SB), RODATA|NOPTR, $64
 	MXSCALES \
 	VFMADD231PS Z10, Z6, Z0
 
-// func mxfp4Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32, nr int)
-TEXT ·mxfp4Rowsz(SB), NOSPLIT, $0-64
+// func mxfp4Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32, nr int) (eor int)
+TEXT ·mxfp4Rowsz(SB), NOSPLIT, $0-72
 	MOVQ ·decodeAheadNib(SB), R12
+	XORL R8, R8
 	MOVQ w+0(FP), BX
 	MOVQ y+48(FP), DX
 	MOVQ nr+56(FP), R9
@@ -1223,6 +1237,7 @@ sum:
 	JNZ row
 
 end:
+	MOVQ R8, eor+64(FP)
 	VZEROUPPER
 	RET
 

@@ -156,16 +156,17 @@ func matmulRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
 	if n0 >= n1 {
 		return
 	}
-	fastRows(wt, y, w, a, N, n0, n1)
-	exactNonFinite(wt, y, w, a, N, n0, n1)
+	noHuge := fastRows(wt, y, w, a, N, n0, n1)
+	exactNonFinite(wt, y, w, a, N, n0, n1, noHuge)
 }
 
 // exactNonFinite recomputes with exactDot the outputs of weight rows
 // [n0, n1) that are NaN or infinite, and all of those of an activation
-// row marked non-finite.
-func exactNonFinite(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
+// row marked non-finite; and of MXFP4 rows with a huge block scale unless
+// the kernel found none (noHuge).
+func exactNonFinite(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int, noHuge bool) {
 	rb := int(wt.RowBytes(int64(a.K)))
-	if wt == poot.MXFP4 {
+	if wt == poot.MXFP4 && !noHuge {
 		for n := n0; n < n1; n++ {
 			if mxfp4Huge(w[n*rb : (n+1)*rb]) {
 				for t := range a.T {
@@ -234,12 +235,14 @@ func exactDot(wt poot.DType, row []byte, x []float32) float32 {
 
 // fastRows runs the product's kernel for the dtype. At the avx512 level
 // the one-activation-row kernels take the rows past the last whole group
-// of four, and the others see a product of the rows before them.
-func fastRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
+// of four, and the others see a product of the rows before them. noHuge
+// reports that the MXFP4 one-row kernel took every row and found no block
+// scale of 2^125 or more (see exactNonFinite).
+func fastRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) (noHuge bool) {
 	if useAVX512 {
-		if head, ok := decodeRows512(wt, y, w, a, N, n0, n1); ok {
+		if head, ok, clear := decodeRows512(wt, y, w, a, N, n0, n1); ok {
 			if head == 0 {
-				return
+				return clear
 			}
 			prompt := *a
 			prompt.T = head
@@ -275,6 +278,7 @@ func fastRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) {
 			kfamRowsGo(wt, y, N, w, a, n0, n1)
 		}
 	}
+	return false
 }
 
 func asF32(w []byte) []float32 {
