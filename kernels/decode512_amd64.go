@@ -266,10 +266,9 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) (huge bo
 				// The kernel ORs each exponent byte plus 3 together: bit 8
 				// is set where one is 253 or more.
 				return mxfp4Rowsz(&w[0], nb, aq, qx, &a.o128x[h*K/8], ad, &y[0], nr)&0x100 != 0
-			} else {
-				q4_0Rowsz(&w[0], nb, aq, qx, &a.o8x[h*K/8], ad, &y[0], nr)
 			}
-			return
+			q4_0Rowsz(&w[0], nb, aq, qx, &a.o8x[h*K/8], ad, &y[0], nr)
+			return false
 		}
 		o, ad := &a.o[t*nb], &a.d[t*nb]
 		// The first and second halves of the rows as two streams; an odd

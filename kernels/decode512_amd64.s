@@ -1006,6 +1006,48 @@ GLOBL q40scw<>(SB), RODATA|NOPTR, $64
 	VMULPS.BCST (DI), Z11, Z11 \
 	VFMADD231PS Z10, Z11, Z0
 
+// NIBROWS(QUAD, ONE, bb) is the body of the Q4_0 and MXFP4 kernels
+// (blocks of bb bytes): for each of the nr rows, the groups of four blocks
+// by QUAD (activation quants at R10, offsets at R11), then the blocks
+// after them by ONE (activation quants at SI), the row's sum to (DX).
+#define NIBROWS(QUAD, ONE, bb) \
+row: \
+	MOVQ aq+16(FP), SI \
+	MOVQ qx+24(FP), R10 \
+	MOVQ ox+32(FP), R11 \
+	MOVQ ad+40(FP), DI \
+	MOVQ nb+8(FP), CX \
+	VPXORD Z0, Z0, Z0 \
+	SHRQ $2, CX \
+	JZ tail \
+quad: \
+	PF2(BX, R12) \
+	QUAD \
+	ADDQ $(4*bb), BX \
+	ADDQ $128, SI \
+	ADDQ $128, R10 \
+	ADDQ $64, R11 \
+	ADDQ $16, DI \
+	DECQ CX \
+	JNZ quad \
+tail: \
+	MOVQ nb+8(FP), CX \
+	ANDQ $3, CX \
+	JZ sum \
+one: \
+	ONE \
+	ADDQ $bb, BX \
+	ADDQ $32, SI \
+	ADDQ $4, DI \
+	DECQ CX \
+	JNZ one \
+sum: \
+	HSUM0 \
+	VMOVSS X0, (DX) \
+	ADDQ $4, DX \
+	DECQ R9 \
+	JNZ row
+
 // func q4_0Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32, nr int)
 TEXT ·q4_0Rowsz(SB), NOSPLIT, $0-64
 	MOVQ ·decodeAheadNib(SB), R12
@@ -1020,46 +1062,7 @@ TEXT ·q4_0Rowsz(SB), NOSPLIT, $0-64
 	TESTQ R9, R9
 	JZ end
 
-row:
-	MOVQ aq+16(FP), SI
-	MOVQ qx+24(FP), R10
-	MOVQ ox+32(FP), R11
-	MOVQ ad+40(FP), DI
-	MOVQ nb+8(FP), CX
-	VPXORD Z0, Z0, Z0
-	SHRQ $2, CX
-	JZ tail
-
-quad:
-	PF2(BX, R12)
-	Q40QUAD
-	ADDQ $72, BX
-	ADDQ $128, SI
-	ADDQ $128, R10
-	ADDQ $64, R11
-	ADDQ $16, DI
-	DECQ CX
-	JNZ quad
-
-tail:
-	MOVQ nb+8(FP), CX
-	ANDQ $3, CX
-	JZ sum
-
-one:
-	Q40ONE
-	ADDQ $18, BX
-	ADDQ $32, SI
-	ADDQ $4, DI
-	DECQ CX
-	JNZ one
-
-sum:
-	HSUM0
-	VMOVSS X0, (DX)
-	ADDQ $4, DX
-	DECQ R9
-	JNZ row
+	NIBROWS(Q40QUAD, Q40ONE, 18)
 
 end:
 	VZEROUPPER
@@ -1160,12 +1163,12 @@ GLOBL mx4vals<>(SB), RODATA|NOPTR, $64
 
 // MXQUAD adds the four blocks at (BX) to Z0: activation quants in the
 // kernel's order at (R10), the offsets that start the sums (Acts.o128x)
-// at (R11), block scales at (DI).
-// (Two other ways to the scales ran slower on the Zen 4 than the four
-// scalar loads of MXSCALES, 13.6 GB/s from L2 on one core: the exponents
-// spread over the lanes from one 64-byte load by VPSHUFB and activation
-// scales kept spread scaled by VSCALEFPS, 12.5; four masked broadcasts
-// from e8m0Half, 11.9.)
+// at (R11), block scales at (DI). (On the Zen 4, from L2, two other ways
+// to the scales were slower than MXSCALES' four scalar loads: the
+// exponents spread over the lanes from one 64-byte load by VPSHUFB, and
+// activation scales kept spread scaled by VSCALEFPS, 8%; four masked
+// broadcasts from e8m0Half, 13%; and the four blocks' codes gathered from
+// two 64-byte loads by one VPERMT2B no faster than the inserts here.)
 #define MXQUAD \
 	VMOVDQU 1(BX), X8 \
 	VINSERTI32X4 $1, 18(BX), Z8, Z8 \
@@ -1195,46 +1198,7 @@ TEXT ·mxfp4Rowsz(SB), NOSPLIT, $0-72
 	TESTQ R9, R9
 	JZ end
 
-row:
-	MOVQ aq+16(FP), SI
-	MOVQ qx+24(FP), R10
-	MOVQ ox+32(FP), R11
-	MOVQ ad+40(FP), DI
-	MOVQ nb+8(FP), CX
-	VPXORD Z0, Z0, Z0
-	SHRQ $2, CX
-	JZ tail
-
-quad:
-	PF2(BX, R12)
-	MXQUAD
-	ADDQ $68, BX
-	ADDQ $128, SI
-	ADDQ $128, R10
-	ADDQ $64, R11
-	ADDQ $16, DI
-	DECQ CX
-	JNZ quad
-
-tail:
-	MOVQ nb+8(FP), CX
-	ANDQ $3, CX
-	JZ sum
-
-one:
-	MXONE
-	ADDQ $17, BX
-	ADDQ $32, SI
-	ADDQ $4, DI
-	DECQ CX
-	JNZ one
-
-sum:
-	HSUM0
-	VMOVSS X0, (DX)
-	ADDQ $4, DX
-	DECQ R9
-	JNZ row
+	NIBROWS(MXQUAD, MXONE, 17)
 
 end:
 	MOVQ R8, eor+64(FP)
