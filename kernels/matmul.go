@@ -236,7 +236,7 @@ func exactDot(wt poot.DType, row []byte, x []float32) float32 {
 // fastRows runs the product's kernel for the dtype. At the avx512 level
 // the one-activation-row kernels take the rows past the last whole group
 // of four, and the others see a product of the rows before them. noHuge
-// reports that the MXFP4 one-row kernel took every row and found no block
+// reports that the MXFP4 one-row kernels took every row and found no block
 // scale of 2^125 or more (see exactNonFinite).
 func fastRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) (noHuge bool) {
 	if useAVX512 {
@@ -267,7 +267,7 @@ func fastRows(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) (noH
 		}
 	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.MXFP4:
 		if useAsm {
-			q8famRowsAsm(wt, y, N, w, a, n0, n1)
+			return q8famRowsAsm(wt, y, N, w, a, n0, n1)
 		} else {
 			q8famRowsGo(wt, y, N, w, a, n0, n1)
 		}

@@ -158,9 +158,12 @@ func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byt
 }
 
 // q8famRowsAsm handles the 32-element dtypes (MXFP4 among them): each weight row meets four
-// activation rows a call while there are four left, then one.
-func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
+// activation rows a call while there are four left, then one. noHuge
+// reports that every row went through dotMXFP4x1 (fewer than four
+// activation rows) and none has a block scaled by 2^125 or more.
+func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) (noHuge bool) {
 	T, K := a.T, a.K
+	eor := 0
 	nb := K / 32
 	rb := nb * wt.BlockBytes()
 	var o [4]float32
@@ -204,13 +207,16 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 			case poot.Q5_0:
 				v = dotQ5_0x1(wr, nb, aq, ad)
 			case poot.MXFP4:
-				v = dotMXFP4x1(wr, nb, aq, ad)
+				var e int
+				v, e = dotMXFP4x1(wr, nb, aq, ad)
+				eor |= e
 			default:
 				v = dotQ5_1x1(wr, nb, aq, ad, as)
 			}
 			y[t*N+n] = v
 		}
 	}
+	return wt == poot.MXFP4 && T < 4 && eor&0x100 == 0
 }
 
 // kfamRowsAsm handles Q4_K, Q5_K and Q6_K weights, four activation rows a

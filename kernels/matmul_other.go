@@ -15,8 +15,9 @@ func half16RowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 
 	half16RowsGo(wt == poot.BF16, y, N, asU16(w), a, n0, n1)
 }
 
-func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
+func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) (noHuge bool) {
 	q8famRowsGo(wt, y, N, w, a, n0, n1)
+	return false
 }
 
 func kfamRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {

@@ -18,8 +18,10 @@ func dotQ8_0x1(w *byte, nb int, aq *int8, ad *float32) float32
 //go:noescape
 func dotMXFP4x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
 
+// dotMXFP4x1 also returns the OR of each block's exponent byte plus 3.
+//
 //go:noescape
-func dotMXFP4x1(w *byte, nb int, aq *int8, ad *float32) float32
+func dotMXFP4x1(w *byte, nb int, aq *int8, ad *float32) (v float32, eor int)
 
 //go:noescape
 func dotQ4_0x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32

@@ -14,8 +14,10 @@
 	VHADDPS x, x, x \
 	VHADDPS x, x, x
 
-// CONSTS sets Y11 = int16 ones, Y9 = bytes 0x0F, Y8 = bytes 8.
+// CONSTS sets Y11 = int16 ones, Y9 = bytes 0x0F, Y8 = bytes 8, and
+// clears R13 (see DEC_MXFP4).
 #define CONSTS \
+	XORL R13, R13 \
 	VPCMPEQW Y11, Y11, Y11 \
 	VPSRLW $15, Y11, Y11 \
 	MOVL $0x0f0f0f0f, AX \
@@ -78,9 +80,17 @@ done: \
 	VZEROUPPER \
 	RET
 
-// DOT1(DEC, bb): one weight row, one activation row; two accumulators
-// alternate between even and odd blocks to hide the FMA latency.
-#define DOT1(DEC, bb) \
+// DOT1(DEC, bb, FIN): one weight row, one activation row; two
+// accumulators alternate between even and odd blocks to hide the FMA
+// latency. FIN ends it after the sum is stored (NOFIN: nothing more).
+#define NOFIN
+
+// MXFIN, dotMXFP4x1's, returns the OR of every block's exponent byte plus
+// 3 (R13, see DEC_MXFP4): bit 8 is set where one is 253 or more, a block
+// scaled by 2^125 or more whose values may decode past float32's range
+// (see exactNonFinite).
+#define MXFIN MOVQ R13, eor+40(FP)
+#define DOT1(DEC, bb, FIN) \
 	MOVQ w+0(FP), BX \
 	MOVQ nb+8(FP), CX \
 	MOVQ aq+16(FP), SI \
@@ -114,6 +124,7 @@ done: \
 	VADDPS Y1, Y0, Y0 \
 	HSUM(Y0, X0) \
 	VMOVSS X0, ret+32(FP) \
+	FIN \
 	VZEROUPPER \
 	RET
 
@@ -303,11 +314,11 @@ TEXT ·dotQ8_0x4(SB), NOSPLIT, $0-56
 
 // func dotQ8_0x1(w *byte, nb int, aq *int8, ad *float32) float32
 TEXT ·dotQ8_0x1(SB), NOSPLIT, $0-36
-	DOT1(DEC_Q8_0, 34)
+	DOT1(DEC_Q8_0, 34, NOFIN)
 
 // func dotQ5_0x1(w *byte, nb int, aq *int8, ad *float32) float32
 TEXT ·dotQ5_0x1(SB), NOSPLIT, $0-36
-	DOT1(DEC_Q5_0, 22)
+	DOT1(DEC_Q5_0, 22, NOFIN)
 
 // func dotQ4_1x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
 TEXT ·dotQ4_1x1(SB), NOSPLIT, $0-44
@@ -425,7 +436,8 @@ TEXT ·dotQ5_0x4(SB), NOSPLIT, $0-56
 // MXFP4: the 4-bit codes index ggml's doubled E2M1 values (VPSHUFB looks
 // each nibble up in the 16-byte table, repeated for both 128-bit lanes),
 // giving signed quants in [-12, 12], so the signed rows of Q8_0 apply; the
-// block's E8M0 exponent byte indexes e8m0Half (mxfp4.go) for the scale.
+// block's E8M0 exponent byte indexes e8m0Half (mxfp4.go) for the scale,
+// and plus 3 is ORed into R13.
 DATA mxfp4vals<>+0(SB)/8, $0x0c08060403020100
 DATA mxfp4vals<>+8(SB)/8, $0xf4f8fafcfdfeff00
 DATA mxfp4vals<>+16(SB)/8, $0x0c08060403020100
@@ -437,6 +449,8 @@ GLOBL mxfp4vals<>(SB), RODATA|NOPTR, $32
 	VMOVDQU mxfp4vals<>(SB), Y13 \
 	VPSHUFB Y12, Y13, Y12 \
 	MOVBLZX (BX), AX \
+	LEAL 3(AX), R14 \
+	ORL R14, R13 \
 	LEAQ ·e8m0Half(SB), R12 \
 	VBROADCASTSS (R12)(AX*4), Y14
 
@@ -444,6 +458,6 @@ GLOBL mxfp4vals<>(SB), RODATA|NOPTR, $32
 TEXT ·dotMXFP4x4(SB), NOSPLIT, $0-56
 	DOT4(DEC_MXFP4, 17)
 
-// func dotMXFP4x1(w *byte, nb int, aq *int8, ad *float32) float32
-TEXT ·dotMXFP4x1(SB), NOSPLIT, $0-36
-	DOT1(DEC_MXFP4, 17)
+// func dotMXFP4x1(w *byte, nb int, aq *int8, ad *float32) (v float32, eor int)
+TEXT ·dotMXFP4x1(SB), NOSPLIT, $0-48
+	DOT1(DEC_MXFP4, 17, MXFIN)
