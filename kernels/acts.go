@@ -16,7 +16,7 @@ const (
 	actF32          // plain f32 rows, for F32, F16 and BF16 weights
 	actQ8           // blocks of 32: int8 quants, f32 scale, scaled sum
 	actQ8K          // blocks of 256: int8 quants, f32 scale, int16 sums of 16
-	actQ8X          // actQ8, and the quads the Q4_0 and MXFP4 one-row kernels read (qx, o8x, o128x)
+	actQ8X          // actQ8, and the quads the Q4_0 and MXFP4 one-row kernels read (qx, ox)
 )
 
 // actKindFor returns the activation form that weights of dtype wt consume.
@@ -69,11 +69,11 @@ type Acts struct {
 	// actQ8X, for the avx512 Q4_0 and MXFP4 one-row kernels, for those
 	// same rows: each four whole blocks of a row as the kernels read them
 	// (qx: the first halves of the blocks, then the second halves), and
-	// -8 and -128 times the sums of each four consecutive quants of that
-	// order (o8x, o128x: the offsets of Q4_0's codes and of MXFP4's table
-	// values), K/8 a row each.
-	qx         []int8
-	o8x, o128x []int32
+	// -8 times the sums of each four consecutive quants of that order (ox:
+	// the offsets of Q4_0's codes; MXFP4's kernel takes 16 times them),
+	// K/8 a row.
+	qx []int8
+	ox []int32
 
 	job    matJob           // the parallel product's arguments, see MatMul
 	run    func(lo, hi int) // job.do bound to runFor.job
@@ -194,20 +194,20 @@ func quantizeQ8(q []int8, d, s []float32, o []int32, x []float32) {
 	}
 }
 
-// quads fills qx, o8x and o128x for the rows from head on.
+// quads fills qx and ox for the rows from head on.
 func (a *Acts) quads(head int) {
 	n := (a.T - head) * a.K
 	if cap(a.qx) < n {
 		// Each quad's 128 quants and 64 offset bytes on whole cache
 		// lines: the kernels read them by 64-byte loads.
 		a.qx = aligned64(make([]int8, n+64), n)
-		a.o8x, a.o128x = aligned64(make([]int32, n/8+16), n/8), aligned64(make([]int32, n/8+16), n/8)
+		a.ox = aligned64(make([]int32, n/8+16), n/8)
 	}
-	a.qx, a.o8x, a.o128x = a.qx[:n], a.o8x[:n/8], a.o128x[:n/8]
+	a.qx, a.ox = a.qx[:n], a.ox[:n/8]
 	K := a.K
 	for t := head; t < a.T; t++ {
 		q := a.q[t*K : (t+1)*K]
-		qx, o8, o128 := a.qx[(t-head)*K:], a.o8x[(t-head)*K/8:], a.o128x[(t-head)*K/8:]
+		qx, ox := a.qx[(t-head)*K:], a.ox[(t-head)*K/8:]
 		for c := 0; c+128 <= K; c += 128 {
 			for b := range 4 {
 				copy(qx[c+16*b:c+16*b+16], q[c+32*b:c+32*b+16])
@@ -218,7 +218,7 @@ func (a *Acts) quads(head int) {
 				for k := range 4 {
 					s += int32(qx[c+4*i+k]) + int32(qx[c+64+4*i+k])
 				}
-				o8[c/8+i], o128[c/8+i] = -8*s, -128*s
+				ox[c/8+i] = -8 * s
 			}
 		}
 	}

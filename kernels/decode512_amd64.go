@@ -27,8 +27,8 @@ func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad *float32, ya, yb *f
 func q4_0Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32, nr int)
 
 // mxfp4Rowsz reads the weights' block scales through e8m0Half, and the
-// activation's whole groups of four blocks as Acts.qx and Acts.o128x keep
-// them (ox); aq serves the blocks after them. It returns the OR of every
+// activation's whole groups of four blocks as Acts.qx and Acts.ox keep
+// them; aq serves the blocks after them. It returns the OR of every
 // exponent byte plus 3.
 //
 //go:noescape
@@ -261,13 +261,13 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) (huge bo
 			// Q4_0 and MXFP4 read the activation's quads (Acts.qx and
 			// the offsets of their codes).
 			h := t - a.T&^3
-			qx, ad := &a.qx[h*K], &a.d[t*nb]
+			qx, ox, ad := &a.qx[h*K], &a.ox[h*K/8], &a.d[t*nb]
 			if wt == poot.MXFP4 {
 				// The kernel ORs each exponent byte plus 3 together: bit 8
 				// is set where one is 253 or more.
-				return mxfp4Rowsz(&w[0], nb, aq, qx, &a.o128x[h*K/8], ad, &y[0], nr)&0x100 != 0
+				return mxfp4Rowsz(&w[0], nb, aq, qx, ox, ad, &y[0], nr)&0x100 != 0
 			}
-			q4_0Rowsz(&w[0], nb, aq, qx, &a.o8x[h*K/8], ad, &y[0], nr)
+			q4_0Rowsz(&w[0], nb, aq, qx, ox, ad, &y[0], nr)
 			return false
 		}
 		o, ad := &a.o[t*nb], &a.d[t*nb]

@@ -1075,8 +1075,8 @@ end:
 // blocks, the high ones against the second halves, which Prepare keeps in
 // that order for MXFP4 (Acts.qx). VPSHUFB turns each 4-bit code into 128
 // plus its doubled E2M1 value (116…140, unsigned for VPDPBUSD), and -128
-// times the activations' sums of four, taken the same way (Acts.o128x),
-// start the int32 sums: every sum is then exactly that of the weights'
+// times the activations' sums of four, taken the same way (16 times
+// Acts.ox), start the int32 sums: every sum is then exactly that of the weights'
 // own values, where an offset added to one lane of a block (as the Q8_0
 // kernels add the activation's) would be rounded with the other lanes' in
 // floats and leave a zero row a little off zero. The four exponent bytes
@@ -1162,8 +1162,8 @@ GLOBL mx4vals<>(SB), RODATA|NOPTR, $64
 	VFMADD231PS Z10, Z6, Z0
 
 // MXQUAD adds the four blocks at (BX) to Z0: activation quants in the
-// kernel's order at (R10), the offsets that start the sums (Acts.o128x)
-// at (R11), block scales at (DI). (On the Zen 4, from L2, two other ways
+// kernel's order at (R10), Acts.ox at (R11) (16 times it starts the
+// sums), block scales at (DI). (On the Zen 4, from L2, two other ways
 // to the scales were slower than MXSCALES' four scalar loads: the
 // exponents spread over the lanes from one 64-byte load by VPSHUFB, and
 // activation scales kept spread scaled by VSCALEFPS, 8%; four masked
@@ -1175,7 +1175,7 @@ GLOBL mx4vals<>(SB), RODATA|NOPTR, $64
 	VINSERTI32X4 $2, 35(BX), Z8, Z8 \
 	VINSERTI32X4 $3, 52(BX), Z8, Z8 \
 	MXCODES \
-	VMOVDQU64 (R11), Z10 \
+	VPSLLD $4, (R11), Z10 \
 	VPDPBUSD (R10), Z8, Z10 \
 	VPDPBUSD 64(R10), Z9, Z10 \
 	VCVTDQ2PS Z10, Z10 \
