@@ -36,7 +36,7 @@ type Attention struct {
 	HeadStride int       // elements from one kv head to the next; 0 means HeadDim
 	Scale      float32   // score multiplier, usually 1/sqrt(HeadDim)
 
-	run    func(lo, hi int) // attendRange bound to runFor, for Attend
+	run    func(lo, hi int) // attendGroups bound to runFor, for Attend
 	runFor *Attention       // the value run is bound to (a copy must rebind)
 }
 
@@ -110,10 +110,10 @@ func AttendHeads(at *Attention, h0, h1 int) error {
 	return nil
 }
 
-// Attend computes all heads of at ([AttendHeads] over [0,Heads)), splitting
-// them across p's workers at multiples of Heads/KVHeads so each cache row is
-// read by one worker; a nil p runs on the calling goroutine. It allocates
-// nothing after the first call with a given at.
+// Attend computes all heads of at ([AttendHeads] over [0,Heads)), giving
+// each of p's workers one run of kv heads and their query heads, so each
+// cache row is read by one worker; a nil p runs on the calling goroutine.
+// It allocates nothing after the first call with a given at.
 func Attend(p *Pool, at *Attention) error {
 	if err := at.Check(); err != nil {
 		return err
@@ -123,13 +123,21 @@ func Attend(p *Pool, at *Attention) error {
 		return nil
 	}
 	if at.runFor != at {
-		at.run, at.runFor = at.attendRange, at
+		at.run, at.runFor = at.attendGroups, at
 	}
-	p.RunGrain(at.Heads, at.Heads/at.KVHeads, at.run)
+	// One run of kv heads a worker: the avx512 kernels read a
+	// position-major cache's rows of a run's kv heads in one pass. On the
+	// Zen 4, two threads over a 1B model's f16 caches at 4096 positions
+	// took 0.71 ms a layer so, 1.0 with each kv head a chunk.
+	p.RunSplit(at.KVHeads, p.Workers(), at.run)
 	return nil
 }
 
-func (at *Attention) attendRange(lo, hi int) { attendHeads(at, lo, hi) }
+// attendGroups computes the query heads of kv heads [lo, hi).
+func (at *Attention) attendGroups(lo, hi int) {
+	rep := at.Heads / at.KVHeads
+	attendHeads(at, lo*rep, hi*rep)
+}
 
 // maxRep bounds how many query heads share one pass over a cache block; the
 // running maxima and sums live in fixed arrays.
@@ -139,13 +147,15 @@ const maxRep = 16
 // decoded into a fixed buffer.
 const maxQ8Dim = 512
 
-// fetchAhead is how many positions ahead of its use a K or V row is
-// prefetched: position-major rows sit KVStride elements apart, a power of
-// two the hardware prefetchers do not follow across pages, so each row
-// would otherwise wait out the whole memory latency. BenchmarkAttentionDepth
+// fetchAhead is how many positions ahead of its use the portable path
+// prefetches a K or V row: it reads one kv head at a time, and
+// position-major rows sit KVStride elements apart, a power of two the
+// hardware prefetchers do not follow across pages, so each row would
+// otherwise wait out the whole memory latency. BenchmarkAttentionDepth
 // (a 1B model's caches at 4096 positions, one thread, loaded machine):
 // f32 5.3-10 ms a layer without, 1.9 with; f16 6.2-8.9 against 2.0; q8_0
-// 2.5-3.2 against 2.1 (4 and 32 ahead measured no better).
+// 2.5-3.2 against 2.1 (4 and 32 ahead measured no better). The avx512
+// block path reads the rows in order instead (attendHeadsZ).
 const fetchAhead = 16
 
 // fetchRow prefetches the K (or V) row of position s and kv head g, when
@@ -182,13 +192,16 @@ func (at *Attention) fetchRow(v bool, s, g, hs int) {
 const attnBlock = 64
 
 func attendHeads(at *Attention, h0, h1 int) {
+	if at.blocksZ() {
+		attendHeadsZ(at, h0, h1)
+		return
+	}
 	d := at.HeadDim
 	rep := at.Heads / at.KVHeads
 	negInf, posInf := float32(math.Inf(-1)), float32(math.Inf(1))
 	q8 := at.K == nil && at.K16 == nil
 	half := at.K == nil && !q8
 	hs := at.headStride()
-	fast := at.blocksZ()
 	var (
 		m, l   [maxRep]float32
 		bad    [maxRep]bool // a score is NaN or +Inf: the head's softmax is NaN
@@ -216,80 +229,55 @@ func attendHeads(at *Attention, h0, h1 int) {
 		clear(out)
 		for s0 := 0; s0 < at.S; s0 += attnBlock {
 			nb := min(attnBlock, at.S-s0)
-			if fast {
-				at.blockScoresZ(q, nh, g, hs, s0, nb, &scores)
-				at.finishScores(nh, s0, nb, &scores, &bad)
-			} else {
-				for j := range nb {
-					s := s0 + j
-					var bias float32
-					if at.Mask != nil {
-						bias = at.Mask[s]
-						if math.IsInf(float64(bias), -1) {
-							for i := range nh {
-								scores[i][j] = negInf
-							}
-							continue
+			for j := range nb {
+				s := s0 + j
+				var bias float32
+				if at.Mask != nil {
+					bias = at.Mask[s]
+					if math.IsInf(float64(bias), -1) {
+						for i := range nh {
+							scores[i][j] = negInf
 						}
+						continue
 					}
-					at.fetchRow(false, s+fetchAhead, g, hs)
-					off := s*at.KVStride + g*hs
-					var kr []float32
-					switch {
-					case q8:
-						kr = row[:d]
-						Q8_0RowToF32(kr, at.K8[off/32*34:(off+d)/32*34])
-					case half && n4 > 0:
-						kr = row[:d]
-						F16RowToF32(kr, at.K16[off:off+d])
-					case !half:
-						kr = at.K[off : off+d]
+				}
+				at.fetchRow(false, s+fetchAhead, g, hs)
+				off := s*at.KVStride + g*hs
+				var kr []float32
+				switch {
+				case q8:
+					kr = row[:d]
+					Q8_0RowToF32(kr, at.K8[off/32*34:(off+d)/32*34])
+				case half && n4 > 0:
+					kr = row[:d]
+					F16RowToF32(kr, at.K16[off:off+d])
+				case !half:
+					kr = at.K[off : off+d]
+				}
+				for i := 0; i < n4; i += 4 {
+					dot4Heads(kr, q[i*d:], d, &o)
+					for r := range 4 {
+						v := o[r]*at.Scale + bias
+						scores[i+r][j] = v
+						bad[i+r] = bad[i+r] || !(v < posInf)
 					}
-					for i := 0; i < n4; i += 4 {
-						dot4Heads(kr, q[i*d:], d, &o)
-						for r := range 4 {
-							v := o[r]*at.Scale + bias
-							scores[i+r][j] = v
-							bad[i+r] = bad[i+r] || !(v < posInf)
-						}
+				}
+				for i := n4; i < nh; i++ {
+					var v float32
+					if half {
+						v = dotVecF16(q[i*d:(i+1)*d], at.K16[off:off+d])
+					} else {
+						v = dotVec(q[i*d:(i+1)*d], kr)
 					}
-					for i := n4; i < nh; i++ {
-						var v float32
-						if half {
-							v = dotVecF16(q[i*d:(i+1)*d], at.K16[off:off+d])
-						} else {
-							v = dotVec(q[i*d:(i+1)*d], kr)
-						}
-						v = v*at.Scale + bias
-						scores[i][j] = v
-						bad[i] = bad[i] || !(v < posInf)
-					}
+					v = v*at.Scale + bias
+					scores[i][j] = v
+					bad[i] = bad[i] || !(v < posInf)
 				}
 			}
 			for i := range nh {
-				if bad[i] {
-					continue // its output is NaN whatever the rest is
+				if !bad[i] {
+					blockSoftmax(scores[i][:nb], out[i*d:(i+1)*d], &m[i], &l[i])
 				}
-				sc := scores[i][:nb]
-				bm := maxVec(sc)
-				if math.IsInf(float64(bm), -1) {
-					clear(sc) // the whole block is masked for this head
-					continue
-				}
-				if bm > m[i] {
-					// A new maximum: rescale what was accumulated so far.
-					if l[i] > 0 {
-						c := expf(m[i] - bm)
-						scaleVec(out[i*d:(i+1)*d], out[i*d:(i+1)*d], c)
-						l[i] *= c
-					}
-					m[i] = bm
-				}
-				l[i] += expSubSumVec(sc, m[i])
-			}
-			if fast {
-				at.blockValuesZ(out, nh, g, hs, s0, nb, &scores)
-				continue
 			}
 			for j := range nb {
 				if at.Mask != nil && math.IsInf(float64(at.Mask[s0+j]), -1) {
@@ -325,19 +313,107 @@ func attendHeads(at *Attention, h0, h1 int) {
 			}
 		}
 		for i := range nh {
-			o := out[i*d : (i+1)*d]
-			switch {
-			case bad[i] || math.IsInf(float64(m[i]), -1):
-				// A NaN or +Inf maximum, or none above -inf: exp(x - max)
-				// is NaN for every position in the definition.
-				for k := range o {
-					o[k] = float32(math.NaN())
-				}
-			case l[i] > 0:
-				scaleVec(o, o, 1/l[i])
-			}
+			finishHead(out[i*d:(i+1)*d], bad[i], m[i], l[i])
 		}
 		h = hEnd
+	}
+}
+
+// maxBatch bounds how many query heads attendHeadsZ takes through a block
+// of positions together.
+const maxBatch = 32
+
+// attendHeadsZ is attendHeads through the avx512 block kernels. It takes
+// the heads in batches of whole groups sharing a kv head (a group of more
+// than maxRep heads in parts), at most maxBatch heads a batch, and walks
+// the positions once a batch, a few positions for every group in turn: a
+// position-major cache's rows of those kv heads are then read in order,
+// as the hardware prefetchers follow, rather than in one strided pass a
+// kv head (BenchmarkAttentionDepth, one thread on the Zen 4, f16: 1.6 to
+// 1.2 ms a layer, f32 2.6 to 1.8, with the scores scaled by
+// scaleScoresZ). Each group's arithmetic is the same as alone, so the
+// outputs do not depend on the batching.
+func attendHeadsZ(at *Attention, h0, h1 int) {
+	d := at.HeadDim
+	rep := at.Heads / at.KVHeads
+	negInf := float32(math.Inf(-1))
+	var (
+		m, l   [maxBatch]float32
+		bad    [maxBatch]bool // a score is NaN or +Inf: the head's softmax is NaN
+		scores [maxBatch * attnBlock]float32
+		ends   [maxBatch]int // the end of each group's heads in the batch
+	)
+	for h := h0; h < h1; {
+		hb, nu := h, 0
+		for h < h1 {
+			hEnd := min(h1, (h/rep+1)*rep, h+maxRep)
+			if nu > 0 && hEnd-hb > maxBatch {
+				break
+			}
+			ends[nu], nu, h = hEnd, nu+1, hEnd
+		}
+		b, nh := headBatch{h0: hb, ends: ends[:nu]}, h-hb
+		for i := range nh {
+			m[i], l[i], bad[i] = negInf, 0, false
+		}
+		clear(at.Out[hb*d : h*d])
+		for s0 := 0; s0 < at.S; s0 += attnBlock {
+			nb := min(attnBlock, at.S-s0)
+			at.blockScoresZ(b, s0, nb, scores[:])
+			at.finishScores(nh, s0, nb, scores[:], bad[:nh])
+			for i := range nh {
+				if !bad[i] {
+					blockSoftmax(scores[i*attnBlock:i*attnBlock+nb], at.Out[(hb+i)*d:(hb+i+1)*d], &m[i], &l[i])
+				}
+			}
+			at.blockValuesZ(b, s0, nb, scores[:])
+		}
+		for i := range nh {
+			finishHead(at.Out[(hb+i)*d:(hb+i+1)*d], bad[i], m[i], l[i])
+		}
+	}
+}
+
+// headBatch is a run of query heads [h0, ends[len(ends)-1]) in groups
+// that share a kv head, group i ending at ends[i].
+type headBatch struct {
+	h0   int
+	ends []int
+}
+
+// blockSoftmax folds a block's scores sc into one head's online softmax:
+// its running maximum m and sum l, and its output accumulator out, which
+// it rescales when the maximum grows. The scores become their weights
+// exp(score - m), 0 throughout where every one is -inf.
+func blockSoftmax(sc, out []float32, m, l *float32) {
+	bm := maxVec(sc)
+	if math.IsInf(float64(bm), -1) {
+		clear(sc) // the whole block is masked for this head
+		return
+	}
+	if bm > *m {
+		// A new maximum: rescale what was accumulated so far.
+		if *l > 0 {
+			c := expf(*m - bm)
+			scaleVec(out, out, c)
+			*l *= c
+		}
+		*m = bm
+	}
+	*l += expSubSumVec(sc, *m)
+}
+
+// finishHead divides a head's accumulated output o by its softmax sum l,
+// or fills it with NaN where a score was NaN or +Inf (bad) or none was
+// above -inf: exp(x - max) is NaN for every position in the definition.
+func finishHead(o []float32, bad bool, m, l float32) {
+	switch {
+	case bad || math.IsInf(float64(m), -1):
+		for k := range o {
+			o[k] = float32(math.NaN())
+		}
+	case l > 0:
+		scaleVec(o, o, 1/l)
 	}
 }
 
@@ -359,20 +435,16 @@ func (at *Attention) visibleRun(s0, j, nb int) (int, int) {
 }
 
 // finishScores turns the raw scores of heads [0,nh) for the block of nb
-// positions at s0 into Scale*score + Mask, -inf where the mask is (the
-// raw value there was never computed), and marks the heads with a NaN or
-// +Inf score bad.
-func (at *Attention) finishScores(nh, s0, nb int, scores *[maxRep][attnBlock]float32, bad *[maxRep]bool) {
+// positions at s0 (head i's at scores[i*attnBlock:]) into Scale*score +
+// Mask, -inf where the mask is (the raw value there was never computed),
+// and marks the heads with a NaN or +Inf score bad.
+func (at *Attention) finishScores(nh, s0, nb int, scores []float32, bad []bool) {
 	negInf, posInf := float32(math.Inf(-1)), float32(math.Inf(1))
 	sc := at.Scale
 	for i := range nh {
-		row, b := scores[i][:nb], bad[i]
+		row, b := scores[i*attnBlock:i*attnBlock+nb], bad[i]
 		if at.Mask == nil {
-			for j, v := range row {
-				v *= sc
-				row[j] = v
-				b = b || !(v < posInf)
-			}
+			b = scaleScoresZ(&row[0], nb, sc) || b
 		} else {
 			mk := at.Mask[s0 : s0+nb]
 			for j, v := range row {

@@ -126,3 +126,42 @@ TEXT ·attnAccF32Z(SB), NOSPLIT, $0-72
 // func attnAccF16Z(out *float32, ldo int, p *float32, ldp int, rows int, v unsafe.Pointer, ldv int, n int, mask uint64)
 TEXT ·attnAccF16Z(SB), NOSPLIT, $0-72
 	ACC(VLD_F16, 2)
+
+// func scaleScoresZ(x *float32, n int, s float32) (bad bool)
+//
+// x[i] *= s for i < n, and reports whether a product is NaN or +Inf
+// (not less than +Inf, unordered included).
+TEXT ·scaleScoresZ(SB), NOSPLIT, $0-25
+	MOVQ x+0(FP), DI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS s+16(FP), Z0
+	MOVL $0x7f800000, AX
+	VPBROADCASTD AX, Z1
+	KXORW K2, K2, K2
+sloop:
+	CMPQ CX, $16
+	JLT stail
+	VMULPS (DI), Z0, Z2
+	VMOVUPS Z2, (DI)
+	VCMPPS $0x15, Z1, Z2, K3 // NLT_UQ: not below +Inf, or NaN
+	KORW K3, K2, K2
+	ADDQ $64, DI
+	SUBQ $16, CX
+	JMP sloop
+stail:
+	TESTQ CX, CX
+	JZ sdone
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+	VMOVUPS.Z (DI), K1, Z2
+	VMULPS Z2, Z0, Z2
+	VMOVUPS Z2, K1, (DI)
+	VCMPPS $0x15, Z1, Z2, K1, K3
+	KORW K3, K2, K2
+sdone:
+	KORTESTW K2, K2
+	SETNE bad+24(FP)
+	VZEROUPPER
+	RET

@@ -7,8 +7,10 @@ package kernels
 
 func (at *Attention) blocksZ() bool { return false }
 
-func (at *Attention) blockScoresZ(q []float32, nh, g, hs, s0, nb int, scores *[maxRep][attnBlock]float32) {
+func (at *Attention) blockScoresZ(b headBatch, s0, nb int, scores []float32) {
 }
 
-func (at *Attention) blockValuesZ(out []float32, nh, g, hs, s0, nb int, scores *[maxRep][attnBlock]float32) {
+func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32) {
 }
+
+func scaleScoresZ(x *float32, n int, s float32) (bad bool) { return false }

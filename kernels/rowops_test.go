@@ -474,25 +474,48 @@ func testAttention(t *testing.T) {
 			}
 		}
 	})
-	// Attend over a pool agrees with AttendHeads on one goroutine.
+	// Attend over a pool agrees with AttendHeads on one goroutine, and with
+	// AttendHeads a kv head at a time, bit for bit: the avx512 kernels
+	// (head dims of whole vectors, f32 and binary16 caches) take the heads
+	// of several kv heads through each block of positions together, and
+	// how they are batched must not change a head's arithmetic.
 	p := kernels.NewPool(3)
 	defer p.Close()
 	r := rand.New(rand.NewPCG(8, 8))
-	const S, H, KVH, D = 77, 12, 3, 24
-	at := kernels.Attention{
-		Q: randActs(r, H*D), K: randActs(r, S*KVH*D), V: randActs(r, S*KVH*D),
-		Out: make([]float32, H*D), S: S, Heads: H, KVHeads: KVH, HeadDim: D, KVStride: KVH * D, Scale: 0.2,
-	}
-	if err := kernels.Attend(p, &at); err != nil {
-		t.Fatal(err)
-	}
-	pooled := append([]float32(nil), at.Out...)
-	if err := kernels.AttendHeads(&at, 0, H); err != nil {
-		t.Fatal(err)
-	}
-	for i := range pooled {
-		if pooled[i] != at.Out[i] {
-			t.Fatalf("Attend out[%d] = %g, AttendHeads %g", i, pooled[i], at.Out[i])
+	var at kernels.Attention
+	for _, c := range []struct {
+		D    int
+		half bool
+	}{{24, false}, {64, false}, {64, true}, {32, true}} {
+		const S, H, KVH = 77, 12, 3
+		D := c.D
+		at = kernels.Attention{
+			Q: randActs(r, H*D), K: randActs(r, S*KVH*D), V: randActs(r, S*KVH*D),
+			Out: make([]float32, H*D), S: S, Heads: H, KVHeads: KVH, HeadDim: D, KVStride: KVH * D, Scale: 0.2,
+		}
+		if c.half {
+			at.K16, at.V16 = make([]uint16, len(at.K)), make([]uint16, len(at.V))
+			kernels.F32RowToF16(at.K16, at.K)
+			kernels.F32RowToF16(at.V16, at.V)
+			at.K, at.V = nil, nil
+		}
+		if err := kernels.Attend(p, &at); err != nil {
+			t.Fatal(err)
+		}
+		pooled := append([]float32(nil), at.Out...)
+		if err := kernels.AttendHeads(&at, 0, H); err != nil {
+			t.Fatal(err)
+		}
+		whole := append([]float32(nil), at.Out...)
+		for h := 0; h < H; h += H / KVH {
+			if err := kernels.AttendHeads(&at, h, h+H/KVH); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range pooled {
+			if pooled[i] != whole[i] || at.Out[i] != whole[i] {
+				t.Fatalf("D %d, binary16 %v: out[%d]: Attend %g, AttendHeads %g, a kv head at a time %g", D, c.half, i, pooled[i], whole[i], at.Out[i])
+			}
 		}
 	}
 	if a := testing.AllocsPerRun(10, func() { _ = kernels.Attend(p, &at) }); a != 0 {

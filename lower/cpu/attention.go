@@ -98,10 +98,12 @@ func (f *flash) fastRow(p, row int, pool *kernels.Pool) error {
 	mask := f.mask.b[row*a.S : (row+1)*a.S]
 	km := f.kmask[p]
 	last := -1 // the last visible position: the kernel reads no further
+	visible := 0
 	for s, vis := range mask {
 		if vis != 0 {
 			km[s] = 0
 			last = s
+			visible++
 		} else {
 			km[s] = float32(math.Inf(-1))
 		}
@@ -122,6 +124,11 @@ func (f *flash) fastRow(p, row int, pool *kernels.Pool) error {
 	}
 	at.Out = f.out.f[row*a.Heads*a.D : (row+1)*a.Heads*a.D]
 	at.Mask = km[:at.S]
+	if visible == last+1 {
+		// Every position up to the last visible one is (a decode step's
+		// causal mask): no mask to add.
+		at.Mask = nil
+	}
 	if pool != nil {
 		return kernels.Attend(pool, at)
 	}
