@@ -342,6 +342,7 @@ func attendHeadsZ(at *Attention, h0, h1 int) {
 		bad    [maxBatch]bool // a score is NaN or +Inf: the head's softmax is NaN
 		scores [maxBatch * attnBlock]float32
 		ends   [maxBatch]int // the end of each group's heads in the batch
+		w      qrows         // Q8_0 cache rows widened
 	)
 	for h := h0; h < h1; {
 		hb, nu := h, 0
@@ -359,14 +360,14 @@ func attendHeadsZ(at *Attention, h0, h1 int) {
 		clear(at.Out[hb*d : h*d])
 		for s0 := 0; s0 < at.S; s0 += attnBlock {
 			nb := min(attnBlock, at.S-s0)
-			at.blockScoresZ(b, s0, nb, scores[:])
+			at.blockScoresZ(b, s0, nb, scores[:], &w)
 			at.finishScores(nh, s0, nb, scores[:], bad[:nh])
 			for i := range nh {
 				if !bad[i] {
 					blockSoftmax(scores[i*attnBlock:i*attnBlock+nb], at.Out[(hb+i)*d:(hb+i+1)*d], &m[i], &l[i])
 				}
 			}
-			at.blockValuesZ(b, s0, nb, scores[:])
+			at.blockValuesZ(b, s0, nb, scores[:], &w)
 		}
 		for i := range nh {
 			finishHead(at.Out[(hb+i)*d:(hb+i+1)*d], bad[i], m[i], l[i])

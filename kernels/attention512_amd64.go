@@ -28,10 +28,38 @@ func attnAccF16Z(out *float32, ldo int, p *float32, ldp int, rows int, v unsafe.
 //go:noescape
 func scaleScoresZ(x *float32, n int, s float32) (bad bool)
 
-// blocksZ reports whether the avx512 block kernels take at's caches:
-// f32 or binary16, with a head dimension of whole vectors.
+// blocksZ reports whether the avx512 block kernels take at's caches: f32
+// or binary16 with a head dimension of whole vectors, or Q8_0 (whose rows
+// they widen to f32 a few at a time, into qrows).
 func (at *Attention) blocksZ() bool {
-	return useAVX512 && at.HeadDim%16 == 0 && (at.K != nil || at.K16 != nil)
+	return useAVX512 && at.HeadDim%16 == 0
+}
+
+// qrows is room for the Q8_0 cache rows the block kernels widen at once:
+// valueRun rows of at most maxQ8Dim elements.
+type qrows [valueRun * maxQ8Dim]float32
+
+// widenQ8 decodes the Q8_0 rows of positions [s, s+n) of the kv heads
+// from g of c (K8 or V8), span elements from each position (a head's, or
+// adjacent heads' of a position-major cache), into w, span a row.
+func (at *Attention) widenQ8(w *qrows, c []byte, s, n, g, hs, span int) {
+	for r := range n {
+		off := (s+r)*at.KVStride + g*hs
+		Q8_0RowToF32(w[r*span:(r+1)*span], c[off/32*34:(off+span)/32*34])
+	}
+}
+
+// q8Span returns how many elements of each position the block kernels
+// widen at once from b's kv heads in a Q8_0 cache: all of their rows
+// where they are adjacent (position-major) and n positions of them fit
+// in qrows, else 0 (a kv head at a time).
+func (at *Attention) q8Span(b headBatch, n int) int {
+	rep := at.Heads / at.KVHeads
+	span := ((b.ends[len(b.ends)-1]-1)/rep - b.h0/rep + 1) * at.HeadDim
+	if at.headStride() != at.HeadDim || n*span > len(qrows{}) {
+		return 0
+	}
+	return span
 }
 
 // blockScoresZ writes the raw scores Q[h]·K[s] of b's heads h (head h's
@@ -39,23 +67,38 @@ func (at *Attention) blocksZ() bool {
 // [s0, s0+nb). It walks the positions once for all of b's groups, six at
 // a time, so that a position-major cache is read in order, which the
 // hardware prefetchers follow (software prefetches only cost here).
-func (at *Attention) blockScoresZ(b headBatch, s0, nb int, scores []float32) {
+func (at *Attention) blockScoresZ(b headBatch, s0, nb int, scores []float32, w *qrows) {
 	d, rep, hs := at.HeadDim, at.Heads/at.KVHeads, at.headStride()
+	q8 := at.K == nil && at.K16 == nil
 	for j := 0; j < nb; {
 		var e int
 		j, e = at.visibleRun(s0, j, nb)
 		for ; j < e; j += 6 {
 			nw := min(6, e-j)
 			s := s0 + j
+			span := 0
+			if q8 {
+				if span = at.q8Span(b, nw); span > 0 {
+					at.widenQ8(w, at.K8, s, nw, b.h0/rep, hs, span)
+				}
+			}
 			u0 := b.h0
 			for _, u1 := range b.ends {
 				g := u0 / rep
 				off := s*at.KVStride + g*hs
+				wk, ldw := (g-b.h0/rep)*d, 4*span // the widened rows
+				if q8 && span == 0 {
+					at.widenQ8(w, at.K8, s, nw, g, hs, d)
+					wk, ldw = 0, 4*d
+				}
 				for h := u0; h < u1; h += 4 {
 					sc := &scores[(h-b.h0)*attnBlock+j]
-					if at.K != nil {
+					switch {
+					case at.K != nil:
 						gemmDotF32Z(&at.Q[h*d], 4*d, min(4, u1-h), unsafe.Pointer(&at.K[off]), 4*at.KVStride, nw, d/16, sc, 4*attnBlock, 0)
-					} else {
+					case q8:
+						gemmDotF32Z(&at.Q[h*d], 4*d, min(4, u1-h), unsafe.Pointer(&w[wk]), ldw, nw, d/16, sc, 4*attnBlock, 0)
+					default:
 						gemmDotF16Z(&at.Q[h*d], 4*d, min(4, u1-h), unsafe.Pointer(&at.K16[off]), 2*at.KVStride, nw, d/16, sc, 4*attnBlock, 0)
 					}
 				}
@@ -73,8 +116,9 @@ const valueRun = 16
 // blockValuesZ adds scores[(h-b.h0)*attnBlock+s-s0] times V[s] into the
 // output of b's heads h for the visible positions s of [s0, s0+nb),
 // valueRun positions for every group in turn.
-func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32) {
+func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32, w *qrows) {
 	d, rep, hs := at.HeadDim, at.Heads/at.KVHeads, at.headStride()
+	q8 := at.K == nil && at.K16 == nil
 	for j := 0; j < nb; {
 		var e int
 		j, e = at.visibleRun(s0, j, nb)
@@ -83,19 +127,34 @@ func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32) {
 		}
 		for ; j < e; j += valueRun {
 			n := min(valueRun, e-j)
+			span := 0
+			if q8 {
+				if span = at.q8Span(b, n); span > 0 {
+					at.widenQ8(w, at.V8, s0+j, n, b.h0/rep, hs, span)
+				}
+			}
 			u0 := b.h0
 			for _, u1 := range b.ends {
-				off := (s0+j)*at.KVStride + u0/rep*hs
+				g := u0 / rep
+				off := (s0+j)*at.KVStride + g*hs
+				wv, ldv := (g-b.h0/rep)*d, 4*span // the widened rows
+				if q8 && span == 0 {
+					at.widenQ8(w, at.V8, s0+j, n, g, hs, d)
+					wv, ldv = 0, 4*d
+				}
 				for h := u0; h < u1; h += 4 {
 					for c := 0; c < d; c += 64 {
 						mask := uint64(math.MaxUint64)
-						if w := d - c; w < 64 {
-							mask = 1<<w - 1
+						if r := d - c; r < 64 {
+							mask = 1<<r - 1
 						}
 						p := &scores[(h-b.h0)*attnBlock+j]
-						if at.V != nil {
+						switch {
+						case at.V != nil:
 							attnAccF32Z(&at.Out[h*d+c], 4*d, p, 4*attnBlock, min(4, u1-h), unsafe.Pointer(&at.V[off+c]), 4*at.KVStride, n, mask)
-						} else {
+						case q8:
+							attnAccF32Z(&at.Out[h*d+c], 4*d, p, 4*attnBlock, min(4, u1-h), unsafe.Pointer(&w[wv+c]), ldv, n, mask)
+						default:
 							attnAccF16Z(&at.Out[h*d+c], 4*d, p, 4*attnBlock, min(4, u1-h), unsafe.Pointer(&at.V16[off+c]), 2*at.KVStride, n, mask)
 						}
 					}

@@ -7,10 +7,12 @@ package kernels
 
 func (at *Attention) blocksZ() bool { return false }
 
-func (at *Attention) blockScoresZ(b headBatch, s0, nb int, scores []float32) {
+type qrows struct{}
+
+func (at *Attention) blockScoresZ(b headBatch, s0, nb int, scores []float32, w *qrows) {
 }
 
-func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32) {
+func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32, w *qrows) {
 }
 
 func scaleScoresZ(x *float32, n int, s float32) (bad bool) { return false }

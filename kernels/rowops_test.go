@@ -476,27 +476,38 @@ func testAttention(t *testing.T) {
 	})
 	// Attend over a pool agrees with AttendHeads on one goroutine, and with
 	// AttendHeads a kv head at a time, bit for bit: the avx512 kernels
-	// (head dims of whole vectors, f32 and binary16 caches) take the heads
-	// of several kv heads through each block of positions together, and
-	// how they are batched must not change a head's arithmetic.
+	// (head dims of whole vectors) take the heads of several kv heads
+	// through each block of positions together (and widen Q8_0 rows of
+	// adjacent kv heads together), and how they are batched must not
+	// change a head's arithmetic.
 	p := kernels.NewPool(3)
 	defer p.Close()
 	r := rand.New(rand.NewPCG(8, 8))
 	var at kernels.Attention
 	for _, c := range []struct {
-		D    int
-		half bool
-	}{{24, false}, {64, false}, {64, true}, {32, true}} {
+		D     int
+		cache string
+	}{{24, "f32"}, {64, "f32"}, {64, "f16"}, {32, "f16"}, {64, "q8_0"}, {96, "q8_0"}} {
 		const S, H, KVH = 77, 12, 3
 		D := c.D
 		at = kernels.Attention{
 			Q: randActs(r, H*D), K: randActs(r, S*KVH*D), V: randActs(r, S*KVH*D),
 			Out: make([]float32, H*D), S: S, Heads: H, KVHeads: KVH, HeadDim: D, KVStride: KVH * D, Scale: 0.2,
 		}
-		if c.half {
+		switch c.cache {
+		case "f16":
 			at.K16, at.V16 = make([]uint16, len(at.K)), make([]uint16, len(at.V))
 			kernels.F32RowToF16(at.K16, at.K)
 			kernels.F32RowToF16(at.V16, at.V)
+			at.K, at.V = nil, nil
+		case "q8_0":
+			at.K8, at.V8 = make([]byte, len(at.K)/32*34), make([]byte, len(at.V)/32*34)
+			if err := quant.QuantizeRow(poot.Q8_0, at.K8, at.K); err != nil {
+				t.Fatal(err)
+			}
+			if err := quant.QuantizeRow(poot.Q8_0, at.V8, at.V); err != nil {
+				t.Fatal(err)
+			}
 			at.K, at.V = nil, nil
 		}
 		if err := kernels.Attend(p, &at); err != nil {
@@ -514,7 +525,7 @@ func testAttention(t *testing.T) {
 		}
 		for i := range pooled {
 			if pooled[i] != whole[i] || at.Out[i] != whole[i] {
-				t.Fatalf("D %d, binary16 %v: out[%d]: Attend %g, AttendHeads %g, a kv head at a time %g", D, c.half, i, pooled[i], whole[i], at.Out[i])
+				t.Fatalf("D %d, %s caches: out[%d]: Attend %g, AttendHeads %g, a kv head at a time %g", D, c.cache, i, pooled[i], whole[i], at.Out[i])
 			}
 		}
 	}
