@@ -243,17 +243,7 @@ func attendHeads(at *Attention, h0, h1 int) {
 				}
 				at.fetchRow(false, s+fetchAhead, g, hs)
 				off := s*at.KVStride + g*hs
-				var kr []float32
-				switch {
-				case q8:
-					kr = row[:d]
-					Q8_0RowToF32(kr, at.K8[off/32*34:(off+d)/32*34])
-				case half && n4 > 0:
-					kr = row[:d]
-					F16RowToF32(kr, at.K16[off:off+d])
-				case !half:
-					kr = at.K[off : off+d]
-				}
+				kr := at.rowAt(false, off, row[:], n4 > 0)
 				for i := 0; i < n4; i += 4 {
 					dot4Heads(kr, q[i*d:], d, &o)
 					for r := range 4 {
@@ -287,17 +277,7 @@ func attendHeads(at *Attention, h0, h1 int) {
 				// non-finite V value turns the output NaN as 0·Inf does.
 				at.fetchRow(true, s0+j+fetchAhead, g, hs)
 				off := (s0+j)*at.KVStride + g*hs
-				var vr []float32
-				switch {
-				case q8:
-					vr = row[:d]
-					Q8_0RowToF32(vr, at.V8[off/32*34:(off+d)/32*34])
-				case half && n4 > 0:
-					vr = row[:d]
-					F16RowToF32(vr, at.V16[off:off+d])
-				case !half:
-					vr = at.V[off : off+d]
-				}
+				vr := at.rowAt(true, off, row[:], n4 > 0)
 				for i := 0; i < n4; i += 4 {
 					o = [4]float32{scores[i][j], scores[i+1][j], scores[i+2][j], scores[i+3][j]}
 					axpy4Heads(out[i*d:], vr, d, &o)
@@ -317,6 +297,39 @@ func attendHeads(at *Attention, h0, h1 int) {
 		}
 		h = hEnd
 	}
+}
+
+// rowAt returns the K (or V) row of HeadDim elements at element offset
+// off of the caches as f32: in place for f32 caches, widened into the
+// start of row for Q8_0 ones and, when widen is set, binary16 ones (else
+// nil: the portable path's lone heads read binary16 rows as they are).
+func (at *Attention) rowAt(v bool, off int, row []float32, widen bool) []float32 {
+	d := at.HeadDim
+	switch {
+	case at.K != nil:
+		if v {
+			return at.V[off : off+d]
+		}
+		return at.K[off : off+d]
+	case at.K16 != nil:
+		if !widen {
+			return nil
+		}
+		c := at.K16
+		if v {
+			c = at.V16
+		}
+		row = row[:d]
+		F16RowToF32(row, c[off:off+d])
+	default:
+		c := at.K8
+		if v {
+			c = at.V8
+		}
+		row = row[:d]
+		Q8_0RowToF32(row, c[off/32*34:(off+d)/32*34])
+	}
+	return row
 }
 
 // maxBatch bounds how many query heads attendHeadsZ takes through a block
