@@ -101,11 +101,8 @@ func (f *flash) fastRow(p, row int, pool *kernels.Pool) error {
 	visible := 0
 	for s, vis := range mask {
 		if vis != 0 {
-			km[s] = 0
 			last = s
 			visible++
-		} else {
-			km[s] = float32(math.Inf(-1))
 		}
 	}
 	at := &f.kat[p]
@@ -123,11 +120,18 @@ func (f *flash) fastRow(p, row int, pool *kernels.Pool) error {
 		at.V = f.v.f[r*a.S*kw : (r+1)*a.S*kw]
 	}
 	at.Out = f.out.f[row*a.Heads*a.D : (row+1)*a.Heads*a.D]
-	at.Mask = km[:at.S]
-	if visible == last+1 {
-		// Every position up to the last visible one is (a decode step's
-		// causal mask): no mask to add.
-		at.Mask = nil
+	at.Mask = nil
+	if visible < last+1 {
+		// Some position before the last visible one is hidden: an
+		// additive mask. (A decode step's causal mask hides none, and
+		// needs none.)
+		for s, vis := range mask[:last+1] {
+			km[s] = 0
+			if vis == 0 {
+				km[s] = float32(math.Inf(-1))
+			}
+		}
+		at.Mask = km[:last+1]
 	}
 	if pool != nil {
 		return kernels.Attend(pool, at)
