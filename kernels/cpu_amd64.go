@@ -71,16 +71,18 @@ func detectAMD() bool {
 	return b == 0x68747541 && d == 0x69746e65 && c == 0x444d4163
 }
 
-// The avx512 level's choices that follow the vendor (see the package doc):
-// on AMD the decode kernels prefetch nothing ahead by PREFETCHT0
-// (decodeAhead; Q4_0's and MXFP4's keep decodeAheadNib) and the float
-// ones a few lines ahead by PREFETCHNTA (decodeNTAFloat), the float ones
-// read rows of 2048 elements or more as
-// four streams and of 4096 or more as six (fourStreamsK, sixStreamsK), and
-// the F16/BF16 prompt products take their rows in chunks (floatDotChunks).
+// The choices that follow the vendor (see the package doc): on AMD the
+// decode kernels of both levels prefetch nothing ahead by PREFETCHT0
+// (decodeAhead, avx2Ahead; the Q4_0 and MXFP4 ones keep their distance),
+// the avx512 float ones a few lines ahead by PREFETCHNTA (decodeNTAFloat)
+// and read rows of 2048 elements or more as four streams and of 4096 or
+// more as six (fourStreamsK, sixStreamsK), the avx2 float ones read rows
+// of fewer than 4096 elements one at a time (avx2FourRowsK), and the
+// F16/BF16 prompt products take their rows in chunks (floatDotChunks).
 func init() {
 	if detectAMD() {
 		decodeAhead, decodeAheadFloat = 0, 0
+		avx2Ahead, avx2FourRowsK = 0, 4096
 		decodeNTAFloat = 256
 		fourStreamsK, sixStreamsK = 2048, 4096
 		floatDotChunks = true

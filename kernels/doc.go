@@ -66,10 +66,12 @@
 // (PREFETCHT0 2048 and 1024 bytes ahead on Intel; on AMD only the float
 // ones, by PREFETCHNTA 256 bytes ahead, which keeps the activation in L1
 // beside the weight streams, and the Q4_0 and MXFP4 ones, which are slow
-// enough per byte to gain, by PREFETCHT0 2048 ahead as on Intel), from which row length the float decode
-// kernels read four streams of rows rather than two (2048 elements on AMD,
-// above 4096 on Intel) and six rather than four (4096 on AMD, never on
-// Intel), and whether F16/BF16 prompt products of more than
+// enough per byte to gain, by PREFETCHT0 2048 ahead as on Intel; the avx2
+// level's decode kernels likewise prefetch 1024 bytes ahead except on
+// AMD, where only its Q4_0 and MXFP4 ones do), from which row length the
+// float decode kernels read four streams of rows rather than two (2048
+// elements on AMD, above 4096 on Intel) and six rather than four (4096 on
+// AMD, never on Intel), and whether F16/BF16 prompt products of more than
 // 64 rows go through the unpacked dot tiles in chunks (AMD) or through
 // packed panels (Intel). None changes a result. Where the CPU has GFNI the
 // avx512 Q4_K and Q5_K decode kernels spread each 32 bytes of nibbles by

@@ -46,3 +46,20 @@ func SetSixStreamsK(k int) (restore func()) {
 	sixStreamsK = k
 	return func() { sixStreamsK = old }
 }
+
+// SetAVX2FourRowsK sets the shortest row the avx2 float decode products
+// read four rows at a time (avx2FourRowsK) and returns a function that
+// restores the setting.
+func SetAVX2FourRowsK(k int) (restore func()) {
+	old := avx2FourRowsK
+	avx2FourRowsK = k
+	return func() { avx2FourRowsK = old }
+}
+
+// SetAVX2Ahead sets how far ahead the avx2 decode kernels prefetch their
+// weights (avx2Ahead) and returns a function that restores it.
+func SetAVX2Ahead(d int) (restore func()) {
+	old := avx2Ahead
+	avx2Ahead = d
+	return func() { avx2Ahead = old }
+}

@@ -57,13 +57,14 @@ TEXT ·dotQ4_Kx1(SB), NOSPLIT, $0-44
 	TESTQ CX, CX
 	JZ done
 
+	MOVQ ·avx2Ahead(SB), R11
+
 loop:
-	// Weight rows are one long sequential stream; prefetching a kilobyte
-	// ahead took a DRAM-bound 4096x4096 product from 1.45 to 0.8 ms in one
-	// measurement (the shared test VM is too noisy to say more).
-	PREFETCHT0 1024(BX)
-	PREFETCHT0 1088(BX)
-	PREFETCHT0 1152(BX)
+	// The weight row is one sequential stream, asked for avx2Ahead bytes
+	// ahead of its loads.
+	PREFETCHT0 (BX)(R11*1)
+	PREFETCHT0 64(BX)(R11*1)
+	PREFETCHT0 128(BX)(R11*1)
 	K4UNPACK(BX, X9, X6)
 	VINSERTI128 $1, X9, Y9, Y9
 	VPSHUFB k4min<>(SB), Y9, Y6
@@ -150,10 +151,12 @@ TEXT ·dotQ5_Kx1(SB), NOSPLIT, $16-44
 	TESTQ CX, CX
 	JZ done
 
+	MOVQ ·avx2Ahead(SB), R13
+
 loop:
-	PREFETCHT0 1024(BX)
-	PREFETCHT0 1088(BX)
-	PREFETCHT0 1152(BX)
+	PREFETCHT0 (BX)(R13*1)
+	PREFETCHT0 64(BX)(R13*1)
+	PREFETCHT0 128(BX)(R13*1)
 	// Unpack the twelve scale bytes into 8 six-bit scales and 8 mins.
 	MOVL 4(BX), AX
 	MOVL 8(BX), DX
@@ -278,11 +281,13 @@ TEXT ·dotQ6_Kx1(SB), NOSPLIT, $32-44
 	TESTQ CX, CX
 	JZ done
 
+	MOVQ ·avx2Ahead(SB), R11
+
 loop:
-	PREFETCHT0 1024(BX)
-	PREFETCHT0 1088(BX)
-	PREFETCHT0 1152(BX)
-	PREFETCHT0 1216(BX)
+	PREFETCHT0 (BX)(R11*1)
+	PREFETCHT0 64(BX)(R11*1)
+	PREFETCHT0 128(BX)(R11*1)
+	PREFETCHT0 192(BX)(R11*1)
 	VPMOVSXBW 192(BX), Y12
 	VMOVDQU Y12, 0(SP)
 	// The -32 offset: 32 * sum_g scale_g * (sum of group g's activations).

@@ -53,6 +53,20 @@ func (f *floatKernels) dot11(x *float32, w unsafe.Pointer, k int) float32 {
 	return dotBF16x1x1(x, w, k)
 }
 
+// avx2FourRowsK is the shortest row, in elements, that the avx2 level's
+// float products for one activation row (decode) read four rows at a time
+// (dot14, which reads the activation once for four rows) rather than one
+// (dot11). Four on every row length but on AMD, where the Zen 4 with the
+// avx2 level forced read F16 products from DRAM through two threads (256
+// MB of copies cycled, alternating the two) at 30 and 29 GB/s through
+// four rows and 39 and 33 through one for 8192x2048, 32 and 27 against 35
+// and 31 for 2048x2048, but 34 and 28 against 21 and 20 for 2048x8192,
+// whose activation (32 KB of f32) one row at a time reads again from L2
+// for every row, and 31-35 against 30-32 for 4096x4096. In a Llama-3.2-1B
+// the gate and up projections took 1.27 ms a token each through four rows
+// and 0.68 through one.
+var avx2FourRowsK = 0
+
 func f32RowsAsm(y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	floatRowsAsm(poot.F32, &f32Kernels, y, N, w, a, n0, n1)
 }
@@ -141,10 +155,11 @@ func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byt
 		T4 = 0
 	}
 	var o [4]float32
+	four := K >= avx2FourRowsK
 	for t := T4; t < T; t++ {
 		xr := x[t*K : t*K+K]
 		n := n0
-		for ; n+4 <= n1; n += 4 {
+		for ; four && n+4 <= n1; n += 4 {
 			kern.dot14(&xr[0], unsafe.Pointer(&w[n*ldw]), ldw, k16, &o)
 			yr := y[t*N+n : t*N+n+4]
 			for j := range 4 {

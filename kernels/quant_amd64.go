@@ -1,5 +1,18 @@
 package kernels
 
+// avx2Ahead is how many bytes ahead of its loads each weight stream of the
+// avx2 level's one-activation-row kernels (the float, Q8_0, Q5_0, Q4_1,
+// Q5_1 and K-quant ones) asks for its cache lines by PREFETCHT0; the Q4_0
+// and MXFP4 ones always ask 1024 ahead. 1024 was chosen on the AVX2-only
+// AMD EPYC (Zen 3) from one noisy measurement. On the Zen 4 with the avx2
+// level forced, two threads read 4096x4096 products from DRAM
+// (BenchmarkMatVecCold, three rounds alternating binaries) faster asking
+// for the lines they load: F16 at 31-34 GB/s against 25-30, F32 36-39
+// against 29-34, Q8_0 34-42 against 29-34, Q4_K 34-40 against 32-33, Q6_K
+// 34-39 against 30-33; Q4_0 27-29 either way. So on AMD (the decode512
+// rule, see decodeAhead) it is 0.
+var avx2Ahead = 1024
+
 // The assembly in quant_amd64.s: w points at a weight row of nb blocks, aq
 // and ad at an activation row's quants and block scales; lda and ldd are the
 // byte strides between activation rows.

@@ -80,27 +80,33 @@ done: \
 	VZEROUPPER \
 	RET
 
-// DOT1(DEC, bb, FIN): one weight row, one activation row; two
+// DOT1(DEC, bb, FIN, AHEAD): one weight row, one activation row; two
 // accumulators alternate between even and odd blocks to hide the FMA
 // latency. FIN ends it after the sum is stored (NOFIN: nothing more).
+// AHEAD sets R11 to how many bytes ahead of its loads the weight stream
+// asks for lines: avx2Ahead (AHEADVAR), or 1024 on every CPU for the
+// nibble types (AHEADNIB; see avx2Ahead).
 #define NOFIN
+#define AHEADVAR MOVQ ·avx2Ahead(SB), R11
+#define AHEADNIB MOVQ $1024, R11
 
 // MXFIN, dotMXFP4x1's, returns the OR of every block's exponent byte plus
 // 3 (R13, see DEC_MXFP4): bit 8 is set where one is 253 or more, a block
 // scaled by 2^125 or more whose values may decode past float32's range
 // (see exactNonFinite).
 #define MXFIN MOVQ R13, eor+40(FP)
-#define DOT1(DEC, bb, FIN) \
+#define DOT1(DEC, bb, FIN, AHEAD) \
 	MOVQ w+0(FP), BX \
 	MOVQ nb+8(FP), CX \
 	MOVQ aq+16(FP), SI \
 	MOVQ ad+24(FP), DI \
 	CONSTS \
+	AHEAD \
 	VXORPS Y0, Y0, Y0; VXORPS Y1, Y1, Y1 \
 	SHRQ $1, CX \
 	JZ odd \
 loop: \
-	PREFETCHT0 1024(BX) \
+	PREFETCHT0 (BX)(R11*1) \
 	DEC \
 	VPABSB Y12, Y13 \
 	ROW((SI), (DI), Y0) \
@@ -203,12 +209,13 @@ GLOBL q5xf0<>(SB), RODATA|NOPTR, $32
 	MOVQ ad+24(FP), DI \
 	MOVQ as+32(FP), R8 \
 	CONSTS \
+	MOVQ ·avx2Ahead(SB), R11 \
 	VXORPS Y0, Y0, Y0 \
 	VXORPS Y2, Y2, Y2 \
 	TESTQ CX, CX \
 	JZ done \
 loop: \
-	PREFETCHT0 1024(BX) \
+	PREFETCHT0 (BX)(R11*1) \
 	DEC \
 	VPMADDUBSW (SI), Y12, Y15 \
 	VPMADDWD Y11, Y15, Y15 \
@@ -282,10 +289,11 @@ done: \
 	CONSTS \
 	VXORPS Y0, Y0, Y0; VXORPS Y1, Y1, Y1; VXORPS Y2, Y2, Y2; VXORPS Y3, Y3, Y3 \
 	VXORPS Y4, Y4, Y4; VXORPS Y5, Y5, Y5; VXORPS Y8, Y8, Y8; VXORPS Y7, Y7, Y7 \
+	MOVQ ·avx2Ahead(SB), R12 \
 	TESTQ CX, CX \
 	JZ done \
 loop: \
-	PREFETCHT0 1024(BX) \
+	PREFETCHT0 (BX)(R12*1) \
 	DEC \
 	VPBROADCASTW 2(BX), X13 \
 	VCVTPH2PS X13, X13 \
@@ -314,11 +322,11 @@ TEXT ·dotQ8_0x4(SB), NOSPLIT, $0-56
 
 // func dotQ8_0x1(w *byte, nb int, aq *int8, ad *float32) float32
 TEXT ·dotQ8_0x1(SB), NOSPLIT, $0-36
-	DOT1(DEC_Q8_0, 34, NOFIN)
+	DOT1(DEC_Q8_0, 34, NOFIN, AHEADVAR)
 
 // func dotQ5_0x1(w *byte, nb int, aq *int8, ad *float32) float32
 TEXT ·dotQ5_0x1(SB), NOSPLIT, $0-36
-	DOT1(DEC_Q5_0, 22, NOFIN)
+	DOT1(DEC_Q5_0, 22, NOFIN, AHEADVAR)
 
 // func dotQ4_1x1(w *byte, nb int, aq *int8, ad *float32, as *float32) float32
 TEXT ·dotQ4_1x1(SB), NOSPLIT, $0-44
@@ -460,4 +468,4 @@ TEXT ·dotMXFP4x4(SB), NOSPLIT, $0-56
 
 // func dotMXFP4x1(w *byte, nb int, aq *int8, ad *float32) (v float32, eor int)
 TEXT ·dotMXFP4x1(SB), NOSPLIT, $0-48
-	DOT1(DEC_MXFP4, 17, MXFIN)
+	DOT1(DEC_MXFP4, 17, MXFIN, AHEADNIB)

@@ -1,0 +1,49 @@
+package kernels_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/kernels"
+)
+
+// TestAVX2FloatRows: the avx2 float products for one activation row give
+// the same bits reading four weight rows at a time as one (the two tiles
+// add the same products in the same order), for row counts with a
+// remainder past the fours and K with a tail past the 16-element steps,
+// and agree with the reference.
+func TestAVX2FloatRows(t *testing.T) {
+	if !slices.Contains(kernels.Levels(), kernels.LevelAVX2) {
+		t.Skip("no avx2 level on this CPU")
+	}
+	atLevel(t, kernels.LevelAVX2)
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16} {
+		for i, s := range [][2]int{{4, 16}, {5, 17}, {7, 64}, {9, 130}, {13, 2048}, {6, 4100}} {
+			N, K := s[0], s[1]
+			checkProduct(t, dt, 1, N, K, uint64(80+i))
+			sameBits(t, dt, 1, N, K, uint64(80+i), "four rows at a time", "one", func(on bool) func() {
+				return kernels.SetAVX2FourRowsK(map[bool]int{true: 0, false: 1 << 30}[on])
+			})
+		}
+	}
+}
+
+// TestAVX2Ahead: the avx2 decode kernels give the same bits whatever
+// their prefetch distance (avx2Ahead; the prefetch must not disturb a
+// register the kernel reads), and agree with the reference.
+func TestAVX2Ahead(t *testing.T) {
+	if !slices.Contains(kernels.Levels(), kernels.LevelAVX2) {
+		t.Skip("no avx2 level on this CPU")
+	}
+	atLevel(t, kernels.LevelAVX2)
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q5_0, poot.Q4_1, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K} {
+		for i, s := range [][3]int{{1, 7, 512}, {3, 5, 1024}, {5, 6, 768}} {
+			T, N, K := s[0], s[1], s[2]
+			checkProduct(t, dt, T, N, K, uint64(90+i))
+			sameBits(t, dt, T, N, K, uint64(90+i), "prefetch 4096 ahead", "at 0", func(on bool) func() {
+				return kernels.SetAVX2Ahead(map[bool]int{true: 4096, false: 0}[on])
+			})
+		}
+	}
+}
