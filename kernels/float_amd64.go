@@ -7,13 +7,13 @@ import "unsafe"
 // tail. ldx and ldw are row strides in bytes.
 
 //go:noescape
-func dotF32x4x3(x *float32, ldx int, w unsafe.Pointer, ldw int, k int, out *[12]float32)
+func dotF32x4x3(x *float32, ldx int, w unsafe.Pointer, ldw int, k int, y *float32, ldy int, add int)
 
 //go:noescape
-func dotF16x4x3(x *float32, ldx int, w unsafe.Pointer, ldw int, k int, out *[12]float32)
+func dotF16x4x3(x *float32, ldx int, w unsafe.Pointer, ldw int, k int, y *float32, ldy int, add int)
 
 //go:noescape
-func dotBF16x4x3(x *float32, ldx int, w unsafe.Pointer, ldw int, k int, out *[12]float32)
+func dotBF16x4x3(x *float32, ldx int, w unsafe.Pointer, ldw int, k int, y *float32, ldy int, add int)
 
 //go:noescape
 func dotF32x1x4(x *float32, w unsafe.Pointer, ldw int, k int, out *[4]float32)

@@ -21,14 +21,14 @@ var (
 	bf16Kernels = floatKernels{2, poot.BF16}
 )
 
-func (f *floatKernels) dot43(x *float32, ldx int, w unsafe.Pointer, ldw int, k int, out *[12]float32) {
+func (f *floatKernels) dot43(x *float32, ldx int, w unsafe.Pointer, ldw int, k int, y *float32, ldy int, add int) {
 	switch f.dt {
 	case poot.F32:
-		dotF32x4x3(x, ldx, w, ldw, k, out)
+		dotF32x4x3(x, ldx, w, ldw, k, y, ldy, add)
 	case poot.F16:
-		dotF16x4x3(x, ldx, w, ldw, k, out)
+		dotF16x4x3(x, ldx, w, ldw, k, y, ldy, add)
 	default:
-		dotBF16x4x3(x, ldx, w, ldw, k, out)
+		dotBF16x4x3(x, ldx, w, ldw, k, y, ldy, add)
 	}
 }
 
@@ -98,13 +98,29 @@ func floatTail(wt poot.DType, x []float32, wr []byte, from, K int) float32 {
 	return s
 }
 
-// floatKBlock is how many elements of K the 4x3 tile covers a call: 64
-// activation rows of it (128 KB in f32) stay in L2 while every weight tile
-// streams past, instead of all of K refetching from L3 for each weight tile.
-const floatKBlock = 512
+// floatKBlock is how many elements of K the 4x3 tile covers a call, and
+// avx2WeightBlock how many bytes of weight rows the avx2 level's prompt
+// tiles take as one block: every four activation rows meet each block's
+// rows before the next four do, so the weights are read from L2 and the
+// four rows from L1 or L2, rather than every activation row streaming
+// past each weight tile from L2 or L3. A call sums its accumulators'
+// lanes and adds them into y, which costs as much as a few hundred
+// elements of K, so a call covers as much of K as it may. On the Zen 4
+// with the avx2 level forced, one thread, F16 weights (BenchmarkPrefill,
+// T = 64 and 512, GFLOP/s): 2048x2048 80, 8192x2048 39-48 and 2048x8192
+// 62-64 with blocks of 512 elements of K and no weight blocks; 81-87,
+// 72-83 and 80-87 with blocks of 64-256 KB of weights; with 256 KB and
+// the tile adding into y itself, 88-96, 72-94 and 82-94 with 512
+// elements of K, 90-101, 80-100 and 76-100 with 1024, 95-105, 93-100
+// and 89-97 with 2048, 90-100, 90-96 and 84-94 with 4096.
+const (
+	floatKBlock     = 2048
+	avx2WeightBlock = 256 << 10
+)
 
 // floatRowsAsm tiles the product: four activation rows by three weight rows
-// while there are four activation rows (prompt processing), blocked along K;
+// while there are four activation rows (prompt processing), blocked along K
+// and along the weight rows;
 // one activation row by four weight rows for the rest (decode).
 func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	T, K, x := a.T, a.K, a.x
@@ -119,28 +135,28 @@ func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byt
 	T4 := T &^ 3
 	nEnd := n0 + (n1-n0)/3*3
 	if T4 > 0 && nEnd > n0 {
-		var o [12]float32
 		for k0 := 0; k0 < K; k0 += floatKBlock {
 			kc := min(floatKBlock, K-k0)
 			last := k0+kc == K
+			add := 0
+			if k0 > 0 {
+				add = 1
+			}
 			kc8 := kc &^ 7
-			for n := n0; n < nEnd; n += 3 {
+			nb := max(3, avx2WeightBlock/(kc*kern.size)/3*3)
+			for b0 := n0; b0 < nEnd; b0 += nb {
+				b1 := min(nEnd, b0+nb)
 				for t := 0; t < T4; t += 4 {
-					kern.dot43(&x[t*K+k0], ldx, unsafe.Pointer(&w[n*ldw+k0*kern.size]), ldw, kc8, &o)
-					for i := range 4 {
-						yr := y[(t+i)*N+n : (t+i)*N+n+3]
+					for n := b0; n < b1; n += 3 {
+						_ = y[(t+3)*N+n+2] // the tile writes rows t..t+3, columns n..n+2
+						kern.dot43(&x[t*K+k0], ldx, unsafe.Pointer(&w[n*ldw+k0*kern.size]), ldw, kc8, &y[t*N+n], N*4, add)
 						if last && kc8 < kc {
-							xr := x[(t+i)*K : (t+i)*K+K]
-							for j := range 3 {
-								o[3*i+j] += floatTail(wt, xr, row(n+j), k0+kc8, K)
+							for i := range 4 {
+								xr := x[(t+i)*K : (t+i)*K+K]
+								for j := range 3 {
+									y[(t+i)*N+n+j] += floatTail(wt, xr, row(n+j), k0+kc8, K)
+								}
 							}
-						}
-						if k0 == 0 {
-							yr[0], yr[1], yr[2] = o[3*i], o[3*i+1], o[3*i+2]
-						} else {
-							yr[0] += o[3*i]
-							yr[1] += o[3*i+1]
-							yr[2] += o[3*i+2]
 						}
 					}
 				}
@@ -182,53 +198,60 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 	nb := K / 32
 	rb := nb * wt.BlockBytes()
 	var o [4]float32
-	for n := n0; n < n1; n++ {
-		wr := &w[n*rb]
-		t := 0
-		for ; t+4 <= T; t += 4 {
+	T4 := T &^ 3
+	bn := max(1, avx2WeightBlock/rb)
+	for b0 := n0; b0 < n1; b0 += bn {
+		b1 := min(n1, b0+bn)
+		for t := 0; t < T4; t += 4 {
 			aq, ad, as := &a.q[t*K], &a.d[t*nb], &a.s[t*nb]
-			switch wt {
-			case poot.Q8_0:
-				if useAVX512 {
-					dotQ8_0x4v(w[n*rb:], nb, a, t, &o)
-				} else {
-					dotQ8_0x4(wr, nb, aq, K, ad, nb*4, &o)
+			for n := b0; n < b1; n++ {
+				wr := &w[n*rb]
+				switch wt {
+				case poot.Q8_0:
+					if useAVX512 {
+						dotQ8_0x4v(w[n*rb:], nb, a, t, &o)
+					} else {
+						dotQ8_0x4(wr, nb, aq, K, ad, nb*4, &o)
+					}
+				case poot.Q4_0:
+					dotQ4_0x4(wr, nb, aq, K, ad, nb*4, as, &o)
+				case poot.Q4_1:
+					dotQ4_1x4(wr, nb, aq, K, ad, nb*4, as, &o)
+				case poot.Q5_0:
+					dotQ5_0x4(wr, nb, aq, K, ad, nb*4, &o)
+				case poot.MXFP4:
+					dotMXFP4x4(wr, nb, aq, K, ad, nb*4, &o)
+				default:
+					dotQ5_1x4(wr, nb, aq, K, ad, nb*4, as, &o)
 				}
-			case poot.Q4_0:
-				dotQ4_0x4(wr, nb, aq, K, ad, nb*4, as, &o)
-			case poot.Q4_1:
-				dotQ4_1x4(wr, nb, aq, K, ad, nb*4, as, &o)
-			case poot.Q5_0:
-				dotQ5_0x4(wr, nb, aq, K, ad, nb*4, &o)
-			case poot.MXFP4:
-				dotMXFP4x4(wr, nb, aq, K, ad, nb*4, &o)
-			default:
-				dotQ5_1x4(wr, nb, aq, K, ad, nb*4, as, &o)
-			}
-			for i := range 4 {
-				y[(t+i)*N+n] = o[i]
+				for i := range 4 {
+					y[(t+i)*N+n] = o[i]
+				}
 			}
 		}
-		for ; t < T; t++ {
-			aq, ad, as := &a.q[t*K], &a.d[t*nb], &a.s[t*nb]
-			var v float32
-			switch wt {
-			case poot.Q8_0:
-				v = dotQ8_0x1(wr, nb, aq, ad)
-			case poot.Q4_0:
-				v = dotQ4_0x1(wr, nb, aq, ad, as)
-			case poot.Q4_1:
-				v = dotQ4_1x1(wr, nb, aq, ad, as)
-			case poot.Q5_0:
-				v = dotQ5_0x1(wr, nb, aq, ad)
-			case poot.MXFP4:
-				var e int
-				v, e = dotMXFP4x1(wr, nb, aq, ad)
-				eor |= e
-			default:
-				v = dotQ5_1x1(wr, nb, aq, ad, as)
+		for n := b0; n < b1; n++ {
+			wr := &w[n*rb]
+			for t := T4; t < T; t++ {
+				aq, ad, as := &a.q[t*K], &a.d[t*nb], &a.s[t*nb]
+				var v float32
+				switch wt {
+				case poot.Q8_0:
+					v = dotQ8_0x1(wr, nb, aq, ad)
+				case poot.Q4_0:
+					v = dotQ4_0x1(wr, nb, aq, ad, as)
+				case poot.Q4_1:
+					v = dotQ4_1x1(wr, nb, aq, ad, as)
+				case poot.Q5_0:
+					v = dotQ5_0x1(wr, nb, aq, ad)
+				case poot.MXFP4:
+					var e int
+					v, e = dotMXFP4x1(wr, nb, aq, ad)
+					eor |= e
+				default:
+					v = dotQ5_1x1(wr, nb, aq, ad, as)
+				}
+				y[t*N+n] = v
 			}
-			y[t*N+n] = v
 		}
 	}
 	return wt == poot.MXFP4 && T < 4 && eor&0x100 == 0
@@ -242,32 +265,39 @@ func kfamRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 in
 	nb := K / 256
 	rb := nb * wt.BlockBytes()
 	var o [4]float32
-	for n := n0; n < n1; n++ {
-		wr := &w[n*rb]
-		t := 0
-		for ; t+4 <= T; t += 4 {
+	T4 := T &^ 3
+	bn := max(1, avx2WeightBlock/rb)
+	for b0 := n0; b0 < n1; b0 += bn {
+		b1 := min(n1, b0+bn)
+		for t := 0; t < T4; t += 4 {
 			aq, ad, bs := &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16]
-			switch wt {
-			case poot.Q4_K:
-				dotQ4_Kx4(wr, nb, aq, K, ad, nb*4, bs, nb*32, &o)
-			case poot.Q5_K:
-				dotQ5_Kx4(wr, nb, aq, K, ad, nb*4, bs, nb*32, &o)
-			default:
-				dotQ6_Kx4(wr, nb, aq, K, ad, nb*4, bs, nb*32, &o)
-			}
-			for i := range 4 {
-				y[(t+i)*N+n] = o[i]
+			for n := b0; n < b1; n++ {
+				wr := &w[n*rb]
+				switch wt {
+				case poot.Q4_K:
+					dotQ4_Kx4(wr, nb, aq, K, ad, nb*4, bs, nb*32, &o)
+				case poot.Q5_K:
+					dotQ5_Kx4(wr, nb, aq, K, ad, nb*4, bs, nb*32, &o)
+				default:
+					dotQ6_Kx4(wr, nb, aq, K, ad, nb*4, bs, nb*32, &o)
+				}
+				for i := range 4 {
+					y[(t+i)*N+n] = o[i]
+				}
 			}
 		}
-		for ; t < T; t++ {
-			aq, ad, bs := &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16]
-			switch wt {
-			case poot.Q4_K:
-				y[t*N+n] = dotQ4_Kx1(wr, nb, aq, ad, bs)
-			case poot.Q5_K:
-				y[t*N+n] = dotQ5_Kx1(wr, nb, aq, ad, bs)
-			default:
-				y[t*N+n] = dotQ6_Kx1(wr, nb, aq, ad, bs)
+		for n := b0; n < b1; n++ {
+			wr := &w[n*rb]
+			for t := T4; t < T; t++ {
+				aq, ad, bs := &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16]
+				switch wt {
+				case poot.Q4_K:
+					y[t*N+n] = dotQ4_Kx1(wr, nb, aq, ad, bs)
+				case poot.Q5_K:
+					y[t*N+n] = dotQ5_Kx1(wr, nb, aq, ad, bs)
+				default:
+					y[t*N+n] = dotQ6_Kx1(wr, nb, aq, ad, bs)
+				}
 			}
 		}
 	}
