@@ -50,8 +50,9 @@ func TestAVX2Ahead(t *testing.T) {
 
 // TestAVX2PromptBlocks runs the avx2 prompt products over more than one
 // block of weight rows (avx2WeightBlock) and, for the float tiles, more
-// than one block of K (floatKBlock) with a tail past the last whole
-// step, with activation rows past the fours, against the reference
+// than one block of K (floatKBlock, q8hKBlocks) with a tail past the last
+// whole step, Q8_0 rows longer than q8hMaxBlocks (the unfolded kernel),
+// with activation rows past the fours, against the reference
 // (checkProduct's second range of rows spans two or more blocks).
 func TestAVX2PromptBlocks(t *testing.T) {
 	if !slices.Contains(kernels.Levels(), kernels.LevelAVX2) {
@@ -63,7 +64,7 @@ func TestAVX2PromptBlocks(t *testing.T) {
 		T, N, K int
 	}{
 		{poot.F32, 9, 70, 4109}, {poot.F16, 6, 131, 4109}, {poot.BF16, 5, 110, 2053},
-		{poot.Q8_0, 9, 100, 4096}, {poot.Q4_0, 5, 180, 4096}, {poot.Q5_1, 6, 140, 4096},
+		{poot.Q8_0, 9, 100, 4256}, {poot.Q8_0, 5, 8, 16416}, {poot.Q4_0, 5, 180, 4096}, {poot.Q5_1, 6, 140, 4096},
 		{poot.Q4_K, 7, 180, 4096}, {poot.Q6_K, 5, 130, 4096},
 	} {
 		checkProduct(t, c.dt, c.T, c.N, c.K, uint64(100+i))

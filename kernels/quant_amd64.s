@@ -320,6 +320,61 @@ done: \
 TEXT ·dotQ8_0x4(SB), NOSPLIT, $0-56
 	DOT4(DEC_Q8_0, 34)
 
+// ROWH(aq, r) leaves in Y(r) one activation row's block against the
+// weight block (|w| in Y13, signs in Y12) as eight int32 sums of four
+// products each.
+#define ROWH(aq, r) \
+	VMOVDQU aq, r \
+	VPSIGNB Y12, r, r \
+	VPMADDUBSW r, Y13, r \
+	VPMADDWD Y11, r, r
+
+// func dotQ8_0x4h(w *byte, nb int, aq *int8, lda int, dq *float32, out *[4]float32)
+//
+// One Q8_0 weight row against four activation rows, as dotQ8_0x4 but with
+// the four rows' sums of a block folded into one vector (three VPHADDD:
+// lanes i and i+4 hold row i's) before a single conversion, scale and
+// multiply-add a block, instead of one each per row: dq holds the four
+// rows' block scales block by block (dq[4b+i] is row i's for block b).
+TEXT ·dotQ8_0x4h(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), BX
+	MOVQ nb+8(FP), CX
+	MOVQ aq+16(FP), SI
+	MOVQ lda+24(FP), R8
+	MOVQ dq+32(FP), DI
+	MOVQ out+40(FP), DX
+	LEAQ (R8)(R8*2), R10
+	CONSTS
+	VXORPS Y0, Y0, Y0
+	TESTQ CX, CX
+	JZ q8hdone
+	PCALIGN $64
+q8hloop:
+	DEC_Q8_0
+	VPABSB Y12, Y13
+	ROWH((SI), Y2)
+	ROWH((SI)(R8*1), Y3)
+	ROWH((SI)(R8*2), Y4)
+	ROWH((SI)(R10*1), Y5)
+	VPHADDD Y3, Y2, Y2
+	VPHADDD Y5, Y4, Y4
+	VPHADDD Y4, Y2, Y2
+	VCVTDQ2PS Y2, Y2
+	VBROADCASTF128 (DI), Y6
+	VMULPS Y14, Y6, Y6
+	VFMADD231PS Y6, Y2, Y0
+	ADDQ $34, BX
+	ADDQ $32, SI
+	ADDQ $16, DI
+	DECQ CX
+	JNZ q8hloop
+q8hdone:
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DX)
+	VZEROUPPER
+	RET
+
 // func dotQ8_0x1(w *byte, nb int, aq *int8, ad *float32) float32
 TEXT ·dotQ8_0x1(SB), NOSPLIT, $0-36
 	DOT1(DEC_Q8_0, 34, NOFIN, AHEADVAR)
