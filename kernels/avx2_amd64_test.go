@@ -51,8 +51,8 @@ func TestAVX2Ahead(t *testing.T) {
 // TestAVX2PromptBlocks runs the avx2 prompt products over more than one
 // block of weight rows (avx2WeightBlock) and, for the float tiles, more
 // than one block of K (floatKBlock, q8hKBlocks) with a tail past the last
-// whole step, Q8_0 rows longer than q8hMaxBlocks (the unfolded kernel),
-// with activation rows past the fours, against the reference
+// whole step of the float tile or a short last block of Q8_0's, with
+// activation rows past the fours, against the reference
 // (checkProduct's second range of rows spans two or more blocks).
 func TestAVX2PromptBlocks(t *testing.T) {
 	if !slices.Contains(kernels.Levels(), kernels.LevelAVX2) {

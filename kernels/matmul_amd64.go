@@ -191,14 +191,9 @@ func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byt
 	}
 }
 
-// q8hMaxBlocks is the most blocks of K (16384 elements) for which the avx2
-// Q8_0 prompt products gather four rows' block scales for dotQ8_0x4h, and
-// q8hKBlocks how many blocks of K (4096 elements: 16 KB of four rows'
-// quants) a call covers.
-const (
-	q8hMaxBlocks = 512
-	q8hKBlocks   = 128
-)
+// q8hKBlocks is how many blocks of K (4096 elements: 16 KB of four rows'
+// quants) a call of the avx2 Q8_0 prompt kernel (dotQ8_0x4h) covers.
+const q8hKBlocks = 128
 
 // q8famRowsAsm handles the 32-element dtypes (MXFP4 among them): each
 // weight row meets four activation rows a call while there are four left,
@@ -211,26 +206,25 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 	nb := K / 32
 	rb := nb * wt.BlockBytes()
 	var o [4]float32
-	var dq [4 * q8hMaxBlocks]float32
-	folded := wt == poot.Q8_0 && !useAVX512 && nb <= q8hMaxBlocks
+	var dq [4 * q8hKBlocks]float32
 	T4 := T &^ 3
 	bn := max(1, avx2WeightBlock/rb)
 	for b0 := n0; b0 < n1; b0 += bn {
 		b1 := min(n1, b0+bn)
 		for t := 0; t < T4; t += 4 {
 			aq, ad, as := &a.q[t*K], &a.d[t*nb], &a.s[t*nb]
-			if folded {
-				for b := range nb {
-					for i := range 4 {
-						dq[4*b+i] = a.d[(t+i)*nb+b]
-					}
-				}
+			if wt == poot.Q8_0 {
 				// A block of K at a time, so that the four rows' quants
 				// stay in L1 while the block's weight rows pass.
 				for kb0 := 0; kb0 < nb; kb0 += q8hKBlocks {
 					nbc := min(q8hKBlocks, nb-kb0)
+					for b := range nbc {
+						for i := range 4 {
+							dq[4*b+i] = a.d[(t+i)*nb+kb0+b]
+						}
+					}
 					for n := b0; n < b1; n++ {
-						dotQ8_0x4h(&w[n*rb+kb0*34], nbc, &a.q[t*K+kb0*32], K, &dq[4*kb0], &o)
+						dotQ8_0x4h(&w[n*rb+kb0*34], nbc, &a.q[t*K+kb0*32], K, &dq[0], &o)
 						for i := range 4 {
 							if kb0 == 0 {
 								y[(t+i)*N+n] = o[i]
@@ -245,13 +239,6 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 			for n := b0; n < b1; n++ {
 				wr := &w[n*rb]
 				switch wt {
-				case poot.Q8_0:
-					switch {
-					case useAVX512:
-						dotQ8_0x4v(w[n*rb:], nb, a, t, &o)
-					default:
-						dotQ8_0x4(wr, nb, aq, K, ad, nb*4, &o)
-					}
 				case poot.Q4_0:
 					dotQ4_0x4(wr, nb, aq, K, ad, nb*4, as, &o)
 				case poot.Q4_1:

@@ -18,13 +18,11 @@ var avx2Ahead = 1024
 // byte strides between activation rows.
 
 //go:noescape
-func dotQ8_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
-
-//go:noescape
 func dotQ4_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, as *float32, out *[4]float32)
 
-// dotQ8_0x4h is dotQ8_0x4 with the four rows' block scales gathered
-// block by block in dq (dq[4b+i] for row i, block b).
+// dotQ8_0x4h is one Q8_0 weight row against four activation rows, with
+// the rows' block scales gathered block by block in dq (dq[4b+i] for row
+// i, block b).
 //
 //go:noescape
 func dotQ8_0x4h(w *byte, nb int, aq *int8, lda int, dq *float32, out *[4]float32)
