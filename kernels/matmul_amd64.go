@@ -195,6 +195,34 @@ func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byt
 // quants) a call of the avx2 Q8_0 prompt kernel (dotQ8_0x4h) covers.
 const q8hKBlocks = 128
 
+// q8_0QuadH computes the Q8_0 products of activation rows t..t+3 with
+// weight rows [b0, b1) by dotQ8_0x4h, a block of K (q8hKBlocks) at a
+// time, so that the four rows' quants stay in L1 while the weight rows
+// pass; dq is scratch for the four rows' block scales.
+func q8_0QuadH(y []float32, N int, w []byte, a *Acts, t, b0, b1 int, dq *[4 * q8hKBlocks]float32) {
+	K, nb := a.K, a.K/32
+	rb := nb * 34
+	var o [4]float32
+	for kb0 := 0; kb0 < nb; kb0 += q8hKBlocks {
+		nbc := min(q8hKBlocks, nb-kb0)
+		for b := range nbc {
+			for i := range 4 {
+				dq[4*b+i] = a.d[(t+i)*nb+kb0+b]
+			}
+		}
+		for n := b0; n < b1; n++ {
+			dotQ8_0x4h(&w[n*rb+kb0*34], nbc, &a.q[t*K+kb0*32], K, &dq[0], &o)
+			for i := range 4 {
+				if kb0 == 0 {
+					y[(t+i)*N+n] = o[i]
+				} else {
+					y[(t+i)*N+n] += o[i]
+				}
+			}
+		}
+	}
+}
+
 // q8famRowsAsm handles the 32-element dtypes (MXFP4 among them): each
 // weight row meets four activation rows a call while there are four left,
 // then one, a block of avx2WeightBlock bytes of rows at a time. noHuge
@@ -206,36 +234,17 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 	nb := K / 32
 	rb := nb * wt.BlockBytes()
 	var o [4]float32
-	var dq [4 * q8hKBlocks]float32
+	var dq [4 * q8hKBlocks]float32 // q8_0QuadH's scales, kept off the heap
 	T4 := T &^ 3
 	bn := max(1, avx2WeightBlock/rb)
 	for b0 := n0; b0 < n1; b0 += bn {
 		b1 := min(n1, b0+bn)
 		for t := 0; t < T4; t += 4 {
-			aq, ad, as := &a.q[t*K], &a.d[t*nb], &a.s[t*nb]
 			if wt == poot.Q8_0 {
-				// A block of K at a time, so that the four rows' quants
-				// stay in L1 while the block's weight rows pass.
-				for kb0 := 0; kb0 < nb; kb0 += q8hKBlocks {
-					nbc := min(q8hKBlocks, nb-kb0)
-					for b := range nbc {
-						for i := range 4 {
-							dq[4*b+i] = a.d[(t+i)*nb+kb0+b]
-						}
-					}
-					for n := b0; n < b1; n++ {
-						dotQ8_0x4h(&w[n*rb+kb0*34], nbc, &a.q[t*K+kb0*32], K, &dq[0], &o)
-						for i := range 4 {
-							if kb0 == 0 {
-								y[(t+i)*N+n] = o[i]
-							} else {
-								y[(t+i)*N+n] += o[i]
-							}
-						}
-					}
-				}
+				q8_0QuadH(y, N, w, a, t, b0, b1, &dq)
 				continue
 			}
+			aq, ad, as := &a.q[t*K], &a.d[t*nb], &a.s[t*nb]
 			for n := b0; n < b1; n++ {
 				wr := &w[n*rb]
 				switch wt {
