@@ -74,6 +74,11 @@ type Acts struct {
 	// K/8 a row.
 	qx []int8
 	ox []int32
+	// dq4, actQ8, holds each four rows' block scales (from the first
+	// row) interleaved block by block, as the avx2 Q8_0 prompt kernel
+	// reads them: dq4[t*nb+4b+i] is row t+i's scale of block b, for t a
+	// multiple of four and nb = K/32.
+	dq4 []float32
 
 	job    matJob           // the parallel product's arguments, see MatMul
 	run    func(lo, hi int) // job.do bound to runFor.job
@@ -108,6 +113,8 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 		quantizeQ8(a.q, a.d, a.s, a.o, x[:T*K])
 		if kind == actQ8X {
 			a.quads(T &^ 3)
+		} else {
+			a.interleaveScales(T &^ 3)
 		}
 	case actQ8K:
 		a.grow(T*K, T*K/256, T*K/16)
@@ -219,6 +226,24 @@ func (a *Acts) quads(head int) {
 					s += int32(qx[c+4*i+k]) + int32(qx[c+64+4*i+k])
 				}
 				ox[c/8+i] = -8 * s
+			}
+		}
+	}
+}
+
+// interleaveScales fills dq4 for the first t4 rows (a multiple of four).
+func (a *Acts) interleaveScales(t4 int) {
+	nb := a.K / 32
+	n := t4 * nb
+	if cap(a.dq4) < n {
+		a.dq4 = make([]float32, n)
+	}
+	a.dq4 = a.dq4[:n]
+	for t := 0; t < t4; t += 4 {
+		dq := a.dq4[t*nb : (t+4)*nb]
+		for i := range 4 {
+			for b, d := range a.d[(t+i)*nb : (t+i+1)*nb] {
+				dq[4*b+i] = d
 			}
 		}
 	}

@@ -192,34 +192,25 @@ func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byt
 }
 
 // q8hKBlocks is how many blocks of K (4096 elements: 16 KB of four rows'
-// quants) a call of the avx2 Q8_0 prompt kernel (dotQ8_0x4h) covers.
+// quants) a call of the avx2 Q8_0 prompt kernel (dotQ8_0x4hRows) covers.
 const q8hKBlocks = 128
 
 // q8_0QuadH computes the Q8_0 products of activation rows t..t+3 with
-// weight rows [b0, b1) by dotQ8_0x4h, a block of K (q8hKBlocks) at a
+// weight rows [b0, b1) by dotQ8_0x4hRows, a block of K (q8hKBlocks) at a
 // time, so that the four rows' quants stay in L1 while the weight rows
-// pass; dq is scratch for the four rows' block scales.
-func q8_0QuadH(y []float32, N int, w []byte, a *Acts, t, b0, b1 int, dq *[4 * q8hKBlocks]float32) {
+// pass.
+func q8_0QuadH(y []float32, N int, w []byte, a *Acts, t, b0, b1 int) {
 	K, nb := a.K, a.K/32
 	rb := nb * 34
-	var o [4]float32
+	_ = w[b1*rb-1]
+	_ = y[(t+3)*N+b1-1]
+	dq := a.dq4[t*nb : (t+4)*nb]
 	for kb0 := 0; kb0 < nb; kb0 += q8hKBlocks {
-		nbc := min(q8hKBlocks, nb-kb0)
-		for b := range nbc {
-			for i := range 4 {
-				dq[4*b+i] = a.d[(t+i)*nb+kb0+b]
-			}
+		add := 0
+		if kb0 > 0 {
+			add = 1
 		}
-		for n := b0; n < b1; n++ {
-			dotQ8_0x4h(&w[n*rb+kb0*34], nbc, &a.q[t*K+kb0*32], K, &dq[0], &o)
-			for i := range 4 {
-				if kb0 == 0 {
-					y[(t+i)*N+n] = o[i]
-				} else {
-					y[(t+i)*N+n] += o[i]
-				}
-			}
-		}
+		dotQ8_0x4hRows(&w[b0*rb+kb0*34], rb, b1-b0, min(q8hKBlocks, nb-kb0), &a.q[t*K+kb0*32], K, &dq[4*kb0], &y[t*N+b0], N*4, add)
 	}
 }
 
@@ -234,14 +225,13 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 	nb := K / 32
 	rb := nb * wt.BlockBytes()
 	var o [4]float32
-	var dq [4 * q8hKBlocks]float32 // q8_0QuadH's scales, kept off the heap
 	T4 := T &^ 3
 	bn := max(1, avx2WeightBlock/rb)
 	for b0 := n0; b0 < n1; b0 += bn {
 		b1 := min(n1, b0+bn)
 		for t := 0; t < T4; t += 4 {
 			if wt == poot.Q8_0 {
-				q8_0QuadH(y, N, w, a, t, b0, b1, &dq)
+				q8_0QuadH(y, N, w, a, t, b0, b1)
 				continue
 			}
 			aq, ad, as := &a.q[t*K], &a.d[t*nb], &a.s[t*nb]

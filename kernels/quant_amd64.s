@@ -325,27 +325,36 @@ done: \
 	VPMADDUBSW r, Y13, r \
 	VPMADDWD Y11, r, r
 
-// func dotQ8_0x4h(w *byte, nb int, aq *int8, lda int, dq *float32, out *[4]float32)
+// func dotQ8_0x4hRows(w *byte, rb int, rows int, nb int, aq *int8, lda int, dq *float32, y *float32, ldy int, add int)
 //
-// One Q8_0 weight row against four activation rows. The four rows' sums
-// of a block are folded into one vector (three VPHADDD: lanes i and i+4
-// hold row i's) before a single conversion, scale and multiply-add a
-// block, rather than one each per row as DOT4 does (on the Zen 4, one
-// thread, 80 GFLOP/s that way and 92 this way for 2048-element rows): dq
-// holds the four rows' block scales block by block (dq[4b+i] is row i's
-// for block b).
-TEXT ·dotQ8_0x4h(SB), NOSPLIT, $0-48
-	MOVQ w+0(FP), BX
-	MOVQ nb+8(FP), CX
-	MOVQ aq+16(FP), SI
-	MOVQ lda+24(FP), R8
-	MOVQ dq+32(FP), DI
-	MOVQ out+40(FP), DX
+// Rows Q8_0 weight rows (rb bytes apart, nb blocks each) against four
+// activation rows. A block's four sums are folded into one vector (three
+// VPHADDD: lanes i and i+4 hold activation row i's) before a single
+// conversion, scale and multiply-add, rather than one each per activation
+// row as DOT4 does (on the Zen 4, one thread, 80 GFLOP/s that way and 92
+// this way for 2048-element rows): dq holds the four rows' block scales
+// block by block (dq[4b+i] is row i's for block b). Weight row r's four
+// sums go to y[r] of each of four output rows ldy bytes apart, added to
+// what is there when add is non-zero.
+TEXT ·dotQ8_0x4hRows(SB), NOSPLIT, $0-80
+	MOVQ w+0(FP), R9
+	MOVQ lda+40(FP), R8
+	MOVQ y+56(FP), DX
+	MOVQ ldy+64(FP), R11
 	LEAQ (R8)(R8*2), R10
+	LEAQ (R11)(R11*2), R12
 	CONSTS
+	MOVQ rows+16(FP), AX
+	TESTQ AX, AX
+	JZ q8hrdone
+q8hrow:
+	MOVQ R9, BX
+	MOVQ nb+24(FP), CX
+	MOVQ aq+32(FP), SI
+	MOVQ dq+48(FP), DI
 	VXORPS Y0, Y0, Y0
 	TESTQ CX, CX
-	JZ q8hdone
+	JZ q8hsum
 	PCALIGN $64
 q8hloop:
 	DEC_Q8_0
@@ -366,10 +375,26 @@ q8hloop:
 	ADDQ $16, DI
 	DECQ CX
 	JNZ q8hloop
-q8hdone:
+q8hsum:
 	VEXTRACTF128 $1, Y0, X1
 	VADDPS X1, X0, X0
-	VMOVUPS X0, (DX)
+	CMPQ add+72(FP), $0
+	JEQ q8hstore
+	VMOVSS (DX), X1
+	VINSERTPS $0x10, (DX)(R11*1), X1, X1
+	VINSERTPS $0x20, (DX)(R11*2), X1, X1
+	VINSERTPS $0x30, (DX)(R12*1), X1, X1
+	VADDPS X1, X0, X0
+q8hstore:
+	VMOVSS X0, (DX)
+	VEXTRACTPS $1, X0, (DX)(R11*1)
+	VEXTRACTPS $2, X0, (DX)(R11*2)
+	VEXTRACTPS $3, X0, (DX)(R12*1)
+	ADDQ rb+8(FP), R9
+	ADDQ $4, DX
+	DECQ AX
+	JNZ q8hrow
+q8hrdone:
 	VZEROUPPER
 	RET
 
