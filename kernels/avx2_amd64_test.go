@@ -70,3 +70,22 @@ func TestAVX2PromptBlocks(t *testing.T) {
 		checkProduct(t, c.dt, c.T, c.N, c.K, uint64(100+i))
 	}
 }
+
+// TestPromptAhead: the avx2 prompt products' prefetch of the next block of
+// weight rows asks for every row of it by the block's last call, whether
+// a call's piece is smaller or larger than a row, for whole rows and
+// slices of them, up to the matrix's last row.
+func TestPromptAhead(t *testing.T) {
+	for _, c := range []struct{ ld, off, size, r0, r1, rows, calls int }{
+		{4096, 0, 4096, 63, 126, 126, 336},      // pieces smaller than a row
+		{4096, 0, 4096, 3, 6, 6, 1},             // one call for the block
+		{16384, 4096, 4096, 60, 120, 120, 2560}, // a slice of each row (a block of K)
+		{16384, 12288, 4096, 0, 7, 9, 5},        // the last slice; pieces larger than a row
+		{2176, 0, 2176, 5, 5, 5, 16},            // no next block
+		{100, 0, 100, 0, 3, 3, 1000},            // more calls than bytes
+	} {
+		if left := kernels.AheadLeft(c.ld, c.off, c.size, c.r0, c.r1, c.rows, c.calls); left != 0 {
+			t.Errorf("%+v: %d rows left unasked", c, left)
+		}
+	}
+}

@@ -63,3 +63,15 @@ func SetAVX2Ahead(d int) (restore func()) {
 	avx2Ahead = d
 	return func() { avx2Ahead = old }
 }
+
+// AheadLeft makes calls calls of the avx2 prompt products' next-block
+// prefetch over rows [r0, r1) of a weight matrix of rows rows, ld bytes
+// apart (bytes [off, off+size) of each asked for), and returns how many
+// rows it left unasked.
+func AheadLeft(ld, off, size, r0, r1, rows, calls int) int {
+	h := newAhead(make([]byte, rows*ld), ld, off, size, r0, r1, calls)
+	for range calls {
+		h.next()
+	}
+	return h.end - h.row
+}
