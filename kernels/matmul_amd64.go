@@ -196,9 +196,9 @@ func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byt
 // ahead asks, a piece at a time, for the next block of weight rows to
 // come into L2 while a float prompt product (the avx2 tiles here, the
 // avx512 dot tiles in floatRowsDot) computes the current one: a block's
-// first pass over four activation rows would otherwise
-// wait on memory for each of its rows, which a prompt of few rows does
-// not amortize. On the Zen 4 with the avx2 level forced, two threads, F16
+// first pass over four activation rows would otherwise wait on memory
+// for each of its rows, which a prompt of few rows does not amortize.
+// On the Zen 4 with the avx2 level forced, two threads, F16
 // weights, 64-token prompts: faster in 12 of 15 rounds alternating
 // binaries, 84.8 against 80.2 tokens/s over the last six. The quantized
 // products' rows (four activation rows a call, many more calls a block)
