@@ -74,11 +74,14 @@ type Acts struct {
 	// K/8 a row.
 	qx []int8
 	ox []int32
-	// dq4, actQ8, holds each four rows' block scales (from the first
-	// row) interleaved block by block, as the avx2 Q8_0 prompt kernel
-	// reads them: dq4[t*nb+4b+i] is row t+i's scale of block b, for t a
-	// multiple of four and nb = K/32.
-	dq4 []float32
+	// q4 and dq8, for Q8_0 weights, hold each four rows' quants and block
+	// scales (from the first row, t a multiple of four) interleaved as the
+	// avx2 Q8_0 prompt kernel reads them: each block as four pieces of
+	// eight quants, a piece the four rows' eight in turn
+	// (q4[t*K+128b+32p+8i+j] = q[(t+i)*K+32b+8p+j]), and each block's four
+	// scales twice over (dq8[2t*nb+8b+2i] and the next are row t+i's).
+	q4  []int8
+	dq8 []float32
 
 	job    matJob           // the parallel product's arguments, see MatMul
 	run    func(lo, hi int) // job.do bound to runFor.job
@@ -113,8 +116,8 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 		quantizeQ8(a.q, a.d, a.s, a.o, x[:T*K])
 		if kind == actQ8X {
 			a.quads(T &^ 3)
-		} else {
-			a.interleaveScales(T &^ 3)
+		} else if wt == poot.Q8_0 {
+			a.interleave(T &^ 3)
 		}
 	case actQ8K:
 		a.grow(T*K, T*K/256, T*K/16)
@@ -231,19 +234,30 @@ func (a *Acts) quads(head int) {
 	}
 }
 
-// interleaveScales fills dq4 for the first t4 rows (a multiple of four).
-func (a *Acts) interleaveScales(t4 int) {
-	nb := a.K / 32
-	n := t4 * nb
-	if cap(a.dq4) < n {
-		a.dq4 = make([]float32, n)
+// interleave fills q4 and dq8 for the first t4 rows (a multiple of four).
+func (a *Acts) interleave(t4 int) {
+	K, nb := a.K, a.K/32
+	if cap(a.q4) < t4*K {
+		a.q4 = make([]int8, t4*K)
+		a.dq8 = make([]float32, 2*t4*nb)
 	}
-	a.dq4 = a.dq4[:n]
+	a.q4, a.dq8 = a.q4[:t4*K], a.dq8[:2*t4*nb]
+	if t4 == 0 {
+		return
+	}
+	// Pieces of eight quants move as one uint64: piece m = 4b+p of row t+i
+	// goes to piece 4m+i of the four rows' interleaved run.
+	src := unsafe.Slice((*uint64)(unsafe.Pointer(&a.q[0])), t4*K/8)
+	dst := unsafe.Slice((*uint64)(unsafe.Pointer(&a.q4[0])), t4*K/8)
 	for t := 0; t < t4; t += 4 {
-		dq := a.dq4[t*nb : (t+4)*nb]
+		run := dst[t*K/8 : (t+4)*K/8]
+		dq := a.dq8[2*t*nb : 2*(t+4)*nb]
 		for i := range 4 {
+			for m, v := range src[(t+i)*K/8 : (t+i+1)*K/8] {
+				run[4*m+i] = v
+			}
 			for b, d := range a.d[(t+i)*nb : (t+i+1)*nb] {
-				dq[4*b+i] = d
+				dq[8*b+2*i], dq[8*b+2*i+1] = d, d
 			}
 		}
 	}

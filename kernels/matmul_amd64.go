@@ -231,11 +231,11 @@ func (h *ahead) next() {
 }
 
 // q8hKBlocks is how many blocks of K (4096 elements: 16 KB of four rows'
-// quants) a call of the avx2 Q8_0 prompt kernel (dotQ8_0x4hRows) covers.
+// quants) a call of the avx2 Q8_0 prompt kernel (dotQ8_0x4iRows) covers.
 const q8hKBlocks = 128
 
 // q8_0QuadH computes the Q8_0 products of activation rows t..t+3 with
-// weight rows [b0, b1) by dotQ8_0x4hRows, a block of K (q8hKBlocks) at a
+// weight rows [b0, b1) by dotQ8_0x4iRows, a block of K (q8hKBlocks) at a
 // time, so that the four rows' quants stay in L1 while the weight rows
 // pass.
 func q8_0QuadH(y []float32, N int, w []byte, a *Acts, t, b0, b1 int) {
@@ -243,13 +243,13 @@ func q8_0QuadH(y []float32, N int, w []byte, a *Acts, t, b0, b1 int) {
 	rb := nb * 34
 	_ = w[b1*rb-1]
 	_ = y[(t+3)*N+b1-1]
-	dq := a.dq4[t*nb : (t+4)*nb]
+	q, dq := a.q4[t*K:(t+4)*K], a.dq8[2*t*nb:2*(t+4)*nb]
 	for kb0 := 0; kb0 < nb; kb0 += q8hKBlocks {
 		add := 0
 		if kb0 > 0 {
 			add = 1
 		}
-		dotQ8_0x4hRows(&w[b0*rb+kb0*34], rb, b1-b0, min(q8hKBlocks, nb-kb0), &a.q[t*K+kb0*32], K, &dq[4*kb0], &y[t*N+b0], N*4, add)
+		dotQ8_0x4iRows(&w[b0*rb+kb0*34], rb, b1-b0, min(q8hKBlocks, nb-kb0), &q[128*kb0], &dq[8*kb0], &y[t*N+b0], N*4, add)
 	}
 }
 
