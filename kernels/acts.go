@@ -74,12 +74,13 @@ type Acts struct {
 	// K/8 a row.
 	qx []int8
 	ox []int32
-	// q4 and dq8, for Q8_0 weights, hold each four rows' quants and block
-	// scales (from the first row, t a multiple of four) interleaved as the
-	// avx2 Q8_0 prompt kernel reads them: each block as four pieces of
-	// eight quants, a piece the four rows' eight in turn
-	// (q4[t*K+128b+32p+8i+j] = q[(t+i)*K+32b+8p+j]), and each block's four
-	// scales twice over (dq8[2t*nb+8b+2i] and the next are row t+i's).
+	// q4 and dq8, for Q8_0 weights on amd64, hold each four rows' quants
+	// and block scales (from the first row, t a multiple of four)
+	// interleaved as the avx2 Q8_0 prompt kernel reads them: each block
+	// as four pieces of eight quants, a piece the four rows' eight in
+	// turn (q4[t*K+128b+32p+8i+j] = q[(t+i)*K+32b+8p+j]), and each
+	// block's four scales twice over (dq8[2t*nb+8b+2i] and the next are
+	// row t+i's).
 	q4  []int8
 	dq8 []float32
 
@@ -116,7 +117,7 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 		quantizeQ8(a.q, a.d, a.s, a.o, x[:T*K])
 		if kind == actQ8X {
 			a.quads(T &^ 3)
-		} else if wt == poot.Q8_0 {
+		} else if wt == poot.Q8_0 && interleavesQ8 {
 			a.interleave(T &^ 3)
 		}
 	case actQ8K:

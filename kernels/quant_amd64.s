@@ -335,8 +335,10 @@ done: \
 // activation rows whose quants are interleaved (aq: a block is four
 // pieces of 32 bytes, a piece eight quants of each row in turn) so that a
 // block's sums for all four rows add up lane by lane: lanes 2i and 2i+1
-// hold row i's. Folding separate rows' sums instead (three VPHADDD a
-// block) cost about a third of the kernel's time on the Zen 5. dq holds
+// hold row i's. Folding separate rows' sums instead took three VPHADDD
+// a block (or as many shuffles by unpacking), and on the Zen 5 the
+// kernel that did ran 100-105 GFLOP/s a thread where this one runs
+// 114-118 (BenchmarkPrefill, Q8_0, one thread). dq holds
 // the four rows' block scales, each twice, eight floats a block. Weight
 // row r's four sums go to y[r] of each of four output rows ldy bytes
 // apart, added to what is there when add is non-zero.
