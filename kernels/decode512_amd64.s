@@ -648,21 +648,9 @@ TEXT ·bf16Rows2z(SB), NOSPLIT, $0-56
 // from zero: the offsets are read as one int32 a block, a quarter of a
 // row's quant bytes, so that a long row's activation stays in L1 beside
 // the weight rows streaming through it. The four
-// weight scales are picked out of the iteration's first 128 bytes by one
-// permute, converted and multiplied by the activation's block scales as
-// four floats, and only then spread over the lanes.
-
-// VPERMT2W indices: the f16 scales of four consecutive blocks are words 0,
-// 17, 34 and 51 of the 128 bytes at the first.
-DATA q8scw<>+0(SB)/8, $0x0033002200110000
-DATA q8scw<>+8(SB)/8, $0
-DATA q8scw<>+16(SB)/8, $0
-DATA q8scw<>+24(SB)/8, $0
-DATA q8scw<>+32(SB)/8, $0
-DATA q8scw<>+40(SB)/8, $0
-DATA q8scw<>+48(SB)/8, $0
-DATA q8scw<>+56(SB)/8, $0
-GLOBL q8scw<>(SB), RODATA|NOPTR, $64
+// weight scales are gathered as four words (Q8SCALES), converted and
+// multiplied by the activation's block scales as four floats, and only
+// then spread over the lanes.
 
 // VPERMPS indices: element 0 to lanes 0-7 and 1 to 8-15, then 2 and 3.
 DATA q8lane<>+0(SB)/8, $0
@@ -683,6 +671,22 @@ DATA q8lane<>+112(SB)/8, $0x0000000300000003
 DATA q8lane<>+120(SB)/8, $0x0000000300000003
 GLOBL q8lane<>(SB), RODATA|NOPTR, $128
 
+// Q8SCALES(base, x) leaves in x the f16 scales of the four blocks at
+// base (bytes 0, 34, 68 and 102) as four words, gathered through AX by
+// scalar loads: a two-source word permute of the quad's first 128 bytes
+// (VPERMT2W) did the same, and on the Zen 5 two threads read Q8_0 rows
+// from L3 at 97-106 GB/s that way and 112-130 this way
+// (BenchmarkMatVec, three rounds alternating binaries).
+#define Q8SCALES(base, x) \
+	MOVWLZX 102(base), AX \
+	SHLQ $16, AX \
+	MOVW 68(base), AX \
+	SHLQ $16, AX \
+	MOVW 34(base), AX \
+	SHLQ $16, AX \
+	MOVW (base), AX \
+	VMOVQ AX, x
+
 // Q8SUM leaves in zi the lane sums of the block pair at wo(BX) against
 // the activation quants at byte ao of SI (indexed by R11) and the pair's
 // block offsets at byte oo of the offsets (R10 bytes past the block
@@ -697,10 +701,9 @@ GLOBL q8lane<>(SB), RODATA|NOPTR, $128
 	VCVTDQ2PS zi, zi
 
 // Q8QUAD adds the four blocks at (BX) to Z0 and Z1 (block scales at
-// (DI)). Z12 holds the scale indices, Z13 and Z14 the lane indices.
+// (DI)). Z13 and Z14 hold the lane indices; AX is scratch.
 #define Q8QUAD \
-	VMOVDQU64 (BX), Z4 \
-	VPERMT2W 64(BX), Z12, Z4 \
+	Q8SCALES(BX, X4) \
 	VCVTPH2PS X4, X4 \
 	VMULPS (DI), X4, X4 \
 	Q8SUM(0, 0, 0, Z8, Y8, Z9) \
@@ -741,7 +744,6 @@ TEXT ·q8_0Rowsz(SB), NOSPLIT, $0-56
 	KMOVW AX, K4
 	MOVL $0xffffffff, AX
 	KMOVQ AX, K2
-	VMOVDQU64 q8scw<>(SB), Z12
 	VMOVDQU64 q8lane<>(SB), Z13
 	VMOVDQU64 q8lane<>+64(SB), Z14
 	TESTQ R9, R9
@@ -812,8 +814,7 @@ end:
 // Q8QUAD for the row at base with accumulators a0 and a1, the four
 // activation block scales in X20 and its quants and offsets in Z16-Z19.
 #define Q8QUAD2(base, a0, a1, zsc, xsc, zl0, zl1, w0, y0, i0, w1, y1, i1) \
-	VMOVDQU64 (base), zsc \
-	VPERMT2W 64(base), Z12, zsc \
+	Q8SCALES(base, xsc) \
 	VCVTPH2PS xsc, xsc \
 	VMULPS X20, xsc, xsc \
 	Q8SUM2(base, 0, Z16, Z18, w0, y0, i0) \
@@ -854,7 +855,6 @@ TEXT ·q8_0Rows2z(SB), NOSPLIT, $0-72
 	KMOVW AX, K4
 	MOVL $0xffffffff, AX
 	KMOVQ AX, K2
-	VMOVDQU64 q8scw<>(SB), Z12
 	VMOVDQU64 q8lane<>(SB), Z13
 	VMOVDQU64 q8lane<>+64(SB), Z14
 	TESTQ R9, R9
