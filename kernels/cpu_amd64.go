@@ -76,15 +76,17 @@ func detectAMD() bool {
 // (decodeAhead, avx2Ahead; the Q4_0 and MXFP4 ones keep their distance),
 // the avx512 float ones a few lines ahead by PREFETCHNTA (decodeNTAFloat)
 // and read rows of 2048 elements or more as four streams and of 4096 or
-// more as six (fourStreamsK, sixStreamsK), the avx2 float ones read rows
-// of fewer than 4096 elements one at a time (avx2FourRowsK), and the
-// F16/BF16 prompt products take their rows in chunks (floatDotChunks).
+// more as six (fourStreamsK, sixStreamsK), the avx512 Q8_0 one every row
+// as four (q8FourStreamsK), the avx2 float ones read rows of fewer than
+// 4096 elements one at a time (avx2FourRowsK), and the F16/BF16 prompt
+// products take their rows in chunks (floatDotChunks).
 func init() {
 	if detectAMD() {
 		decodeAhead, decodeAheadFloat = 0, 0
 		avx2Ahead, avx2FourRowsK = 0, 4096
 		decodeNTAFloat = 256
 		fourStreamsK, sixStreamsK = 2048, 4096
+		q8FourStreamsK = 32
 		floatDotChunks = true
 	}
 }

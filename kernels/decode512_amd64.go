@@ -23,6 +23,12 @@ func q8_0Rowsz(w *byte, nb int, aq *int8, o *int32, ad *float32, y *float32, nr 
 //go:noescape
 func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad *float32, ya, yb *float32, nr int)
 
+// q8_0Rows4z is q8_0Rowsz for four runs of nr rows, s bytes apart, at
+// once, into y[i], y[nr+i], y[2nr+i] and y[3nr+i].
+//
+//go:noescape
+func q8_0Rows4z(w *byte, s, nb int, aq *int8, o *int32, ad *float32, y *float32, nr int)
+
 //go:noescape
 func q4_0Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32, nr int)
 
@@ -179,6 +185,18 @@ var fourStreamsK = 4097
 // rounds alternating the two). So from 4096 on AMD; never elsewhere.
 var sixStreamsK = math.MaxInt
 
+// q8FourStreamsK is the shortest row, in elements, that the Q8_0 decode
+// kernel reads as four streams of rows (q8_0Rows4z) rather than two. On
+// the Zen 5, two threads over a 1B Llama's seven layer products from DRAM
+// (huge pages, twelve passes alternating the settings in one process, five
+// runs) read 63-64 GB/s through two streams and 65.8-66.7 through four
+// when the host's memory was fast, 55-56 against 56-59 when slow; the
+// down projection (K = 8192) gained most, 50-61 to 55-67 GB/s, as the
+// float kernels' did through four streams on the Zen 4 (fourStreamsK),
+// and no shape lost. So every row on AMD; never elsewhere (the Intel
+// Xeon's two streams were tuned, four not measured there).
+var q8FourStreamsK = math.MaxInt
+
 // decodeRows512 computes, at the avx512 level, the outputs of weight rows
 // [n0,n1) for the activation rows past the last whole group of four, one
 // activation row at a time (for decode that is the only row), and returns
@@ -271,9 +289,18 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) (huge bo
 			return false
 		}
 		o, ad := &a.o[t*nb], &a.d[t*nb]
-		// The first and second halves of the rows as two streams; an odd
-		// last row alone.
-		h, rb := nr/2, len(w)/nr
+		rb := len(w) / nr
+		// The quarters of the rows as four streams where the rows are
+		// long enough, then the first and second halves of the rest as
+		// two; an odd last row alone.
+		if q := nr / 4; K >= q8FourStreamsK && q > 0 {
+			q8_0Rows4z(&w[0], q*rb, nb, aq, o, ad, &y[0], q)
+			y, w, nr = y[4*q:], w[4*q*rb:], nr-4*q
+			if nr == 0 {
+				return false
+			}
+		}
+		h := nr / 2
 		if h > 0 {
 			q8_0Rows2z(&w[0], &w[h*rb], nb, aq, o, ad, &y[0], &y[h], h)
 		}

@@ -931,6 +931,133 @@ end:
 	VZEROUPPER
 	RET
 
+// The four-stream kernel: q8_0Rows4z walks four runs of nr rows at once,
+// s bytes apart, row i of each beside the others, into y[i], y[nr+i],
+// y[2nr+i] and y[3nr+i]. Each row's sum is taken exactly as q8_0Rowsz
+// takes it. The second pair of rows reuses the first pair's scratch
+// registers (renamed apart by the core).
+
+// func q8_0Rows4z(w *byte, s, nb int, aq *int8, o *int32, ad *float32, y *float32, nr int)
+TEXT ·q8_0Rows4z(SB), NOSPLIT, $0-64
+	MOVQ ·decodeAhead(SB), R8
+	MOVQ w+0(FP), BX
+	MOVQ s+8(FP), AX
+	LEAQ (BX)(AX*1), R12
+	LEAQ (R12)(AX*1), R13
+	LEAQ (R13)(AX*1), R14
+	MOVQ aq+24(FP), SI
+	MOVQ o+32(FP), R10
+	MOVQ ad+40(FP), AX
+	SUBQ AX, R10
+	MOVQ y+48(FP), DX
+	MOVQ nr+56(FP), R9
+	MOVL $0x80808080, AX
+	VPBROADCASTD AX, Z7
+	MOVL $0x0201, AX
+	KMOVW AX, K4
+	MOVL $0xffffffff, AX
+	KMOVQ AX, K2
+	VMOVDQU64 q8lane<>(SB), Z13
+	VMOVDQU64 q8lane<>+64(SB), Z14
+	TESTQ R9, R9
+	JZ end
+
+row:
+	XORQ R11, R11
+	MOVQ ad+40(FP), DI
+	MOVQ nb+16(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z12, Z12, Z12
+	VPXORD Z30, Z30, Z30
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	SHRQ $2, CX
+	JZ tail
+
+quad:
+	PF3(BX, R8)
+	PF3(R12, R8)
+	PF3(R13, R8)
+	PF3(R14, R8)
+	VBROADCASTI32X2.Z (DI)(R10*1), K4, Z16
+	VBROADCASTI32X2.Z 8(DI)(R10*1), K4, Z17
+	VMOVDQU64 (SI)(R11*1), Z18
+	VMOVDQU64 64(SI)(R11*1), Z19
+	VMOVUPS (DI), X20
+	Q8QUAD2(BX, Z0, Z1, Z4, X4, Z5, Z6, Z8, Y8, Z9, Z10, Y10, Z11)
+	Q8QUAD2(R12, Z2, Z3, Z21, X21, Z22, Z23, Z24, Y24, Z25, Z26, Y26, Z27)
+	Q8QUAD2(R13, Z12, Z30, Z4, X4, Z5, Z6, Z8, Y8, Z9, Z10, Y10, Z11)
+	Q8QUAD2(R14, Z28, Z29, Z21, X21, Z22, Z23, Z24, Y24, Z25, Z26, Y26, Z27)
+	ADDQ $136, BX
+	ADDQ $136, R12
+	ADDQ $136, R13
+	ADDQ $136, R14
+	ADDQ $128, R11
+	ADDQ $16, DI
+	DECQ CX
+	JNZ quad
+
+tail:
+	MOVQ nb+16(FP), CX
+	ANDQ $3, CX
+	JZ sum
+
+one:
+	Q8ONE2(BX, Z1)
+	Q8ONE2(R12, Z3)
+	Q8ONE2(R13, Z30)
+	Q8ONE2(R14, Z29)
+	ADDQ $34, BX
+	ADDQ $34, R12
+	ADDQ $34, R13
+	ADDQ $34, R14
+	ADDQ $32, R11
+	ADDQ $4, DI
+	DECQ CX
+	JNZ one
+
+sum:
+	MOVQ nr+56(FP), AX
+	SHLQ $2, AX
+	VADDPS Z1, Z0, Z0
+	HSUM0
+	VMOVSS X0, (DX)
+	VADDPS Z3, Z2, Z0
+	HSUM0
+	VMOVSS X0, (DX)(AX*1)
+	VADDPS Z30, Z12, Z0
+	HSUM0
+	VMOVSS X0, (DX)(AX*2)
+	LEAQ (AX)(AX*2), AX
+	VADDPS Z29, Z28, Z0
+	HSUM0
+	VMOVSS X0, (DX)(AX*1)
+	ADDQ $4, DX
+	DECQ R9
+	JNZ row
+
+end:
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+	VPXORD Z26, Z26, Z26
+	VPXORD Z27, Z27, Z27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VZEROUPPER
+	RET
+
 // ---- Q4_0 ----------------------------------------------------------------
 
 // Four blocks an iteration: block b's low and high nibbles go to 128-bit

@@ -75,3 +75,12 @@ func AheadLeft(ld, off, size, r0, r1, rows, calls int) int {
 	}
 	return h.end - h.row
 }
+
+// SetQ8FourStreamsK sets the shortest row the avx512 Q8_0 decode kernel
+// reads as four streams (q8FourStreamsK) and returns a function that
+// restores the setting.
+func SetQ8FourStreamsK(k int) (restore func()) {
+	old := q8FourStreamsK
+	q8FourStreamsK = k
+	return func() { q8FourStreamsK = old }
+}

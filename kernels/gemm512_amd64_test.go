@@ -112,6 +112,24 @@ func TestFloatStreams(t *testing.T) {
 	}
 }
 
+// TestQ8Streams: the avx512 Q8_0 decode kernel gives the same bits
+// reading the rows as four streams as reading them as two (or one, for an
+// odd last row), for row counts with one to three rows past the quarters
+// and block counts with one to three blocks past the groups of four, and
+// agrees with the reference.
+func TestQ8Streams(t *testing.T) {
+	if !slices.Contains(kernels.Levels(), kernels.LevelAVX512) {
+		t.Skip("no avx512 level on this CPU")
+	}
+	atLevel(t, kernels.LevelAVX512)
+	set := func(on bool) func() { return kernels.SetQ8FourStreamsK(map[bool]int{true: 32, false: 1 << 30}[on]) }
+	for i, s := range [][2]int{{4, 32}, {5, 64}, {6, 96}, {7, 128}, {8, 160}, {9, 224}, {11, 2048}, {13, 2080}, {14, 8192}} {
+		N, K := s[0], s[1]
+		checkProduct(t, poot.Q8_0, 1, N, K, uint64(80+i))
+		sameBits(t, poot.Q8_0, 1, N, K, uint64(80+i), "four streams", "two", set)
+	}
+}
+
 // TestDecodeNTAPrefetch: the avx512 float decode kernels give the same
 // bits whatever their second prefetch's distance (decodeNTAFloat; a
 // prefetch must not disturb a register the kernel reads), for one, two
