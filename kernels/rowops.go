@@ -3,7 +3,12 @@ package kernels
 import "math"
 
 // RMSNorm writes dst[i] = x[i] / sqrt(mean(x²) + eps) * weight[i] for the
-// len(x) elements of x; a nil weight means all ones. dst may be x.
+// len(x) elements of x; a nil weight means all ones. dst may be x. It
+// rounds as ops.RMSNorm's body does: each square, and the sum of squares
+// (taken in float64), to float32, which overflows to +Inf past
+// float32's range (the output is then ±0, or NaN where x is infinite);
+// the mean as that sum times 1/n rounded to float32, then plus eps; the
+// reciprocal root and each product x[i]·r to float32.
 func RMSNorm(dst, x, weight []float32, eps float32) error {
 	n := len(x)
 	if len(dst) < n {
@@ -15,8 +20,8 @@ func RMSNorm(dst, x, weight []float32, eps float32) error {
 	if n == 0 {
 		return nil
 	}
-	ss := sumSquaresVec(x)
-	inv := float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
+	mean := float32(sumSquaresVec(x)) * float32(1/float64(n))
+	inv := float32(1 / math.Sqrt(float64(mean+eps)))
 	dst = dst[:n]
 	if weight == nil {
 		scaleVec(dst, x, inv)

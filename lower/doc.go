@@ -28,21 +28,28 @@
 //     interpretation cost several times the rotation in a decode step.
 //  4. swiglu: likewise each "swiglu" composite (ops.SwiGLU) over F32
 //     operands of one shape, as one pass over gate and up ([Gated]).
-//  5. elementwise: runs of elementwise equations over the same number of
+//  5. rmsnorm: likewise each "rmsnorm" composite (ops.RMSNorm,
+//     ops.RMSNormHeads) over F32 rows and an F32 weight or none, as one
+//     pass a row ([Norm]) that also does the residual add before it when
+//     nothing else reads the sum first; its sum of squares may be taken
+//     in another order than the body's, so only a target that fuses it
+//     (not an exact one) gets it.
+//  6. elementwise: runs of elementwise equations over the same number of
 //     elements (with broadcasts of their operands folded in as strided
 //     loads, and literals as immediates) become one [Program]: a small
 //     register machine a backend runs over chunks of a row.
-//  6. reduce_fusion: a sum or max over the last axis whose operand is the
+//  7. reduce_fusion: a sum or max over the last axis whose operand is the
 //     only store of the program just before it takes that program as its
 //     prologue, so x*x feeds a sum of squares without a buffer.
-//  7. row_fusion: a sequence of last-axis reductions and programs that
+//  8. row_fusion: a sequence of last-axis reductions and programs that
 //     read each other's results only within a row (per-row values
-//     broadcast along the row) runs row by row as one kernel, so RMSNorm
-//     (with the residual add before it) and softmax read each row once.
-//  8. concat_stores: a Concat of parts the program just before it
+//     broadcast along the row) runs row by row as one kernel, so an
+//     RMSNorm left unfused (with the residual add before it) and softmax
+//     read each row once.
+//  9. concat_stores: a Concat of parts the program just before it
 //     computes is written by that program in place, each part a strided
 //     store (the halves of a rotary embedding the target does not fuse).
-//  9. inplace: a WriteRows into a state input that nothing else reads
+//  10. inplace: a WriteRows into a state input that nothing else reads
 //     writes the state buffer in place, so a KV-cache append never copies
 //     the cache.
 //

@@ -1,12 +1,17 @@
 package lower
 
-import "github.com/pootlabs/poot"
+import (
+	"slices"
 
-// The composites the RoPE and SwiGLU kernels run, recorded by ops.RoPE and
-// ops.SwiGLU.
+	"github.com/pootlabs/poot"
+)
+
+// The composites the RoPE, SwiGLU and RMSNorm kernels run, recorded by
+// ops.RoPE, ops.SwiGLU and ops.RMSNorm (or ops.RMSNormHeads).
 const (
-	FusedRope   = "rope"
-	FusedSwiGLU = "swiglu"
+	FusedRope    = "rope"
+	FusedSwiGLU  = "swiglu"
+	FusedRMSNorm = "rmsnorm"
 )
 
 // Rotary is the fused rotary embedding of ops.RoPE: for every row t < T
@@ -102,5 +107,70 @@ func (p *planner) swiglu() error {
 		}
 		s := &Gated{Gate: c.Operands[0], Up: c.Operands[1], Out: c.Results[0], N: int(gt.Shape.Size())}
 		return &Kernel{Kind: SwiGLU, Gated: s, Inputs: []poot.ValueID{s.Gate, s.Up}, Outputs: []poot.ValueID{s.Out}}, nil
+	})
+}
+
+// Norm is the fused RMSNorm of ops.RMSNorm and ops.RMSNormHeads: each of
+// Rows rows of D F32 elements of X is scaled by 1/sqrt(mean(x²) + Eps) and
+// multiplied by W, an F32 vector of D (by W+1 when OnePlus; W is -1 for
+// none), rounded as the body rounds except that the float64 sum of
+// squares may be taken in another order, so that a norm may differ from
+// the body's in its last bit: a target fuses it only where exactness is
+// not asked for. When X is the sum A+B of two F32 values of its shape (a
+// residual add) that nothing reads before the norm, the kernel adds them
+// too, each row just before it normalizes it, and stores X (A and B are
+// -1 otherwise).
+type Norm struct {
+	X, W, Out, A, B poot.ValueID
+	Rows, D         int
+	Eps             float64
+	OnePlus         bool
+}
+
+// rmsnorm replaces each "rmsnorm" composite over an F32 x and an F32 or
+// absent weight by one RMSNorm kernel, when the target fuses it.
+func (p *planner) rmsnorm() error {
+	if !p.target.Fuses(FusedRMSNorm) {
+		return nil
+	}
+	users := p.users()
+	return p.fuseComposites(FusedRMSNorm, func(c poot.Composite, pos map[int]int) (*Kernel, []int) {
+		eps, ok1 := c.Attrs.Float("epsilon")
+		onePlus, ok2 := c.Attrs.Bool("one_plus")
+		heads, ok3 := c.Attrs.Int("heads")
+		if !ok3 {
+			heads = 1
+		}
+		if !ok1 || !ok2 || heads < 1 || len(c.Operands) != 2 || c.Operands[0] < 0 || len(c.Results) != 1 {
+			return nil, nil
+		}
+		xt := p.g.Type(c.Operands[0])
+		if xt.DType != poot.F32 || len(xt.Shape) == 0 || !xt.Equal(p.g.Type(c.Results[0])) || xt.Shape[len(xt.Shape)-1]%heads != 0 {
+			return nil, nil
+		}
+		n := &Norm{X: c.Operands[0], W: c.Operands[1], Out: c.Results[0], A: -1, B: -1, D: xt.Shape[len(xt.Shape)-1] / heads, Eps: eps, OnePlus: onePlus}
+		if n.D == 0 {
+			return nil, nil
+		}
+		n.Rows = int(xt.Shape.Size()) / n.D
+		in := []poot.ValueID{n.X}
+		if n.W >= 0 {
+			if wt := p.g.Type(n.W); wt.DType != poot.F32 || !wt.Shape.Equal(poot.Shape{n.D}) {
+				return nil, nil
+			}
+			in = append(in, n.W)
+		}
+		k := &Kernel{Kind: RMSNorm, Norm: n, Inputs: in, Outputs: []poot.ValueID{n.Out}}
+		ai := p.prod[n.X]
+		if ai < 0 || p.eqns[ai].Op != poot.Add || !xt.Equal(p.g.Type(p.eqns[ai].Inputs[0])) || !xt.Equal(p.g.Type(p.eqns[ai].Inputs[1])) {
+			return k, nil
+		}
+		if ki, ok := pos[ai]; ok && p.kernels[ki].Kind == Generic && len(p.kernels[ki].Eqns) == 1 && !slices.ContainsFunc(users[n.X], func(u int) bool { return u < c.Lo }) {
+			n.A, n.B = p.eqns[ai].Inputs[0], p.eqns[ai].Inputs[1]
+			k.Inputs = append(in[1:], n.A, n.B) // X is the kernel's now
+			k.Outputs = append(k.Outputs, n.X)
+			return k, []int{ki}
+		}
+		return k, nil
 	})
 }

@@ -60,8 +60,8 @@ type Options struct {
 func (o Options) on(pass string) bool { return !slices.Contains(o.Disabled, pass) }
 
 // Passes lists the optional passes in the order they run:
-// flash_attention, rope, swiglu, elementwise, reduce_fusion, row_fusion, concat_stores
-// and inplace.
+// flash_attention, rope, swiglu, rmsnorm, elementwise, reduce_fusion,
+// row_fusion, concat_stores and inplace.
 func Passes() []string {
 	names := make([]string, len(passes))
 	for i, p := range passes {
@@ -99,10 +99,13 @@ const (
 	RoPE
 	// SwiGLU is a fused SwiGLU gate (see Gated).
 	SwiGLU
+	// RMSNorm is a fused RMSNorm (see Norm).
+	RMSNorm
 )
 
 var kindNames = [...]string{Generic: "generic", Init: "init", Alias: "alias", Contract: "contract",
-	Elementwise: "elementwise", Reduce: "reduce", FlashAttention: "flash_attention", Rows: "rows", RoPE: "rope", SwiGLU: "swiglu"}
+	Elementwise: "elementwise", Reduce: "reduce", FlashAttention: "flash_attention", Rows: "rows", RoPE: "rope", SwiGLU: "swiglu",
+	RMSNorm: "rmsnorm"}
 
 // String names the kind.
 func (k Kind) String() string {
@@ -125,11 +128,12 @@ type Kernel struct {
 	Inputs, Outputs []poot.ValueID
 	// Program is the expression program of Elementwise and Reduce kernels.
 	Program *Program
-	// Attention describes a FlashAttention kernel, Rotary a RoPE one and
-	// Gated a SwiGLU one.
+	// Attention describes a FlashAttention kernel, Rotary a RoPE one,
+	// Gated a SwiGLU one and Norm an RMSNorm one.
 	Attention *Attention
 	Rotary    *Rotary
 	Gated     *Gated
+	Norm      *Norm
 	// Parts are the kernels a Rows kernel runs row by row, and RowLen the
 	// length of a row.
 	Parts  []*Kernel
@@ -333,6 +337,7 @@ var passes = []struct {
 	{"flash_attention", (*planner).flashAttention, []Kind{FlashAttention}},
 	{"rope", (*planner).rope, []Kind{RoPE}},
 	{"swiglu", (*planner).swiglu, []Kind{SwiGLU}},
+	{"rmsnorm", (*planner).rmsnorm, []Kind{RMSNorm}},
 	{"elementwise", (*planner).elementwise, []Kind{Elementwise}},
 	{"reduce_fusion", (*planner).reduceFusion, []Kind{Reduce}},
 	{"row_fusion", (*planner).rowFusion, []Kind{Rows}},
@@ -452,6 +457,8 @@ func (p *planner) cost(k *Kernel) {
 		k.Flops = 3 * int64(r.T*r.Heads*r.N)
 	case SwiGLU:
 		k.Flops = 5 * int64(k.Gated.N)
+	case RMSNorm:
+		k.Flops = 4 * int64(k.Norm.Rows*k.Norm.D)
 	case Rows:
 		for _, q := range k.Parts {
 			p.cost(q)

@@ -16,6 +16,7 @@ import (
 // backend's fused kernel to the composite's body (see GenComposite).
 var compositeGens = map[string]func() *rapid.Generator[*GraphCase]{
 	"attention": genAttention,
+	"rmsnorm":   genRMSNorm,
 	"rope":      genRope,
 	"swiglu":    genSwiGLU,
 }
@@ -183,5 +184,78 @@ func genSwiGLU() *rapid.Generator[*GraphCase] {
 			g.fail(fmt.Errorf("%v %v", err1, err2))
 		}
 		return &GraphCase{Graph: graph, Consts: g.consts, Slots: interp.Slots{"gate": gt, "up": ut}}
+	})
+}
+
+// genRMSNorm records ops.RMSNorm over the last axis of a random shape, or
+// ops.RMSNormHeads over heads of it, with an F32 weight (a constant or a
+// slot) or none, a weight of 1+w or w, and epsilon 0 or not, of a slot or
+// of a sum of two; the rows are sometimes scaled to 1e20, whose squares
+// overflow float32.
+func genRMSNorm() *rapid.Generator[*GraphCase] {
+	return rapid.Custom(func(t *rapid.T) *GraphCase {
+		g := newGen(t)
+		rows := rapid.IntRange(1, 3).Draw(t, "rows")
+		heads := rapid.IntRange(1, 3).Draw(t, "heads")
+		d := rapid.IntRange(1, 40).Draw(t, "d")
+		eps := rapid.SampledFrom([]float64{0, 1e-6, 1e-5, 0.5}).Draw(t, "eps")
+		var opts []ops.NormOption
+		if rapid.Bool().Draw(t, "one_plus") {
+			opts = append(opts, ops.OnePlusWeight())
+		}
+		b := g.b
+		slots := interp.Slots{}
+		xt := poot.T(poot.F32, rows, heads*d)
+		data := func() tensor.Tensor {
+			xv := g.floats(rows*heads*d, true)
+			if rapid.IntRange(0, 3).Draw(t, "huge") == 0 {
+				for i := range xv {
+					xv[i] *= 1e20
+				}
+			}
+			v, err := tensor.FromF32(xt.Shape, xv)
+			if err != nil {
+				g.fail(err)
+			}
+			return v
+		}
+		// x is a slot, or a sum (a residual add) read by nothing else, by
+		// an equation before the norm, or by the graph's outputs.
+		x, outs := b.SlotNamed("x", xt), []poot.Traced[GenBrand]{}
+		slots["x"] = data()
+		if sum := rapid.IntRange(0, 3).Draw(t, "sum"); sum > 0 {
+			x = b.Add(x, b.SlotNamed("x2", xt))
+			slots["x2"] = data()
+			switch sum {
+			case 2:
+				outs = append(outs, b.Mul(x, x))
+			case 3:
+				outs = append(outs, x)
+			}
+		}
+		var w poot.Traced[GenBrand]
+		wv, err := tensor.FromF32(poot.Shape{d}, g.floats(d, true))
+		if err != nil {
+			g.fail(err)
+		}
+		switch rapid.IntRange(0, 2).Draw(t, "weight") {
+		case 1:
+			w = b.Constant("w", poot.T(poot.F32, d))
+			g.consts["w"] = wv
+		case 2:
+			w = b.SlotNamed("w", poot.T(poot.F32, d))
+			slots["w"] = wv
+		}
+		var y poot.Traced[GenBrand]
+		if heads > 1 || rapid.Bool().Draw(t, "as_heads") {
+			y = ops.RMSNormHeads(b, x, w, heads, eps, opts...)
+		} else {
+			y = ops.RMSNorm(b, x, w, eps, opts...)
+		}
+		graph, err := b.Finish(poot.Out(append(outs, y)...))
+		if err != nil {
+			g.fail(err)
+		}
+		return &GraphCase{Graph: graph, Consts: g.consts, Slots: slots}
 	})
 }

@@ -83,13 +83,17 @@ func (Interpreter) Name() string { return "cpu" }
 // package kernels' products read (TestQuantizedContractionBound holds each
 // to its bound), and the generic contraction's.
 func Target(exact bool) lower.Target {
+	composites := []string{lower.FusedAttention, lower.FusedRope, lower.FusedSwiGLU}
+	if !exact {
+		composites = append(composites, lower.FusedRMSNorm) // not bit for bit the body's
+	}
 	return lower.Target{
 		Name:          "cpu",
 		MatMulWeights: []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4},
 		Fallback:      []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.Q8_K, poot.MXFP4},
 		Exact:         exact,
-		Kinds:         []lower.Kind{lower.Contract, lower.Elementwise, lower.Reduce, lower.FlashAttention, lower.Rows, lower.RoPE, lower.SwiGLU},
-		Composites:    []string{lower.FusedAttention, lower.FusedRope, lower.FusedSwiGLU},
+		Kinds:         []lower.Kind{lower.Contract, lower.Elementwise, lower.Reduce, lower.FlashAttention, lower.Rows, lower.RoPE, lower.SwiGLU, lower.RMSNorm},
+		Composites:    composites,
 		NarrowKV:      []poot.DType{poot.F16, poot.Q8_0},
 	}
 }
@@ -301,6 +305,8 @@ func compileKernel(c *compiler, k *lower.Kernel) (func() error, error) {
 		return compileRope(c, k), nil
 	case lower.SwiGLU:
 		return compileGLU(c, k), nil
+	case lower.RMSNorm:
+		return compileNorm(c, k), nil
 	}
 	e := c.g.Eqn(k.Eqns[0])
 	return c.generic(&e)

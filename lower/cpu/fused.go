@@ -95,3 +95,62 @@ func (gk *glu) span(a, b int) {
 		}
 	}
 }
+
+// norm is the fused RMSNorm (lower.Norm): each row by kernels.RMSNorm,
+// after kernels.Add where it takes the residual add too, rows split across
+// the pool when there are enough of them to pay for waking it. A OnePlus
+// weight plus one is formed each run, as the body forms it.
+type norm struct {
+	x                *Exec
+	n                lower.Norm
+	in, w, out, a, b *buf
+	w1               []float32 // W+1, for OnePlus
+	fn               func(lo, hi int)
+}
+
+func compileNorm(c *compiler, k *lower.Kernel) func() error {
+	n := k.Norm
+	nk := &norm{x: c.x, n: *n, in: c.bufs[n.X], out: c.bufs[n.Out]}
+	if n.W >= 0 {
+		nk.w = c.bufs[n.W]
+	}
+	if n.A >= 0 {
+		nk.a, nk.b = c.bufs[n.A], c.bufs[n.B]
+	}
+	if n.OnePlus {
+		nk.w1 = make([]float32, n.D)
+	}
+	nk.fn = nk.rows
+	return nk.run
+}
+
+func (nk *norm) run() error {
+	if nk.w1 != nil && nk.w != nil {
+		for i, v := range nk.w.f[:nk.n.D] {
+			nk.w1[i] = v + 1
+		}
+	}
+	if nk.n.Rows*nk.n.D < 1<<15 || nk.n.Rows < 2 {
+		nk.rows(0, nk.n.Rows)
+	} else {
+		nk.x.pool.Run(nk.n.Rows, nk.fn)
+	}
+	return nil
+}
+
+func (nk *norm) rows(lo, hi int) {
+	var w []float32
+	switch {
+	case nk.w1 != nil && nk.w != nil:
+		w = nk.w1
+	case nk.w != nil:
+		w = nk.w.f[:nk.n.D]
+	}
+	D := nk.n.D
+	for r := lo; r < hi; r++ {
+		if nk.a != nil {
+			_ = kernels.Add(nk.in.f[r*D:(r+1)*D], nk.a.f[r*D:(r+1)*D], nk.b.f[r*D:(r+1)*D])
+		}
+		_ = kernels.RMSNorm(nk.out.f[r*D:(r+1)*D], nk.in.f[r*D:(r+1)*D], w, float32(nk.n.Eps)) // shapes checked by the planner
+	}
+}
