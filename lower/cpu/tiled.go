@@ -158,9 +158,22 @@ func (f *flash) tileScores(tl *tile, row0, m, sp int) {
 			kernels.Softmax(x)
 		}
 	}
-	for s := range sp {
-		for c, v := range tl.v[s*D : (s+1)*D] {
-			tl.vt[c*sp+s] = v
+	// V transposed eight positions at a time: the eight rows stay in L1
+	// while every column's eight values are written side by side.
+	for s0 := 0; s0 < sp; s0 += 8 {
+		if sp-s0 < 8 {
+			for c := range D {
+				for s := s0; s < sp; s++ {
+					tl.vt[c*sp+s] = tl.v[s*D+c]
+				}
+			}
+			break
+		}
+		r := tl.v[s0*D : (s0+8)*D]
+		for c := range D {
+			o := (*[8]float32)(tl.vt[c*sp+s0 : c*sp+s0+8])
+			o[0], o[1], o[2], o[3] = r[c], r[D+c], r[2*D+c], r[3*D+c]
+			o[4], o[5], o[6], o[7] = r[4*D+c], r[5*D+c], r[6*D+c], r[7*D+c]
 		}
 	}
 	_ = tl.ap.Prepare(poot.F32, sc, m, sp)
