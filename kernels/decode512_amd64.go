@@ -193,8 +193,10 @@ var sixStreamsK = math.MaxInt
 // when the host's memory was fast, 55-56 against 56-59 when slow; the
 // down projection (K = 8192) gained most, 50-61 to 55-67 GB/s, as the
 // float kernels' did through four streams on the Zen 4 (fourStreamsK),
-// and no shape lost. So every row on AMD; never elsewhere (the Intel
-// Xeon's two streams were tuned, four not measured there).
+// and no shape lost; the whole model's decode was the same within the
+// noise (median 42.4 against 43.0 tokens/s over five rounds alternating
+// binaries). So every row on AMD; never elsewhere (the Intel Xeon's two
+// streams were tuned, four not measured there).
 var q8FourStreamsK = math.MaxInt
 
 // decodeRows512 computes, at the avx512 level, the outputs of weight rows

@@ -72,8 +72,8 @@
 // float decode kernels read four streams of rows rather than two (2048
 // elements on AMD, above 4096 on Intel) and six rather than four (4096 on
 // AMD, never on Intel), and the Q8_0 one four rather than two (every row
-// on AMD, never on Intel), and whether F16/BF16 prompt products of more than
-// 64 rows go through the unpacked dot tiles in chunks (AMD) or through
+// on AMD, never on Intel), and whether F16/BF16 prompt products of more
+// than 64 rows go through the unpacked dot tiles in chunks (AMD) or through
 // packed panels (Intel). None changes a result. Where the CPU has GFNI the
 // avx512 Q4_K and Q5_K decode kernels spread each 32 bytes of nibbles by
 // one VGF2P8AFFINEQB instead of a shift and a mask (7-8% more from L2 on
@@ -85,6 +85,5 @@
 // times slower on the test machine. VZEROUPPER clears the upper halves of
 // Z0-Z15 only; the kernels that keep accumulators in Z16-Z31 (the four-
 // and six-stream float decode kernels, the two- and four-stream Q8_0 ones)
-// zero them
-// before it.
+// zero them before it.
 package kernels
