@@ -85,11 +85,7 @@ func genAttention() *rapid.Generator[*GraphCase] {
 		// contributes (nothing, or 0·x when another query of the sequence
 		// sees it), and fused kernels must agree.
 		data := func(special bool, dims ...int) tensor.Tensor {
-			x, err := tensor.FromF32(poot.Shape(dims), g.floats(int(poot.Shape(dims).Size()), special))
-			if err != nil {
-				g.fail(err)
-			}
-			return x
+			return g.f32(poot.Shape(dims), g.floats(int(poot.Shape(dims).Size()), special))
 		}
 		q := b.SlotNamed("q", poot.T(poot.F32, n, h*d))
 		k := b.SlotNamed("k", poot.T(poot.F32, n, kvHeads*d))
@@ -149,11 +145,7 @@ func genRope() *rapid.Generator[*GraphCase] {
 			g.fail(err)
 		}
 		data := func(dims ...int) tensor.Tensor {
-			v, err := tensor.FromF32(poot.Shape(dims), g.floats(int(poot.Shape(dims).Size()), true))
-			if err != nil {
-				g.fail(err)
-			}
-			return v
+			return g.f32(poot.Shape(dims), g.floats(int(poot.Shape(dims).Size()), true))
 		}
 		slots := interp.Slots{"x": data(rows, heads*d), "cos": data(rows, half), "sin": data(rows, half)}
 		return &GraphCase{Graph: graph, Consts: g.consts, Slots: slots}
@@ -178,11 +170,8 @@ func genSwiGLU() *rapid.Generator[*GraphCase] {
 		for i := range gv {
 			gv[i] *= scale
 		}
-		gt, err1 := tensor.FromF32(sh, gv)
-		ut, err2 := tensor.FromF32(sh, g.floats(n, true))
-		if err1 != nil || err2 != nil {
-			g.fail(fmt.Errorf("%v %v", err1, err2))
-		}
+		gt := g.f32(sh, gv)
+		ut := g.f32(sh, g.floats(n, true))
 		return &GraphCase{Graph: graph, Consts: g.consts, Slots: interp.Slots{"gate": gt, "up": ut}}
 	})
 }
@@ -213,11 +202,7 @@ func genRMSNorm() *rapid.Generator[*GraphCase] {
 					xv[i] *= 1e20
 				}
 			}
-			v, err := tensor.FromF32(xt.Shape, xv)
-			if err != nil {
-				g.fail(err)
-			}
-			return v
+			return g.f32(xt.Shape, xv)
 		}
 		// x is a slot, or a sum (a residual add) read by nothing else, by
 		// an equation before the norm, or by the graph's outputs.
@@ -234,10 +219,7 @@ func genRMSNorm() *rapid.Generator[*GraphCase] {
 			}
 		}
 		var w poot.Traced[GenBrand]
-		wv, err := tensor.FromF32(poot.Shape{d}, g.floats(d, true))
-		if err != nil {
-			g.fail(err)
-		}
+		wv := g.f32(poot.Shape{d}, g.floats(d, true))
 		switch rapid.IntRange(0, 2).Draw(t, "weight") {
 		case 1:
 			w = b.Constant("w", poot.T(poot.F32, d))

@@ -105,6 +105,15 @@ func (g *gen) shape(minRank int) poot.Shape {
 
 var specials = []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1, -1, 0.5}
 
+// f32 is the F32 tensor of shape sh holding v.
+func (g *gen) f32(sh poot.Shape, v []float32) tensor.Tensor {
+	t, err := tensor.FromF32(sh, v)
+	if err != nil {
+		g.fail(err)
+	}
+	return t
+}
+
 // floats draws n float32 values: mostly in [-3, 3]. Half the tensors that
 // allow it also hold special values (signed zeros, NaN, ±Inf, ±1, 0.5) in
 // about a third of their elements, so every run of a few dozen cases meets
