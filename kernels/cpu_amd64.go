@@ -65,6 +65,18 @@ func detectGFNI() bool {
 // useGFNI is detectGFNI's answer, taken once.
 var useGFNI = detectGFNI()
 
+// amdFamily returns the CPU's family as AMD numbers them (the base family
+// plus the extended one where the base is 0xf: 0x19 the Zen 3 and 4, 0x1a
+// the Zen 5).
+func amdFamily() uint32 {
+	a, _, _, _ := cpuidex(1, 0)
+	f := a >> 8 & 0xf
+	if f == 0xf {
+		f += a >> 20 & 0xff
+	}
+	return f
+}
+
 // detectAMD reports whether the CPU's vendor is AMD ("AuthenticAMD").
 func detectAMD() bool {
 	_, b, c, d := cpuidex(0, 0)
@@ -73,7 +85,8 @@ func detectAMD() bool {
 
 // The choices that follow the vendor (see the package doc): on AMD the
 // decode kernels of both levels prefetch nothing ahead by PREFETCHT0
-// (decodeAhead, avx2Ahead; the Q4_0 and MXFP4 ones keep their distance),
+// (decodeAhead, avx2Ahead; the Q4_0 and MXFP4 ones keep their distance,
+// and so does the avx512 Q8_0 one from the Zen 5 on, decodeAheadQ8),
 // the avx512 float ones a few lines ahead by PREFETCHNTA (decodeNTAFloat)
 // and read rows of 2048 elements or more as four streams and of 4096 or
 // more as six (fourStreamsK, sixStreamsK), the avx512 Q8_0 one every row
@@ -83,6 +96,9 @@ func detectAMD() bool {
 func init() {
 	if detectAMD() {
 		decodeAhead, decodeAheadFloat = 0, 0
+		if amdFamily() < 0x1a {
+			decodeAheadQ8 = 0
+		}
 		avx2Ahead, avx2FourRowsK = 0, 4096
 		decodeNTAFloat = 256
 		fourStreamsK, sixStreamsK = 2048, 4096

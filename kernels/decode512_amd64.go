@@ -141,6 +141,18 @@ var decodeAhead, decodeAheadFloat = 2048, 1024
 // when slow and 4-10% slower when fast. So 2048 on every CPU.
 var decodeAheadNib = 2048
 
+// decodeAheadQ8 is decodeAhead for the Q8_0 kernels. On the Zen 5 they
+// read more from DRAM asking 2048 bytes ahead than asking for the lines
+// they load, where the K-quant kernels (busier with each byte) read less:
+// a 1B Llama's seven layer products, sixteen layers in huge pages, two
+// threads, twelve passes alternating the distances in one process, four
+// runs: Q8_0 medians 59.8, 55.8, 57.9 and 69.0-69.3 GB/s asking for the
+// lines loaded against 63.6, 62.5 and 73.1 asking 2048 ahead (1024: 63.2,
+// 61.4 and 71.3; 4096: 55.6), Q4_K 50.4-52.4 against 49.2 and Q6_K
+// 57.6-57.8 against 56.8. The Zen 4's measurement (see decodeAhead) was
+// of the two-stream kernel, before q8_0Rows4z; it keeps its 0.
+var decodeAheadQ8 = 2048
+
 // decodeNTAFloat is the distance of the float kernels' second prefetch of
 // each weight stream, by PREFETCHNTA, which on AMD fills L1 with lines
 // marked to leave it first, before the activation's (16-32 KB of f32 for

@@ -37,8 +37,8 @@
 
 // Each weight stream asks for its cache lines some bytes ahead of its
 // loads (PREFETCHT0): ·decodeAhead bytes in the quantized kernels
-// (·decodeAheadNib in Q4_0's and MXFP4's), ·decodeAheadFloat in the
-// float ones, read into a spare register at the
+// (·decodeAheadNib in Q4_0's and MXFP4's, ·decodeAheadQ8 in Q8_0's),
+// ·decodeAheadFloat in the float ones, read into a spare register at the
 // start (see decodeAhead in decode512_amd64.go for the distances and why
 // they depend on the CPU). PFn(b, r) asks for the n lines from r bytes
 // past b: an iteration asks for at least as many bytes as it consumes, so
@@ -768,7 +768,7 @@ GLOBL q8lane<>(SB), RODATA|NOPTR, $128
 
 // func q8_0Rowsz(w *byte, nb int, aq *int8, o *int32, ad *float32, y *float32, nr int)
 TEXT ·q8_0Rowsz(SB), NOSPLIT, $0-56
-	MOVQ ·decodeAhead(SB), R12
+	MOVQ ·decodeAheadQ8(SB), R12
 	MOVQ w+0(FP), BX
 	MOVQ aq+16(FP), SI
 	MOVQ o+24(FP), R10
@@ -870,7 +870,7 @@ end:
 
 // func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad *float32, ya, yb *float32, nr int)
 TEXT ·q8_0Rows2z(SB), NOSPLIT, $0-72
-	MOVQ ·decodeAhead(SB), R8
+	MOVQ ·decodeAheadQ8(SB), R8
 	MOVQ wa+0(FP), BX
 	MOVQ wb+8(FP), R12
 	MOVQ aq+24(FP), SI
@@ -948,7 +948,7 @@ end:
 
 // func q8_0Rows4z(w *byte, s, nb int, aq *int8, o *int32, ad *float32, y *float32, nr int)
 TEXT ·q8_0Rows4z(SB), NOSPLIT, $0-64
-	MOVQ ·decodeAhead(SB), R8
+	MOVQ ·decodeAheadQ8(SB), R8
 	MOVQ w+0(FP), BX
 	MOVQ s+8(FP), AX
 	LEAQ (BX)(AX*1), R12

@@ -38,6 +38,15 @@ func SetDecodeNTA(d int) (restore func()) {
 	return func() { decodeNTAFloat = old }
 }
 
+// SetDecodeAheadQ8 sets how far ahead the avx512 Q8_0 decode kernels
+// prefetch their weights (decodeAheadQ8) and returns a function that
+// restores it.
+func SetDecodeAheadQ8(d int) (restore func()) {
+	old := decodeAheadQ8
+	decodeAheadQ8 = d
+	return func() { decodeAheadQ8 = old }
+}
+
 // SetSixStreamsK sets the shortest row the avx512 float decode kernels
 // read as six streams (sixStreamsK) and returns a function that restores
 // the setting.

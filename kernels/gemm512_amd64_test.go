@@ -130,6 +130,28 @@ func TestQ8Streams(t *testing.T) {
 	}
 }
 
+// TestQ8Ahead: the avx512 Q8_0 decode kernels give the same bits whatever
+// their prefetch distance (decodeAheadQ8; the prefetch must not disturb a
+// register the kernel reads), through four streams, two and one, and
+// agree with the reference.
+func TestQ8Ahead(t *testing.T) {
+	if !slices.Contains(kernels.Levels(), kernels.LevelAVX512) {
+		t.Skip("no avx512 level on this CPU")
+	}
+	atLevel(t, kernels.LevelAVX512)
+	for _, four := range []int{32, 1 << 30} {
+		restore := kernels.SetQ8FourStreamsK(four)
+		for i, s := range [][2]int{{1, 64}, {7, 2080}, {13, 8192}} {
+			N, K := s[0], s[1]
+			checkProduct(t, poot.Q8_0, 1, N, K, uint64(70+i))
+			sameBits(t, poot.Q8_0, 1, N, K, uint64(70+i), "prefetch 2048 ahead", "at 0", func(on bool) func() {
+				return kernels.SetDecodeAheadQ8(map[bool]int{true: 2048, false: 0}[on])
+			})
+		}
+		restore()
+	}
+}
+
 // TestDecodeNTAPrefetch: the avx512 float decode kernels give the same
 // bits whatever their second prefetch's distance (decodeNTAFloat; a
 // prefetch must not disturb a register the kernel reads), for one, two
