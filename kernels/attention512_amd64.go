@@ -65,8 +65,8 @@ func (at *Attention) q8Span(b headBatch, n int) int {
 // blockScoresZ writes the raw scores Q[h]·K[s] of b's heads h (head h's
 // at scores[(h-b.h0)*attnBlock+s-s0]) for the visible positions s of
 // [s0, s0+nb). It walks the positions once for all of b's groups, six at
-// a time, so that a position-major cache is read in order, which the
-// hardware prefetchers follow (software prefetches only cost here).
+// a time, so that a position-major cache is read in order, asking for the
+// rows fetchAhead positions on as it goes.
 func (at *Attention) blockScoresZ(b headBatch, s0, nb int, scores []float32, w *qrows) {
 	d, rep, hs := at.HeadDim, at.Heads/at.KVHeads, at.headStride()
 	q8 := at.K == nil && at.K16 == nil
@@ -76,6 +76,7 @@ func (at *Attention) blockScoresZ(b headBatch, s0, nb int, scores []float32, w *
 		for ; j < e; j += 6 {
 			nw := min(6, e-j)
 			s := s0 + j
+			at.fetchRows(false, b.h0, b.ends[len(b.ends)-1], s+fetchAhead, nw)
 			span := 0
 			if q8 {
 				if span = at.q8Span(b, nw); span > 0 {
@@ -115,7 +116,8 @@ const valueRun = 16
 
 // blockValuesZ adds scores[(h-b.h0)*attnBlock+s-s0] times V[s] into the
 // output of b's heads h for the visible positions s of [s0, s0+nb),
-// valueRun positions for every group in turn.
+// valueRun positions for every group in turn, asking for the rows
+// fetchAhead positions on as it goes.
 func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32, w *qrows) {
 	d, rep, hs := at.HeadDim, at.Heads/at.KVHeads, at.headStride()
 	q8 := at.K == nil && at.K16 == nil
@@ -127,6 +129,7 @@ func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32, w *
 		}
 		for ; j < e; j += valueRun {
 			n := min(valueRun, e-j)
+			at.fetchRows(true, b.h0, b.ends[len(b.ends)-1], s0+j+fetchAhead, n)
 			span := 0
 			if q8 {
 				if span = at.q8Span(b, n); span > 0 {
