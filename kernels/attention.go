@@ -38,6 +38,20 @@ type Attention struct {
 
 	run    func(lo, hi int) // attendGroups bound to runFor, for Attend
 	runFor *Attention       // the value run is bound to (a copy must rebind)
+	seg    segParts         // Attend's segments of positions (see segments)
+}
+
+// segParts holds what Attend's workers compute for the segments of
+// positions before it folds them: segment i's unnormalized outputs of
+// every head from out[i*Heads*HeadDim], its maxima, sums and non-finite
+// flags from m, l and bad[i*Heads].
+type segParts struct {
+	out           []float32
+	m, l          []float32
+	bad           []bool
+	n, len, parts int              // the segments, their length, the runs of kv heads each is cut into
+	run           func(lo, hi int) // segmentUnits bound to runFor
+	runFor        *Attention
 }
 
 // Check reports whether the fields are consistent and the slices long enough.
@@ -112,14 +126,21 @@ func AttendHeads(at *Attention, h0, h1 int) error {
 
 // Attend computes all heads of at ([AttendHeads] over [0,Heads)), giving
 // each of p's workers one run of kv heads and their query heads, so each
-// cache row is read by one worker; a nil p runs on the calling goroutine.
-// It allocates nothing after the first call with a given at.
+// cache row is read by one worker, or, where the avx512 kernels cut the
+// positions into segments (see segments), a run of segments of every
+// head; a nil p runs on the calling goroutine. The outputs are the same
+// bits however many workers p has. It allocates nothing after the first
+// call with a given at.
 func Attend(p *Pool, at *Attention) error {
 	if err := at.Check(); err != nil {
 		return err
 	}
 	if p == nil || p.Workers() == 1 {
 		attendHeads(at, 0, at.Heads)
+		return nil
+	}
+	if n, length := at.segments(); n > 1 {
+		at.attendSegments(p, n, length)
 		return nil
 	}
 	if at.runFor != at {
@@ -372,6 +393,47 @@ func (at *Attention) rowAt(v bool, off int, row []float32, widen bool) []float32
 // of positions together.
 const maxBatch = 32
 
+// attnSegMin is the fewest positions the avx512 path puts in a segment,
+// and maxSegments the most segments it cuts a cache into. A
+// position-major cache of at least 2·attnSegMin positions is cut into 2, 4
+// or 8 segments of whole blocks (as many as keep a segment at least
+// attnSegMin long): each gets its own online softmax, and the segments are
+// folded in order (foldSegment), on one goroutine or after Attend's
+// workers have each taken a run of them. Splitting the kv heads instead
+// left each worker half of every position's row to read, and the two
+// workers together read the caches barely faster than one: on the Zen 5,
+// a 1B model's f16 caches at 4096 positions from DRAM took 0.57-0.65 ms a
+// layer on two threads by kv heads, 0.55-0.63 on one. The segments
+// depend on the cache only, never on the workers, so the outputs do not
+// either. A variable so that tests can cut short caches.
+var attnSegMin = 512
+
+const maxSegments = 8
+
+// segBuf is how many floats of a later segment's outputs attendHeadsZ
+// holds at once (on its stack): it takes fewer heads a batch where their
+// rows would not fit, and a head dimension above it is never segmented.
+const segBuf = 8192
+
+// segments returns how many segments of positions the avx512 path cuts
+// at's caches into and their length (the last may be shorter); 1 and S
+// where it does not cut them (head-major caches, whose kv heads' rows are
+// apart, short caches, other kernels).
+func (at *Attention) segments() (n, length int) {
+	if !at.blocksZ() || at.headStride() != at.HeadDim || at.HeadDim > segBuf {
+		return 1, at.S
+	}
+	n = 1
+	for n < maxSegments && 2*n*attnSegMin <= at.S {
+		n *= 2
+	}
+	if n == 1 {
+		return 1, at.S
+	}
+	length = ((at.S+n-1)/n + attnBlock - 1) / attnBlock * attnBlock
+	return (at.S + length - 1) / length, length
+}
+
 // attendHeadsZ is attendHeads through the avx512 block kernels. It takes
 // the heads in batches of whole groups sharing a kv head (a group of more
 // than maxRep heads in parts), at most maxBatch heads a batch, and walks
@@ -381,45 +443,169 @@ const maxBatch = 32
 // kv head (BenchmarkAttentionDepth, one thread on the Zen 4, f16: 1.6 to
 // 1.2 ms a layer, f32 2.6 to 1.8, with the scores scaled by
 // scaleScoresZ). Each group's arithmetic is the same as alone, so the
-// outputs do not depend on the batching.
+// outputs do not depend on the batching. Where the caches are cut into
+// segments, a batch's first segment accumulates into Out and each later
+// one into a buffer that is then folded in.
 func attendHeadsZ(at *Attention, h0, h1 int) {
 	d := at.HeadDim
-	rep := at.Heads / at.KVHeads
-	negInf := float32(math.Inf(-1))
+	n, length := at.segments()
+	limit := 0
+	if n > 1 {
+		limit = segBuf / d
+	}
 	var (
+		sc     spanScratch
 		m, l   [maxBatch]float32
 		bad    [maxBatch]bool // a score is NaN or +Inf: the head's softmax is NaN
-		scores [maxBatch * attnBlock]float32
-		ends   [maxBatch]int // the end of each group's heads in the batch
-		w      qrows         // Q8_0 cache rows widened
+		sm, sl [maxBatch]float32
+		sbad   [maxBatch]bool
+		so     [segBuf]float32
 	)
 	for h := h0; h < h1; {
-		hb, nu := h, 0
-		for h < h1 {
-			hEnd := min(h1, (h/rep+1)*rep, h+maxRep)
-			if nu > 0 && hEnd-hb > maxBatch {
-				break
+		b := at.nextBatch(h, h1, limit, &sc.ends)
+		nh := b.end() - h
+		out := at.Out[h*d : b.end()*d]
+		at.spanZ(b, 0, min(at.S, length), out, m[:nh], l[:nh], bad[:nh], &sc)
+		for i := 1; i < n; i++ {
+			p0 := i * length
+			at.spanZ(b, p0, min(at.S, p0+length), so[:nh*d], sm[:nh], sl[:nh], sbad[:nh], &sc)
+			for k := range nh {
+				foldSegment(out[k*d:(k+1)*d], so[k*d:(k+1)*d], &m[k], &l[k], sm[k], sl[k])
+				bad[k] = bad[k] || sbad[k]
 			}
-			ends[nu], nu, h = hEnd, nu+1, hEnd
 		}
-		b, nh := headBatch{h0: hb, ends: ends[:nu]}, h-hb
+		for k := range nh {
+			finishHead(out[k*d:(k+1)*d], bad[k], m[k], l[k])
+		}
+		h = b.end()
+	}
+}
+
+// spanScratch is what spanZ works in: a block's scores, a batch's group
+// ends and Q8_0 rows widened.
+type spanScratch struct {
+	scores [maxBatch * attnBlock]float32
+	ends   [maxBatch]int
+	w      qrows
+}
+
+// nextBatch returns the batch of heads from h (below h1): whole groups
+// sharing a kv head (a group of more than maxRep heads in parts), at most
+// maxBatch heads and, where limit > 0, at most limit (but one group's part
+// at least), its group ends kept in ends.
+func (at *Attention) nextBatch(h, h1, limit int, ends *[maxBatch]int) headBatch {
+	rep := at.Heads / at.KVHeads
+	most := maxRep
+	if limit > 0 {
+		most = max(1, min(maxRep, limit))
+	}
+	hb, nu := h, 0
+	for h < h1 {
+		hEnd := min(h1, (h/rep+1)*rep, h+most)
+		if nu > 0 && (hEnd-hb > maxBatch || limit > 0 && hEnd-hb > limit) {
+			break
+		}
+		ends[nu], nu, h = hEnd, nu+1, hEnd
+	}
+	return headBatch{h0: hb, ends: ends[:nu]}
+}
+
+// spanZ computes b's heads over positions [p0, p1) (p0 a multiple of
+// attnBlock) with an online softmax of their own: the unnormalized outputs
+// into out (head h's at (h-b.h0)*HeadDim), and each head's maximum, sum and
+// non-finite flag into m, l and bad.
+func (at *Attention) spanZ(b headBatch, p0, p1 int, out, m, l []float32, bad []bool, sc *spanScratch) {
+	d := at.HeadDim
+	negInf := float32(math.Inf(-1))
+	nh := b.end() - b.h0
+	for i := range nh {
+		m[i], l[i], bad[i] = negInf, 0, false
+	}
+	clear(out[:nh*d])
+	for s0 := p0; s0 < p1; s0 += attnBlock {
+		nb := min(attnBlock, p1-s0)
+		at.blockScoresZ(b, s0, nb, sc.scores[:], &sc.w)
+		at.finishScores(nh, s0, nb, sc.scores[:], bad)
 		for i := range nh {
-			m[i], l[i], bad[i] = negInf, 0, false
-		}
-		clear(at.Out[hb*d : h*d])
-		for s0 := 0; s0 < at.S; s0 += attnBlock {
-			nb := min(attnBlock, at.S-s0)
-			at.blockScoresZ(b, s0, nb, scores[:], &w)
-			at.finishScores(nh, s0, nb, scores[:], bad[:nh])
-			for i := range nh {
-				if !bad[i] {
-					blockSoftmax(scores[i*attnBlock:i*attnBlock+nb], at.Out[(hb+i)*d:(hb+i+1)*d], &m[i], &l[i])
-				}
+			if !bad[i] {
+				blockSoftmax(sc.scores[i*attnBlock:i*attnBlock+nb], out[i*d:(i+1)*d], &m[i], &l[i])
 			}
-			at.blockValuesZ(b, s0, nb, scores[:], &w)
 		}
-		for i := range nh {
-			finishHead(at.Out[(hb+i)*d:(hb+i+1)*d], bad[i], m[i], l[i])
+		at.blockValuesZ(b, s0, nb, sc.scores[:], &sc.w, out)
+	}
+}
+
+// foldSegment folds a later segment's softmax of one head (its maximum m,
+// sum l and unnormalized output o) into the head's running one (M, L,
+// out), as blockSoftmax folds a block: whichever maximum is lower has its
+// side scaled by the exponential of the difference. A segment that saw no
+// position (m = -inf) adds nothing; one after segments that saw none is
+// taken as it is.
+func foldSegment(out, o []float32, M, L *float32, m, l float32) {
+	switch {
+	case math.IsInf(float64(m), -1):
+	case math.IsInf(float64(*M), -1):
+		copy(out, o)
+		*M, *L = m, l
+	case m > *M:
+		c := expf(*M - m)
+		scaleVec(out, out, c)
+		axpyVec(out, o, 1)
+		*M, *L = m, *L*c+l
+	default:
+		c := expf(m - *M)
+		axpyVec(out, o, c)
+		*L += l * c
+	}
+}
+
+// attendSegments is Attend where the caches are cut into n segments of
+// length positions: the workers take runs of segments (and, where there
+// are more workers than segments, runs of kv heads of a segment) into
+// at.seg, and the segments are then folded head by head in order, as
+// attendHeadsZ folds them.
+func (at *Attention) attendSegments(p *Pool, n, length int) {
+	d, hd := at.HeadDim, at.Heads*at.HeadDim
+	sg := &at.seg
+	if cap(sg.out) < n*hd {
+		sg.out = make([]float32, n*hd)
+	}
+	if cap(sg.m) < n*at.Heads {
+		sg.m, sg.l, sg.bad = make([]float32, n*at.Heads), make([]float32, n*at.Heads), make([]bool, n*at.Heads)
+	}
+	sg.n, sg.len, sg.parts = n, length, min(at.KVHeads, max(1, p.Workers()/n))
+	if sg.runFor != at {
+		sg.run, sg.runFor = at.segmentUnits, at
+	}
+	p.RunSplit(n*sg.parts, p.Workers(), sg.run)
+	for h := range at.Heads {
+		out := at.Out[h*d : (h+1)*d]
+		copy(out, sg.out[h*d:(h+1)*d])
+		M, L, bad := sg.m[h], sg.l[h], sg.bad[h]
+		for i := 1; i < n; i++ {
+			j := i*at.Heads + h
+			foldSegment(out, sg.out[i*hd+h*d:i*hd+(h+1)*d], &M, &L, sg.m[j], sg.l[j])
+			bad = bad || sg.bad[j]
+		}
+		finishHead(out, bad, M, L)
+	}
+}
+
+// segmentUnits computes Attend's units [lo, hi): unit u is segment
+// u/parts for the u%parts-th run of kv heads.
+func (at *Attention) segmentUnits(lo, hi int) {
+	sg := &at.seg
+	d, hd, rep := at.HeadDim, at.Heads*at.HeadDim, at.Heads/at.KVHeads
+	var sc spanScratch
+	for u := lo; u < hi; u++ {
+		i, part := u/sg.parts, u%sg.parts
+		p0 := i * sg.len
+		out, m, l, bad := sg.out[i*hd:(i+1)*hd], sg.m[i*at.Heads:(i+1)*at.Heads], sg.l[i*at.Heads:(i+1)*at.Heads], sg.bad[i*at.Heads:(i+1)*at.Heads]
+		h1 := at.KVHeads * (part + 1) / sg.parts * rep
+		for h := at.KVHeads * part / sg.parts * rep; h < h1; {
+			b := at.nextBatch(h, h1, 0, &sc.ends)
+			at.spanZ(b, p0, min(at.S, p0+sg.len), out[h*d:], m[h:], l[h:], bad[h:], &sc)
+			h = b.end()
 		}
 	}
 }
@@ -430,6 +616,9 @@ type headBatch struct {
 	h0   int
 	ends []int
 }
+
+// end returns the end of b's heads.
+func (b headBatch) end() int { return b.ends[len(b.ends)-1] }
 
 // blockSoftmax folds a block's scores sc into one head's online softmax:
 // its running maximum m and sum l, and its output accumulator out, which

@@ -115,10 +115,10 @@ func (at *Attention) blockScoresZ(b headBatch, s0, nb int, scores []float32, w *
 const valueRun = 16
 
 // blockValuesZ adds scores[(h-b.h0)*attnBlock+s-s0] times V[s] into the
-// output of b's heads h for the visible positions s of [s0, s0+nb),
+// output of b's heads h (out[(h-b.h0)*HeadDim:]) for the visible positions s of [s0, s0+nb),
 // valueRun positions for every group in turn, asking for the rows
 // fetchAhead positions on as it goes.
-func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32, w *qrows) {
+func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32, w *qrows, out []float32) {
 	d, rep, hs := at.HeadDim, at.Heads/at.KVHeads, at.headStride()
 	q8 := at.K == nil && at.K16 == nil
 	for j := 0; j < nb; {
@@ -154,11 +154,11 @@ func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32, w *
 						p := &scores[(h-b.h0)*attnBlock+j]
 						switch {
 						case at.V != nil:
-							attnAccF32Z(&at.Out[h*d+c], 4*d, p, 4*attnBlock, min(4, u1-h), unsafe.Pointer(&at.V[off+c]), 4*at.KVStride, n, mask)
+							attnAccF32Z(&out[(h-b.h0)*d+c], 4*d, p, 4*attnBlock, min(4, u1-h), unsafe.Pointer(&at.V[off+c]), 4*at.KVStride, n, mask)
 						case q8:
-							attnAccF32Z(&at.Out[h*d+c], 4*d, p, 4*attnBlock, min(4, u1-h), unsafe.Pointer(&w[wv+c]), ldv, n, mask)
+							attnAccF32Z(&out[(h-b.h0)*d+c], 4*d, p, 4*attnBlock, min(4, u1-h), unsafe.Pointer(&w[wv+c]), ldv, n, mask)
 						default:
-							attnAccF16Z(&at.Out[h*d+c], 4*d, p, 4*attnBlock, min(4, u1-h), unsafe.Pointer(&at.V16[off+c]), 2*at.KVStride, n, mask)
+							attnAccF16Z(&out[(h-b.h0)*d+c], 4*d, p, 4*attnBlock, min(4, u1-h), unsafe.Pointer(&at.V16[off+c]), 2*at.KVStride, n, mask)
 						}
 					}
 				}

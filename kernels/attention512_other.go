@@ -12,7 +12,7 @@ type qrows struct{}
 func (at *Attention) blockScoresZ(b headBatch, s0, nb int, scores []float32, w *qrows) {
 }
 
-func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32, w *qrows) {
+func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32, w *qrows, out []float32) {
 }
 
 func scaleScoresZ(x *float32, n int, s float32) (bad bool) { return false }

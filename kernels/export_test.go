@@ -21,3 +21,12 @@ func NewPoolFinishing(n int, finished func()) *Pool { return newPool(n, finished
 
 // DecodeParts exposes how many parts a decode product is split into.
 var DecodeParts = decodeParts
+
+// SetAttnSegMin sets the fewest positions the avx512 decode attention puts
+// in a segment (attnSegMin), so that short caches are cut into segments,
+// and returns a function that restores it.
+func SetAttnSegMin(n int) (restore func()) {
+	old := attnSegMin
+	attnSegMin = n
+	return func() { attnSegMin = old }
+}

@@ -3,6 +3,7 @@ package kernels_test
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/pootlabs/poot"
@@ -57,7 +58,13 @@ func testMatMulNonFinite(t *testing.T) {
 // TestAttendNonFinite: NaN and infinities in the scores and the visible
 // values propagate as the definition says (and the oracle computes);
 // masked positions are not read.
-func TestAttendNonFinite(t *testing.T) { modes(t, testAttendNonFinite) }
+// With short segments the 70 positions are two segments on the avx512
+// path, [0,64) and [64,70), folded together.
+func TestAttendNonFinite(t *testing.T) {
+	modes(t, testAttendNonFinite)
+	defer kernels.SetAttnSegMin(16)()
+	modes(t, testAttendNonFinite)
+}
 
 func testAttendNonFinite(t *testing.T) {
 	const S, H, KVH, D = 70, 8, 2, 16 // four query heads share a cache head
@@ -85,6 +92,8 @@ func testAttendNonFinite(t *testing.T) {
 		}
 		return heads
 	}
+	pool := kernels.NewPool(2)
+	defer pool.Close()
 	for _, c := range []struct {
 		name string
 		poke func(at *kernels.Attention)
@@ -99,6 +108,7 @@ func testAttendNonFinite(t *testing.T) {
 			}
 		}, []int{4, 5, 6, 7}},
 		{"NaN key", func(at *kernels.Attention) { at.K[3*KVH*D+2] = nan32() }, []int{0, 1, 2, 3}},
+		{"NaN key in the second segment", func(at *kernels.Attention) { at.K[66*KVH*D+D+2] = nan32() }, []int{4, 5, 6, 7}},
 		{"masked NaN key and value", func(at *kernels.Attention) {
 			at.K[(S-1)*KVH*D] = nan32()
 			at.V[(S-1)*KVH*D] = nan32()
@@ -111,10 +121,17 @@ func testAttendNonFinite(t *testing.T) {
 	} {
 		at := base()
 		c.poke(&at)
+		if err := kernels.Attend(pool, &at); err != nil {
+			t.Fatal(err)
+		}
+		pooled := nanHeads(&at)
 		if err := kernels.AttendHeads(&at, 0, H); err != nil {
 			t.Fatal(err)
 		}
 		got := nanHeads(&at)
+		if !slices.Equal(pooled, got) {
+			t.Errorf("%s: NaN heads %v on a pool of two, %v on one goroutine", c.name, pooled, got)
+		}
 		for h := range H {
 			want := false
 			for _, n := range c.nan {
@@ -131,17 +148,32 @@ func testAttendNonFinite(t *testing.T) {
 		}
 	}
 	// A NaN value at a visible position whose weight underflows to 0 still
-	// reaches the output: 0·NaN is NaN.
-	at := base()
-	at.Mask[7] = -200
-	at.V[7*KVH*D+3] = nan32()
-	if err := kernels.AttendHeads(&at, 0, H); err != nil {
-		t.Fatal(err)
-	}
-	for h := range H {
-		v := at.Out[h*D+3]
-		if isNaN := v != v; isNaN != (h < 4) {
-			t.Errorf("value NaN at weight 0: head %d element 3 = %g", h, v)
+	// reaches the output: 0·NaN is NaN. Also in the second segment, and
+	// where a later segment's much larger scores scale the first's
+	// outputs by 0.
+	for _, c := range []struct {
+		name     string
+		nanAt    int
+		lowFirst bool
+	}{{"first", 7, false}, {"second", 66, false}, {"first, a larger second", 7, true}} {
+		at := base()
+		at.Mask[c.nanAt] = -200
+		at.V[c.nanAt*KVH*D+3] = nan32()
+		if c.lowFirst {
+			for s := range 64 {
+				if s != c.nanAt {
+					at.Mask[s] = -150
+				}
+			}
+		}
+		if err := kernels.AttendHeads(&at, 0, H); err != nil {
+			t.Fatal(err)
+		}
+		for h := range H {
+			v := at.Out[h*D+3]
+			if isNaN := v != v; isNaN != (h < 4) {
+				t.Errorf("value NaN at weight 0 (%s): head %d element 3 = %g", c.name, h, v)
+			}
 		}
 	}
 }

@@ -357,6 +357,9 @@ func testAttention(t *testing.T) {
 			d = rapid.SampledFrom([]int{48, 64, 80, 128, 144, 256}).Draw(rt, "wideHeaddim")
 		}
 		S := rapid.IntRange(0, 150).Draw(rt, "S")
+		// Short caches cut into segments of positions (the avx512 path
+		// cuts caches of 1024 positions or more).
+		defer kernels.SetAttnSegMin(rapid.SampledFrom([]int{512, 16, 40}).Draw(rt, "segMin"))()
 		pad := rapid.IntRange(0, 5).Draw(rt, "pad")
 		if cache == "q8_0" {
 			// Q8_0 rows are whole blocks: head dims and strides of 32s.
@@ -479,17 +482,22 @@ func testAttention(t *testing.T) {
 	// (head dims of whole vectors) take the heads of several kv heads
 	// through each block of positions together (and widen Q8_0 rows of
 	// adjacent kv heads together), and how they are batched must not
-	// change a head's arithmetic.
+	// change a head's arithmetic; where they cut the positions into
+	// segments (here of at least 16 positions: two of 77, five of 300),
+	// the workers take runs of segments, or of a segment's kv heads, and
+	// the outputs must not depend on that either.
 	p := kernels.NewPool(3)
 	defer p.Close()
 	r := rand.New(rand.NewPCG(8, 8))
 	var at kernels.Attention
 	for _, c := range []struct {
-		D     int
-		cache string
-	}{{24, "f32"}, {64, "f32"}, {64, "f16"}, {32, "f16"}, {64, "q8_0"}, {96, "q8_0"}} {
-		const S, H, KVH = 77, 12, 3
-		D := c.D
+		D, S, segMin int
+		cache        string
+	}{{24, 77, 512, "f32"}, {64, 77, 512, "f32"}, {64, 77, 512, "f16"}, {32, 77, 512, "f16"}, {64, 77, 512, "q8_0"}, {96, 77, 512, "q8_0"},
+		{64, 77, 16, "f32"}, {32, 300, 16, "f16"}, {64, 300, 16, "q8_0"}, {16, 300, 100, "f16"}} {
+		const H, KVH = 12, 3
+		D, S := c.D, c.S
+		restore := kernels.SetAttnSegMin(c.segMin)
 		at = kernels.Attention{
 			Q: randActs(r, H*D), K: randActs(r, S*KVH*D), V: randActs(r, S*KVH*D),
 			Out: make([]float32, H*D), S: S, Heads: H, KVHeads: KVH, HeadDim: D, KVStride: KVH * D, Scale: 0.2,
@@ -525,9 +533,10 @@ func testAttention(t *testing.T) {
 		}
 		for i := range pooled {
 			if pooled[i] != whole[i] || at.Out[i] != whole[i] {
-				t.Fatalf("D %d, %s caches: out[%d]: Attend %g, AttendHeads %g, a kv head at a time %g", D, c.cache, i, pooled[i], whole[i], at.Out[i])
+				t.Fatalf("D %d, S %d, segments of %d, %s caches: out[%d]: Attend %g, AttendHeads %g, a kv head at a time %g", D, S, c.segMin, c.cache, i, pooled[i], whole[i], at.Out[i])
 			}
 		}
+		restore()
 	}
 	if a := testing.AllocsPerRun(10, func() { _ = kernels.Attend(p, &at) }); a != 0 {
 		t.Errorf("Attend allocates %v times", a)
