@@ -11,9 +11,10 @@ import (
 
 // TestPoolCompletes checks that Run returns only after every chunk has
 // finished, over loops that alternate between finishing within the pool's
-// spin and outlasting it (so that the caller parks). A completion signal
-// left over from an earlier loop once let Run return while workers were
-// still inside their chunks.
+// spin and outlasting it (so that the caller parks), some after a pause
+// longer than the workers' spin (so that they park and must be woken). A
+// completion signal left over from an earlier loop once let Run return
+// while workers were still inside their chunks.
 func TestPoolCompletes(t *testing.T) {
 	loops := 1500
 	if testing.Short() {
@@ -25,6 +26,9 @@ func TestPoolCompletes(t *testing.T) {
 	var done [n]atomic.Bool
 	for loop := range loops {
 		long := loop%3 == 2
+		if loop%50 == 49 {
+			time.Sleep(3 * time.Millisecond)
+		}
 		p.Run(n, func(lo, hi int) {
 			if long {
 				start := time.Now()
