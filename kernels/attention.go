@@ -224,24 +224,20 @@ func (at *Attention) fetchRows(v bool, h0, h1, s, n int) {
 func (at *Attention) fetchElems(v bool, off, n int) {
 	switch {
 	case at.K != nil:
-		b := at.K
-		if v {
-			b = at.V
-		}
-		prefetchBytes(unsafe.Pointer(&b[off]), 4*n)
+		prefetchBytes(unsafe.Pointer(&cache(v, at.K, at.V)[off]), 4*n)
 	case at.K16 != nil:
-		b := at.K16
-		if v {
-			b = at.V16
-		}
-		prefetchBytes(unsafe.Pointer(&b[off]), 2*n)
+		prefetchBytes(unsafe.Pointer(&cache(v, at.K16, at.V16)[off]), 2*n)
 	default:
-		b := at.K8
-		if v {
-			b = at.V8
-		}
-		prefetchBytes(unsafe.Pointer(&b[off/32*34]), n/32*34)
+		prefetchBytes(unsafe.Pointer(&cache(v, at.K8, at.V8)[off/32*34]), n/32*34)
 	}
+}
+
+// cache returns v's cache: vc where v is set, else kc.
+func cache[E any](v bool, kc, vc []E) []E {
+	if v {
+		return vc
+	}
+	return kc
 }
 
 // attnBlock is how many positions are scored before their softmax weights
@@ -364,27 +360,16 @@ func (at *Attention) rowAt(v bool, off int, row []float32, widen bool) []float32
 	d := at.HeadDim
 	switch {
 	case at.K != nil:
-		if v {
-			return at.V[off : off+d]
-		}
-		return at.K[off : off+d]
+		return cache(v, at.K, at.V)[off : off+d]
 	case at.K16 != nil:
 		if !widen {
 			return nil
 		}
-		c := at.K16
-		if v {
-			c = at.V16
-		}
 		row = row[:d]
-		F16RowToF32(row, c[off:off+d])
+		F16RowToF32(row, cache(v, at.K16, at.V16)[off:off+d])
 	default:
-		c := at.K8
-		if v {
-			c = at.V8
-		}
 		row = row[:d]
-		Q8_0RowToF32(row, c[off/32*34:(off+d)/32*34])
+		Q8_0RowToF32(row, cache(v, at.K8, at.V8)[off/32*34:(off+d)/32*34])
 	}
 	return row
 }
