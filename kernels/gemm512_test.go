@@ -37,6 +37,12 @@ func TestMatMulTiles(t *testing.T) {
 						if K >= 1024 && (N > 50 || T%3 == 1) {
 							continue // keep the reference's cost down
 						}
+						if raceEnabled && (T+N)%4 != 0 {
+							// Under the race detector (which looks at the
+							// pool, not the tiles' arithmetic) a quarter
+							// of the shapes: all of them took 150 s.
+							continue
+						}
 						checkProduct(t, dt, T, N, K, uint64(K*1000+T*100+N))
 					}
 				}
