@@ -49,7 +49,7 @@ type segParts struct {
 	out           []float32
 	m, l          []float32
 	bad           []bool
-	n, len, parts int              // the segments, their length, the runs of kv heads each is cut into
+	length, parts int              // the segments' length, the runs of kv heads each is cut into
 	run           func(lo, hi int) // segmentUnits bound to runFor
 	runFor        *Attention
 }
@@ -558,7 +558,7 @@ func (at *Attention) attendSegments(p *Pool, n, length int) {
 	if cap(sg.m) < n*at.Heads {
 		sg.m, sg.l, sg.bad = make([]float32, n*at.Heads), make([]float32, n*at.Heads), make([]bool, n*at.Heads)
 	}
-	sg.n, sg.len, sg.parts = n, length, min(at.KVHeads, max(1, p.Workers()/n))
+	sg.length, sg.parts = length, min(at.KVHeads, max(1, p.Workers()/n))
 	if sg.runFor != at {
 		sg.run, sg.runFor = at.segmentUnits, at
 	}
@@ -584,12 +584,12 @@ func (at *Attention) segmentUnits(lo, hi int) {
 	var sc spanScratch
 	for u := lo; u < hi; u++ {
 		i, part := u/sg.parts, u%sg.parts
-		p0 := i * sg.len
+		p0 := i * sg.length
 		out, m, l, bad := sg.out[i*hd:(i+1)*hd], sg.m[i*at.Heads:(i+1)*at.Heads], sg.l[i*at.Heads:(i+1)*at.Heads], sg.bad[i*at.Heads:(i+1)*at.Heads]
 		h1 := at.KVHeads * (part + 1) / sg.parts * rep
 		for h := at.KVHeads * part / sg.parts * rep; h < h1; {
 			b := at.nextBatch(h, h1, 0, &sc.ends)
-			at.spanZ(b, p0, min(at.S, p0+sg.len), out[h*d:], m[h:], l[h:], bad[h:], &sc)
+			at.spanZ(b, p0, min(at.S, p0+sg.length), out[h*d:], m[h:], l[h:], bad[h:], &sc)
 			h = b.end()
 		}
 	}
