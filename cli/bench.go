@@ -389,15 +389,7 @@ func (b *bencher) run() (prefillTime, genTime time.Duration, err error) {
 }
 
 // argmax is the greedy choice: the first index of the largest logit.
-func argmax(logits []float32) int32 {
-	best := 0
-	for j, v := range logits {
-		if v > logits[best] {
-			best = j
-		}
-	}
-	return int32(best)
-}
+func argmax(logits []float32) int32 { return int32(kernels.ArgMax(logits)) }
 
 // decodeBytes is the bytes a decode step moves: the planner's count when
 // the interpreter has a plan, otherwise every constant once and the filled

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/pootlabs/poot/kernels"
 )
 
 // SamplerOptions configure token sampling. The stages run in llama.cpp's
@@ -193,12 +195,4 @@ func softmax(c []candidate, temp float64) {
 
 // argmax returns the index of the largest logit, the lowest on ties. NaNs
 // never win.
-func argmax(v []float32) int32 {
-	best := 0
-	for i, x := range v {
-		if x > v[best] || (v[best] != v[best] && x == x) {
-			best = i
-		}
-	}
-	return int32(best)
-}
+func argmax(v []float32) int32 { return int32(kernels.ArgMax(v)) }

@@ -139,6 +139,33 @@ func Add(dst, a, b []float32) error {
 // HasNonFinite reports whether x holds an infinity or a NaN.
 func HasNonFinite(x []float32) bool { return nonFiniteVec(x) }
 
+// ArgMax returns the index of x's largest value, the lowest on ties; a
+// NaN never wins (x of NaNs only, or empty: 0). Over finite values it
+// takes the maximum through the vector kernels and then looks for its
+// first place: a greedy pick over a 128,256-entry vocabulary took about
+// 100 us in one scalar pass, a token's half percent of a 1B decode step.
+func ArgMax(x []float32) int {
+	if len(x) == 0 {
+		return 0
+	}
+	if nonFiniteVec(x) {
+		best := 0
+		for i, v := range x {
+			if v > x[best] || x[best] != x[best] && v == v {
+				best = i
+			}
+		}
+		return best
+	}
+	m := maxVec(x)
+	for i, v := range x {
+		if v == m {
+			return i
+		}
+	}
+	return 0
+}
+
 // ArithOp is the operator of [Arith].
 type ArithOp uint8
 

@@ -835,3 +835,33 @@ func TestSiLUMulInRange(t *testing.T) {
 		}
 	})
 }
+
+// TestArgMax: the first index of the largest value, NaNs never winning,
+// against a plain loop, over lengths around the vector widths with ties,
+// signed zeros, infinities and NaNs drawn in.
+func TestArgMax(t *testing.T) { modes(t, testArgMax) }
+
+func testArgMax(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(0, 300).Draw(rt, "n")
+		pool := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 3.5, -7, float32(math.Inf(1)), float32(math.Inf(-1)), nan32(), math.MaxFloat32}
+		odd := rapid.Bool().Draw(rt, "odd")
+		r := rand.New(rand.NewPCG(uint64(n), 7))
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(r.IntN(9) - 4) // ties are common
+			if odd && r.IntN(8) == 0 {
+				x[i] = pool[r.IntN(len(pool))]
+			}
+		}
+		want := 0
+		for i, v := range x {
+			if v > x[want] || x[want] != x[want] && v == v {
+				want = i
+			}
+		}
+		if got := kernels.ArgMax(x); got != want {
+			rt.Fatalf("ArgMax(%v) = %d, want %d", x, got, want)
+		}
+	})
+}
