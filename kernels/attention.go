@@ -439,30 +439,43 @@ func attendHeadsZ(at *Attention, h0, h1 int) {
 		limit = segBuf / d
 	}
 	var (
-		sc     spanScratch
-		m, l   [maxBatch]float32
-		bad    [maxBatch]bool // a score is NaN or +Inf: the head's softmax is NaN
-		sm, sl [maxBatch]float32
-		sbad   [maxBatch]bool
-		so     [segBuf]float32
+		sc   spanScratch
+		m, l [maxBatch]float32
+		bad  [maxBatch]bool // a score is NaN or +Inf: the head's softmax is NaN
 	)
 	for h := h0; h < h1; {
 		b := at.nextBatch(h, h1, limit, &sc.ends)
 		nh := b.end() - h
 		out := at.Out[h*d : b.end()*d]
 		at.spanZ(b, 0, min(at.S, length), out, m[:nh], l[:nh], bad[:nh], &sc)
-		for i := 1; i < n; i++ {
-			p0 := i * length
-			at.spanZ(b, p0, min(at.S, p0+length), so[:nh*d], sm[:nh], sl[:nh], sbad[:nh], &sc)
-			for k := range nh {
-				foldSegment(out[k*d:(k+1)*d], so[k*d:(k+1)*d], &m[k], &l[k], sm[k], sl[k])
-				bad[k] = bad[k] || sbad[k]
-			}
+		if n > 1 {
+			at.foldLater(b, n, length, out, m[:nh], l[:nh], bad[:nh], &sc)
 		}
 		for k := range nh {
 			finishHead(out[k*d:(k+1)*d], bad[k], m[k], l[k])
 		}
 		h = b.end()
+	}
+}
+
+// foldLater computes segments [1, n) of length positions of b's heads and
+// folds each in turn into the first's outputs, maxima, sums and flags
+// (out, m, l, bad). Its buffer for a segment's outputs is its own, so
+// that the calls with one segment do not clear it.
+func (at *Attention) foldLater(b headBatch, n, length int, out, m, l []float32, bad []bool, sc *spanScratch) {
+	d, nh := at.HeadDim, len(m)
+	var (
+		sm, sl [maxBatch]float32
+		sbad   [maxBatch]bool
+		so     [segBuf]float32
+	)
+	for i := 1; i < n; i++ {
+		p0 := i * length
+		at.spanZ(b, p0, min(at.S, p0+length), so[:nh*d], sm[:nh], sl[:nh], sbad[:nh], sc)
+		for k := range nh {
+			foldSegment(out[k*d:(k+1)*d], so[k*d:(k+1)*d], &m[k], &l[k], sm[k], sl[k])
+			bad[k] = bad[k] || sbad[k]
+		}
 	}
 }
 
