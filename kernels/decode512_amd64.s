@@ -55,6 +55,23 @@
 #define PF11(b, r) PF9(b, r); PREFETCHT0 576(b)(r*1); PREFETCHT0 640(b)(r*1)
 #define PN2(b, r) PREFETCHNTA (b)(r*1); PREFETCHNTA 64(b)(r*1)
 #define PN4(b, r) PN2(b, r); PREFETCHNTA 128(b)(r*1); PREFETCHNTA 192(b)(r*1)
+
+// ZERO16TO27 zeroes Z16-Z27: accumulators at the start of a row, or the
+// upper registers before a kernel returns (see the package doc on
+// VZEROUPPER).
+#define ZERO16TO27 \
+	VPXORD Z16, Z16, Z16 \
+	VPXORD Z17, Z17, Z17 \
+	VPXORD Z18, Z18, Z18 \
+	VPXORD Z19, Z19, Z19 \
+	VPXORD Z20, Z20, Z20 \
+	VPXORD Z21, Z21, Z21 \
+	VPXORD Z22, Z22, Z22 \
+	VPXORD Z23, Z23, Z23 \
+	VPXORD Z24, Z24, Z24 \
+	VPXORD Z25, Z25, Z25 \
+	VPXORD Z26, Z26, Z26 \
+	VPXORD Z27, Z27, Z27
 #define PFF2(b) PF2(b, R9); PN2(b, R14)
 #define PFF4(b) PF4(b, R9); PN4(b, R14)
 #define PFN2(b) PN2(b, R14)
@@ -439,18 +456,7 @@ row: \
 	VPXORD Z9, Z9, Z9 \
 	VPXORD Z10, Z10, Z10 \
 	VPXORD Z11, Z11, Z11 \
-	VPXORD Z16, Z16, Z16 \
-	VPXORD Z17, Z17, Z17 \
-	VPXORD Z18, Z18, Z18 \
-	VPXORD Z19, Z19, Z19 \
-	VPXORD Z20, Z20, Z20 \
-	VPXORD Z21, Z21, Z21 \
-	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23 \
-	VPXORD Z24, Z24, Z24 \
-	VPXORD Z25, Z25, Z25 \
-	VPXORD Z26, Z26, Z26 \
-	VPXORD Z27, Z27, Z27 \
+	ZERO16TO27 \
 	VPXORD Z28, Z28, Z28 \
 	VPXORD Z29, Z29, Z29 \
 	VPXORD Z30, Z30, Z30 \
@@ -552,18 +558,7 @@ sum: \
 	DECQ R8 \
 	JNZ row \
 end: \
-	VPXORD Z16, Z16, Z16 \
-	VPXORD Z17, Z17, Z17 \
-	VPXORD Z18, Z18, Z18 \
-	VPXORD Z19, Z19, Z19 \
-	VPXORD Z20, Z20, Z20 \
-	VPXORD Z21, Z21, Z21 \
-	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23 \
-	VPXORD Z24, Z24, Z24 \
-	VPXORD Z25, Z25, Z25 \
-	VPXORD Z26, Z26, Z26 \
-	VPXORD Z27, Z27, Z27 \
+	ZERO16TO27 \
 	VPXORD Z28, Z28, Z28 \
 	VPXORD Z29, Z29, Z29 \
 	VPXORD Z30, Z30, Z30 \
@@ -693,21 +688,6 @@ GLOBL q8lane<>(SB), RODATA|NOPTR, $128
 	VMOVDQU64 (SI)(R11*1), Z18 \
 	VMOVDQU64 64(SI)(R11*1), Z19 \
 	VMOVUPS (DI), X20
-
-// ZERO16TO27 zeroes Z16-Z27 (see the package doc on VZEROUPPER).
-#define ZERO16TO27 \
-	VPXORD Z16, Z16, Z16 \
-	VPXORD Z17, Z17, Z17 \
-	VPXORD Z18, Z18, Z18 \
-	VPXORD Z19, Z19, Z19 \
-	VPXORD Z20, Z20, Z20 \
-	VPXORD Z21, Z21, Z21 \
-	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23 \
-	VPXORD Z24, Z24, Z24 \
-	VPXORD Z25, Z25, Z25 \
-	VPXORD Z26, Z26, Z26 \
-	VPXORD Z27, Z27, Z27
 
 // Q8SCALES(base, x) leaves in x the f16 scales of the four blocks at
 // base (bytes 0, 34, 68 and 102) as four words, gathered through AX by
