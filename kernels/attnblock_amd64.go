@@ -5,11 +5,15 @@ import (
 	"unsafe"
 )
 
-// The avx512 level's decode attention (see attention512_amd64.s): a
-// block's scores through the dot-product tile of gemmdot512_amd64.s, four
-// query heads by six positions a call, and its weighted values through
-// attnAcc, four heads' 64 output columns held in registers over a run of
-// positions. Per position and kv head, the one-row-at-a-time loop of
+// The decode attention's block kernels, at the avx512 and avx2 levels. At
+// avx512 a block's scores go through the dot-product tile of
+// gemmdot512_amd64.s, four query heads by six positions a call, and its
+// weighted values through attnAccF32Z/F16Z (attention512_amd64.s), four
+// heads' 64 output columns held in registers over a run of positions. At
+// avx2 the scores go through the 4x3 tile of the float products
+// (float_amd64.s: four heads by three positions), and the values through
+// attnAccF32Y/F16Y (attnacc_amd64.s), four heads' sixteen columns at a
+// time. Per position and kv head, the one-row-at-a-time loop of
 // attendHeads spends most of its time in calls and lane sums; these read
 // each cache row once for every head that shares it.
 
@@ -22,17 +26,24 @@ func attnAccF32Z(out *float32, ldo int, p *float32, ldp int, rows int, v unsafe.
 //go:noescape
 func attnAccF16Z(out *float32, ldo int, p *float32, ldp int, rows int, v unsafe.Pointer, ldv int, n int, mask uint64)
 
+//go:noescape
+func attnAccF32Y(out *float32, ldo int, p *float32, ldp int, rows int, v unsafe.Pointer, ldv int, n int, cols int)
+
+//go:noescape
+func attnAccF16Y(out *float32, ldo int, p *float32, ldp int, rows int, v unsafe.Pointer, ldv int, n int, cols int)
+
 // scaleScoresZ multiplies the n scores at x by s and reports whether one
 // became NaN or +Inf.
 //
 //go:noescape
 func scaleScoresZ(x *float32, n int, s float32) (bad bool)
 
-// blocksZ reports whether the avx512 block kernels take at's caches: f32
-// or binary16 with a head dimension of whole vectors, or Q8_0 (whose rows
-// they widen to f32 a few at a time, into qrows).
-func (at *Attention) blocksZ() bool {
-	return useAVX512 && at.HeadDim%16 == 0
+// blocked reports whether the block kernels take at's caches: at the
+// avx512 or avx2 level, f32 or binary16 with a head dimension of whole
+// 16-float vectors, or Q8_0 (whose rows they widen to f32 a few at a
+// time, into qrows).
+func (at *Attention) blocked() bool {
+	return useAsm && at.HeadDim%16 == 0
 }
 
 // qrows is room for the Q8_0 cache rows the block kernels widen at once:
@@ -62,12 +73,12 @@ func (at *Attention) q8Span(b headBatch, n int) int {
 	return span
 }
 
-// blockScoresZ writes the raw scores Q[h]·K[s] of b's heads h (head h's
+// blockScores writes the raw scores Q[h]·K[s] of b's heads h (head h's
 // at scores[(h-b.h0)*attnBlock+s-s0]) for the visible positions s of
 // [s0, s0+nb). It walks the positions once for all of b's groups, six at
 // a time, so that a position-major cache is read in order, asking for the
 // rows fetchAhead positions on as it goes.
-func (at *Attention) blockScoresZ(b headBatch, s0, nb int, scores []float32, w *qrows) {
+func (at *Attention) blockScores(b headBatch, s0, nb int, scores []float32, w *qrows) {
 	d, rep, hs := at.HeadDim, at.Heads/at.KVHeads, at.headStride()
 	q8 := at.K == nil && at.K16 == nil
 	for j := 0; j < nb; {
@@ -93,14 +104,26 @@ func (at *Attention) blockScoresZ(b headBatch, s0, nb int, scores []float32, w *
 					wk, ldw = 0, 4*d
 				}
 				for h := u0; h < u1; h += 4 {
-					sc := &scores[(h-b.h0)*attnBlock+j]
+					sc := scores[(h-b.h0)*attnBlock+j:]
+					var (
+						kern = &f32Kernels
+						k    unsafe.Pointer
+						ldk  int
+					)
 					switch {
 					case at.K != nil:
-						gemmDotF32Z(&at.Q[h*d], 4*d, min(4, u1-h), unsafe.Pointer(&at.K[off]), 4*at.KVStride, nw, d/16, sc, 4*attnBlock, 0)
+						k, ldk = unsafe.Pointer(&at.K[off]), 4*at.KVStride
 					case q8:
-						gemmDotF32Z(&at.Q[h*d], 4*d, min(4, u1-h), unsafe.Pointer(&w[wk]), ldw, nw, d/16, sc, 4*attnBlock, 0)
+						k, ldk = unsafe.Pointer(&w[wk]), ldw
 					default:
-						gemmDotF16Z(&at.Q[h*d], 4*d, min(4, u1-h), unsafe.Pointer(&at.K16[off]), 2*at.KVStride, nw, d/16, sc, 4*attnBlock, 0)
+						kern, k, ldk = &f16Kernels, unsafe.Pointer(&at.K16[off]), 2*at.KVStride
+					}
+					if !useAVX512 {
+						scoresY(kern, at.Q[h*d:], min(4, u1-h), k, ldk, nw, d, sc)
+					} else if kern == &f16Kernels {
+						gemmDotF16Z(&at.Q[h*d], 4*d, min(4, u1-h), k, ldk, nw, d/16, &sc[0], 4*attnBlock, 0)
+					} else {
+						gemmDotF32Z(&at.Q[h*d], 4*d, min(4, u1-h), k, ldk, nw, d/16, &sc[0], 4*attnBlock, 0)
 					}
 				}
 				u0 = u1
@@ -110,15 +133,15 @@ func (at *Attention) blockScoresZ(b headBatch, s0, nb int, scores []float32, w *
 	}
 }
 
-// valueRun is how many positions blockValuesZ adds for one group before
+// valueRun is how many positions blockValues adds for one group before
 // it turns to the next.
 const valueRun = 16
 
-// blockValuesZ adds scores[(h-b.h0)*attnBlock+s-s0] times V[s] into the
+// blockValues adds scores[(h-b.h0)*attnBlock+s-s0] times V[s] into the
 // output of b's heads h (out[(h-b.h0)*HeadDim:]) for the visible positions s of [s0, s0+nb),
 // valueRun positions for every group in turn, asking for the rows
 // fetchAhead positions on as it goes.
-func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32, w *qrows, out []float32) {
+func (at *Attention) blockValues(b headBatch, s0, nb int, scores []float32, w *qrows, out []float32) {
 	d, rep, hs := at.HeadDim, at.Heads/at.KVHeads, at.headStride()
 	q8 := at.K == nil && at.K16 == nil
 	for j := 0; j < nb; {
@@ -146,6 +169,18 @@ func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32, w *
 					wv, ldv = 0, 4*d
 				}
 				for h := u0; h < u1; h += 4 {
+					if !useAVX512 {
+						p, o, rows := &scores[(h-b.h0)*attnBlock+j], &out[(h-b.h0)*d], min(4, u1-h)
+						switch {
+						case at.V != nil:
+							attnAccF32Y(o, 4*d, p, 4*attnBlock, rows, unsafe.Pointer(&at.V[off]), 4*at.KVStride, n, d)
+						case q8:
+							attnAccF32Y(o, 4*d, p, 4*attnBlock, rows, unsafe.Pointer(&w[wv]), ldv, n, d)
+						default:
+							attnAccF16Y(o, 4*d, p, 4*attnBlock, rows, unsafe.Pointer(&at.V16[off]), 2*at.KVStride, n, d)
+						}
+						continue
+					}
 					for c := 0; c < d; c += 64 {
 						mask := uint64(math.MaxUint64)
 						if r := d - c; r < 64 {
@@ -166,5 +201,36 @@ func (at *Attention) blockValuesZ(b headBatch, s0, nb int, scores []float32, w *
 			}
 		}
 		j = e
+	}
+}
+
+// scoresY writes the raw scores of rows query heads (at most four, from
+// q, HeadDim d apart) with nw cache rows (ldk bytes apart at k, in kern's
+// dtype) into sc (head r's at sc[r*attnBlock:]), through the avx2 tiles:
+// four heads by three positions, or one head by four positions where
+// fewer heads share the kv head. Where nw is not a multiple of the tile's
+// positions, its last call takes the last positions, again some that the
+// one before took: a tile sums each of its dots alike, so those scores
+// come out the same bits. Runs shorter than a tile go one by one.
+func scoresY(kern *floatKernels, q []float32, rows int, k unsafe.Pointer, ldk, nw, d int, sc []float32) {
+	switch {
+	case rows == 4 && nw >= 3:
+		for j := 0; j < nw; j += 3 {
+			j = min(j, nw-3)
+			kern.dot43(&q[0], 4*d, unsafe.Add(k, j*ldk), ldk, d, &sc[j], 4*attnBlock, 0)
+		}
+	case rows < 4 && nw >= 4:
+		for j := 0; j < nw; j += 4 {
+			j = min(j, nw-4)
+			for r := range rows {
+				kern.dot14(&q[r*d], unsafe.Add(k, j*ldk), ldk, d, (*[4]float32)(sc[r*attnBlock+j:]))
+			}
+		}
+	default:
+		for j := range nw {
+			for r := range rows {
+				sc[r*attnBlock+j] = kern.dot11(&q[r*d], unsafe.Add(k, j*ldk), d)
+			}
+		}
 	}
 }
