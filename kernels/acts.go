@@ -35,8 +35,14 @@ func actKindFor(wt poot.DType) actKind {
 }
 
 // SamePreparation reports whether activations prepared for weights of
-// dtype a serve products with weights of dtype b too.
+// dtype a serve products with weights of dtype b too. On amd64 only a
+// preparation for Q8_0 serves Q8_0: it alone interleaves the rows for the
+// avx2 Q8_0 prompt kernel (a preparation for Q8_0 serves Q4_1, Q5_0 and
+// Q5_1, not the reverse).
 func SamePreparation(a, b poot.DType) bool {
+	if b == poot.Q8_0 && a != poot.Q8_0 && interleavesQ8 {
+		return false
+	}
 	return actKindFor(a) != actNone && actKindFor(a) == actKindFor(b)
 }
 
@@ -52,6 +58,7 @@ type Acts struct {
 	T, K int // rows and elements per row of the last Prepare
 
 	kind actKind
+	wt   poot.DType // the weights' dtype the last Prepare was for
 	x    []float32 // the caller's rows, not copied
 	// nonFinite marks the rows (quantized kinds) that hold a NaN or an
 	// infinity, which int8 blocks cannot carry: their products are taken
@@ -109,7 +116,7 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	if T > math.MaxInt/K || len(x) < T*K {
 		return sizeError("Prepare", "activations have %d elements, want %dx%d", len(x), T, K)
 	}
-	a.T, a.K, a.kind = T, K, kind
+	a.T, a.K, a.kind, a.wt = T, K, kind, wt
 	a.x = x[:T*K]
 	switch kind {
 	case actQ8, actQ8X:

@@ -120,8 +120,8 @@ func checkMatMul(wt poot.DType, y []float32, w []byte, a *Acts, N, n1 int) error
 	if a == nil || a.kind == actNone {
 		return sizeError("MatMulRows", "activations not prepared")
 	}
-	if a.kind != actKindFor(wt) {
-		return sizeError("MatMulRows", "activations were not prepared for %v weights", wt)
+	if !SamePreparation(a.wt, wt) {
+		return sizeError("MatMulRows", "activations prepared for %v weights do not serve %v weights", a.wt, wt)
 	}
 	if a.K%wt.BlockElems() != 0 {
 		return sizeError("MatMulRows", "K=%d is not a multiple of the %v block", a.K, wt)

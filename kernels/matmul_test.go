@@ -318,6 +318,54 @@ func TestQuadsPreparation(t *testing.T) {
 	})
 }
 
+// TestQ8_0Preparation: a preparation for Q8_0 serves Q4_1, Q5_0 and Q5_1
+// products with the bits of their own; one for those serves a Q8_0
+// product only where SamePreparation says so (not on amd64, where only
+// Q8_0's interleaves the rows for the avx2 prompt kernel), and is
+// otherwise refused with ErrSize, never read past its end.
+func TestQ8_0Preparation(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(11, 12))
+		const T, N, K = 5, 6, 96
+		x := randActs(r, T*K)
+		product := func(dt, prep poot.DType) ([]float32, error) {
+			var a kernels.Acts
+			if err := a.Prepare(prep, x, T, K); err != nil {
+				t.Fatal(err)
+			}
+			y := make([]float32, T*N)
+			return y, kernels.MatMul(nil, dt, y, randWeights(rand.New(rand.NewPCG(uint64(dt), 1)), dt, N, K), &a, N)
+		}
+		for _, other := range []poot.DType{poot.Q4_1, poot.Q5_0, poot.Q5_1} {
+			for _, c := range [][2]poot.DType{{other, poot.Q8_0}, {poot.Q8_0, other}} {
+				dt, prep := c[0], c[1]
+				own, err := product(dt, dt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := product(dt, prep)
+				if !kernels.SamePreparation(prep, dt) {
+					if !errors.Is(err, kernels.ErrSize) {
+						t.Fatalf("%v product of activations prepared for %v: %v, want ErrSize", dt, prep, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%v product of activations prepared for %v: %v", dt, prep, err)
+				}
+				for i := range own {
+					if got[i] != own[i] {
+						t.Fatalf("%v: y[%d] = %g prepared for %v, %g for itself", dt, i, got[i], prep, own[i])
+					}
+				}
+			}
+		}
+	})
+	if !kernels.SamePreparation(poot.Q8_0, poot.Q5_1) {
+		t.Error("a preparation for Q8_0 does not serve Q5_1")
+	}
+}
+
 func TestMatMulErrors(t *testing.T) {
 	var a kernels.Acts
 	x := make([]float32, 64)

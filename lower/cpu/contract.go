@@ -22,6 +22,7 @@ type contract struct {
 	a, w, o *buf
 	in      poot.ValueID
 	wt      poot.DType
+	prep    poot.DType // the dtype acts is prepared for: wt, or the first sharer's
 	t, k, n int
 	acts    *kernels.Acts
 	shared  bool
@@ -45,8 +46,9 @@ func compileContract(c *compiler, e *poot.Eqn) (func() error, error) {
 	k := as[len(as)-1]
 	ct := &contract{x: c.x, a: c.in(e, 0), w: c.in(e, 1), o: c.out(e), in: e.Inputs[0], wt: c.dtype(e.Inputs[1]),
 		t: int(as.Size()) / k, k: k, n: bs[0], acts: new(kernels.Acts)}
-	if l := c.last; l != nil && l.in == ct.in && l.t == ct.t && l.k == ct.k && kernels.SamePreparation(l.wt, ct.wt) {
-		ct.acts, ct.shared = l.acts, true
+	ct.prep = ct.wt
+	if l := c.last; l != nil && l.in == ct.in && l.t == ct.t && l.k == ct.k && kernels.SamePreparation(l.prep, ct.wt) {
+		ct.acts, ct.shared, ct.prep = l.acts, true, l.prep
 	}
 	c.last = ct
 	return ct.run, nil
