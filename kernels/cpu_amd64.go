@@ -91,8 +91,7 @@ func detectAMD() bool {
 // and read rows of 2048 elements or more as four streams and of 4096 or
 // more as six (fourStreamsK, sixStreamsK), the avx512 Q8_0 one every row
 // as four (q8FourStreamsK), the avx2 float ones read rows of fewer than
-// 4096 elements one at a time (avx2FourRowsK), and the F16/BF16 prompt
-// products take their rows in chunks (floatDotChunks).
+// 4096 elements one at a time (avx2FourRowsK).
 func init() {
 	if detectAMD() {
 		decodeAhead, decodeAheadFloat = 0, 0
@@ -103,6 +102,5 @@ func init() {
 		decodeNTAFloat = 256
 		fourStreamsK, sixStreamsK = 2048, 4096
 		q8FourStreamsK = 32
-		floatDotChunks = true
 	}
 }

@@ -1,14 +1,5 @@
 package kernels
 
-// SetFloatDotChunks sets whether the avx512 F16/BF16 products take their
-// activation rows in chunks (floatDotChunks) and returns a function that
-// restores the setting.
-func SetFloatDotChunks(on bool) (restore func()) {
-	old := floatDotChunks
-	floatDotChunks = on
-	return func() { floatDotChunks = old }
-}
-
 // SetGFNI sets whether the avx512 Q4_K and Q5_K decode kernels use GFNI
 // (useGFNI; only where the CPU has it) and returns a function that
 // restores the setting.

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/pootlabs/poot"
@@ -15,25 +16,31 @@ import (
 // packed and transposed once per product and met by every row) and
 // gemmq512_amd64.s (quantized weights).
 
-// The packed float tile's shape: 48 weight rows (three vectors) by
-// zFloatKC elements of K a packed panel, eight (or four) activation rows a
-// tile.
+// The packed float tile's shape: 48 weight rows (three vectors) by at
+// most zFloatKB elements of K a packed panel, eight (or four) activation
+// rows a tile.
 const (
 	zFloatNR = 48
-	zFloatKC = 128
+	// zFloatKB bounds a packed panel's elements of K: 48 rows of 2048
+	// f32, 384 KB, stay in L2 while every activation row meets them.
+	zFloatKB = 2048
 	// zFloatMinT is the fewest activation rows for which packing a panel
 	// pays: below it the AVX2 4x3 tile, which reads the weights in place,
 	// is as fast.
 	zFloatMinT = 8
-	// zFloatActBytes bounds the activations (T rows by a block of K) that
-	// every panel meets before the next block: a quarter of Zen 4/5's L2.
-	zFloatActBytes = 256 << 10
-	// zDotActBytes is zFloatActBytes for floatRowsDot, whose activations
-	// are read four rows at a time; half of L2.
+	// zPanelMinT is the fewest activation rows for which the F16 and BF16
+	// products pack their weights into panels; fewer meet them in place
+	// (floatRowsDot), as packing a panel costs about what 17 rows' tiles
+	// do. On the Zen 5, one thread, F16 weights of the 1B model's shapes:
+	// 128 rows 184-199 GFLOP/s packed against 160-189 in place, 256
+	// 190-205 against 155-185, 512 184-212 against 151-178.
+	zPanelMinT = 128
+	// zDotActBytes bounds the activations (a chunk of rows by a block of
+	// K) that floatRowsDot's tiles meet before the next block; half of
+	// Zen 4/5's L2.
 	zDotActBytes = 512 << 10
 	// zDotMinKB is the fewest elements of K a block of floatRowsDot may
-	// have: shorter ones spend too much on summing the lanes, and the
-	// packed panels do better.
+	// have: shorter ones spend too much on summing the lanes.
 	zDotMinKB = 2048
 )
 
@@ -66,29 +73,20 @@ func gemmDotBF16Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw i
 // floatDot reports whether floatRowsDot takes a product of T rows of K
 // elements with wt weights (floatRowsZ those of at least zFloatMinT rows
 // it does not). Not F32: six rows of a block of 2048 would fill L1, and
-// the packed panels measured faster. Where floatDotChunks is set, any
-// number of rows: they are taken in chunks whose activations fit.
+// the packed panels measured faster.
 func floatDot(wt poot.DType, T, K int) bool {
-	return wt != poot.F32 && K%16 == 0 && (floatDotChunks || zDotActBytes/(4*T) >= min(K, zDotMinKB))
+	return wt != poot.F32 && K%16 == 0 && T < zPanelMinT
 }
-
-// floatDotChunks makes floatRowsDot take activation rows in chunks of at
-// most zDotActBytes/(4·min(K, zDotMinKB)) (64 for K = 2048), each chunk
-// meeting every weight row before the next, instead of leaving the
-// products with more rows to the packed panels. On the AMD EPYC (Zen 4),
-// one thread, T = 512: 107-110 GFLOP/s against the panels' 100-103 for
-// 2048x2048 F16 weights, 104-106 against 84-87 for 8192x2048, 104-106
-// against 95-99 for 2048x8192 (each chunk reads the weights again, from
-// L2 or L3; the panels lose more packing them and reading the tiles'
-// outputs back per block of K). Not measured on the Intel Xeon, where
-// the panels stay.
-var floatDotChunks = false
 
 // floatRowsDot is the F16 or BF16 product without a packed panel, for K a
 // multiple of 16: four activation rows by six weight rows a tile, read in
-// place (see gemmdot512_amd64.s). K is cut into blocks as in floatRowsZ;
-// the activation rows are taken in chunks whose block of K fits in
-// zDotActBytes (all of them at once, where floatDot does not chunk).
+// place (see gemmdot512_amd64.s). The activation rows are taken in chunks
+// of at most zDotActBytes/(4·min(K, zDotMinKB)) (64 for K = 2048), each
+// chunk meeting every weight row before the next, and K is cut into
+// blocks whose chunk of activations fits in zDotActBytes. On the Zen 4,
+// one thread, T = 512, chunks measured faster than the panels of the
+// time (which packed 128 elements of K at once): 107-110 GFLOP/s against
+// 100-103 for 2048x2048 F16 weights.
 func floatRowsDot(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	T, K, x := a.T, a.K, a.x
 	const size = 2
@@ -170,46 +168,53 @@ func gemmRowsZ(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) boo
 // 12-15), and the tiles swap them back when they store.
 func zLane(j int) int { return [4]int{0, 2, 1, 3}[j>>2]<<2 | j&3 }
 
-// floatRowsZ is the float product by 48-row panels: each panel is converted
-// and transposed once per zFloatKC elements of K and then meets every
-// activation row, eight (then four) at a time. K is cut into blocks of at
-// most zFloatActBytes of activations, each block met by every panel in
-// turn, so that the activations the tiles read stay in L2 instead of
-// coming from L3 (or DRAM) once per panel.
+// floatPanels holds the packed panels floatRowsZ works in, one a call
+// (384 KB: too large for a goroutine's stack frame).
+var floatPanels = sync.Pool{New: func() any { return new([zFloatKB * zFloatNR]float32) }}
+
+// floatRowsZ is the float product by 48-row panels: each panel of up to
+// zFloatKB elements of K is converted and transposed once and then meets
+// every activation row over its whole length, eight (then four) rows a
+// tile, so that the tiles' outputs are read and written once a panel, and
+// the panel (in L2) is read again by every tile. Meanwhile the next
+// panel's rows come into L2 a piece a tile (ahead). On the Zen 5, one
+// thread, F16 weights, T = 512: 184-212 GFLOP/s, against 138-165 when
+// each panel held 128 elements of K and the activations' blocks of K met
+// every panel in turn (the outputs then went back to L3 between blocks).
 func floatRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
-	var panel [zFloatKC * zFloatNR]float32
+	pp := floatPanels.Get().(*[zFloatKB * zFloatNR]float32)
+	defer floatPanels.Put(pp)
+	panel := pp[:]
 	T, K, x := a.T, a.K, a.x
 	size := 2
 	if wt == poot.F32 {
 		size = 4
 	}
 	ldw := K * size
-	kb := max(zFloatKC, zFloatActBytes/(4*T)/zFloatKC*zFloatKC)
-	for kb0 := 0; kb0 < K; kb0 += kb {
-		kb1 := min(K, kb0+kb)
-		for n := n0; n < n1; n += zFloatNR {
-			nr := min(zFloatNR, n1-n)
-			mask := uint64(1)<<nr - 1
-			for k0 := kb0; k0 < kb1; k0 += zFloatKC {
-				kc := min(zFloatKC, kb1-k0)
-				packFloatPanel(wt, &panel, w[n*ldw+k0*size:], ldw, nr, kc)
-				// Fetch what the next packing reads while the tiles run.
-				if k0+kc < kb1 {
-					prefetchRowsZ(unsafe.Pointer(&w[n*ldw+(k0+kc)*size]), ldw, nr, min(zFloatKC, kb1-k0-kc)*size)
-				} else if n+nr < n1 {
-					prefetchRowsZ(unsafe.Pointer(&w[(n+nr)*ldw+kb0*size]), ldw, min(zFloatNR, n1-n-nr), min(zFloatKC, kb1-kb0)*size)
-				}
-				add := 0
-				if k0 > 0 {
-					add = 1
-				}
-				t := 0
-				for ; t+8 <= T; t += 8 {
-					gemmFloatZ8(&x[t*K+k0], K*4, &panel[0], kc, &y[t*N+n], N*4, mask, add)
-				}
-				for ; t < T; t += 4 {
-					gemmFloatZ(&x[t*K+k0], K*4, &panel[0], kc, &y[t*N+n], N*4, min(4, T-t), (nr+15)/16, mask, add)
-				}
+	for n := n0; n < n1; n += zFloatNR {
+		nr := min(zFloatNR, n1-n)
+		mask := uint64(1)<<nr - 1
+		for kb0 := 0; kb0 < K; kb0 += zFloatKB {
+			kc := min(zFloatKB, K-kb0)
+			packFloatPanel(wt, panel, w[n*ldw+kb0*size:], ldw, nr, kc)
+			var pf ahead // the next panel's rows: the next block of K, or the next rows' first
+			if kb0+kc < K {
+				pf = newAhead(w, ldw, (kb0+kc)*size, min(zFloatKB, K-kb0-kc)*size, n, n+nr, (T+7)/8)
+			} else if n+nr < n1 {
+				pf = newAhead(w, ldw, 0, min(zFloatKB, K)*size, n+nr, min(n1, n+nr+zFloatNR), (T+7)/8)
+			}
+			add := 0
+			if kb0 > 0 {
+				add = 1
+			}
+			t := 0
+			for ; t+8 <= T; t += 8 {
+				pf.next()
+				gemmFloatZ8(&x[t*K+kb0], K*4, &panel[0], kc, &y[t*N+n], N*4, mask, add)
+			}
+			for ; t < T; t += 4 {
+				pf.next()
+				gemmFloatZ(&x[t*K+kb0], K*4, &panel[0], kc, &y[t*N+n], N*4, min(4, T-t), (nr+15)/16, mask, add)
 			}
 		}
 	}
@@ -219,7 +224,8 @@ func floatRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 // bytes) into panel, element k of row j at panel[k*48+16*(j/16)+zLane(j%16)].
 // Whole groups of 16 rows go through the assembly transpose eight elements
 // at a time; the rest is done here.
-func packFloatPanel(wt poot.DType, panel *[zFloatKC * zFloatNR]float32, w []byte, ldw, nr, kc int) {
+func packFloatPanel(wt poot.DType, panel []float32, w []byte, ldw, nr, kc int) {
+	_ = panel[kc*zFloatNR-1]
 	k8 := kc &^ 7
 	for g := 0; g*16 < nr; g++ {
 		rows := min(16, nr-16*g)

@@ -10,25 +10,25 @@ import (
 	"github.com/pootlabs/poot/kernels"
 )
 
-// TestFloatDotChunks runs the avx512 F16 and BF16 products with more
-// activation rows than one chunk of the unpacked tiles holds (64 for K
-// of 2048 or more), chunked and left to the packed panels, whichever of
-// the two this CPU's vendor gets by default.
-func TestFloatDotChunks(t *testing.T) {
+// TestFloatPanels runs the avx512 float products on either side of
+// zPanelMinT (128 rows): in place in chunks of 64 rows (for K of 2048 or
+// more) below it, packed panels of at most 2048 elements of K at and
+// above it, with partial chunks, tiles, panels and blocks of K.
+func TestFloatPanels(t *testing.T) {
 	if !slices.Contains(kernels.Levels(), kernels.LevelAVX512) {
 		t.Skip("no avx512 level on this CPU")
 	}
 	atLevel(t, kernels.LevelAVX512)
-	for _, on := range []bool{true, false} {
-		restore := kernels.SetFloatDotChunks(on)
-		for _, dt := range []poot.DType{poot.F16, poot.BF16} {
-			// 70 rows: a whole chunk and six rows; 133: two and five;
-			// K = 2064: a whole block of K and a short one a chunk.
-			checkProduct(t, dt, 70, 13, 2064, 11)
-			checkProduct(t, dt, 133, 7, 2064, 12)
-			checkProduct(t, dt, 67, 9, 4096, 13)
-		}
-		restore()
+	for _, dt := range []poot.DType{poot.F16, poot.BF16, poot.F32} {
+		// 70 rows: a whole chunk and six rows; 127: one and 63; 133 and
+		// 128: panels, the last tile of 133 four rows and one; K = 2064:
+		// a whole block of K and a short one; 4096: two blocks; N = 50
+		// and 101: a whole panel and part of one, two and part of one.
+		checkProduct(t, dt, 70, 13, 2064, 11)
+		checkProduct(t, dt, 127, 7, 2064, 12)
+		checkProduct(t, dt, 133, 50, 2064, 14)
+		checkProduct(t, dt, 128, 101, 4096, 15)
+		checkProduct(t, dt, 67, 9, 4096, 13)
 	}
 }
 
