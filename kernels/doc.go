@@ -60,7 +60,7 @@
 // the same integer block sums, and the package's tests run every check once
 // per level the machine supports ([Levels]), in subtests named by level.
 //
-// Three choices at the avx512 level follow the CPU's vendor (one also its
+// Two choices at the avx512 level follow the CPU's vendor (one also its
 // family), because they were measured to go opposite ways on the Intel Xeon
 // and the AMD EPYC, or measured on one only: how the decode kernels prefetch
 // their weights (PREFETCHT0 2048 and 1024 bytes ahead on Intel; on AMD only
@@ -73,9 +73,7 @@
 // decode kernels read four streams of rows rather than two (2048 elements on
 // AMD, above 4096 on Intel) and six rather than four (4096 on AMD, never on
 // Intel), and the Q8_0 one four rather than two (every row on AMD, never on
-// Intel), and whether F16/BF16 prompt products of more than 64 rows go
-// through the unpacked dot tiles in chunks (AMD) or through packed panels
-// (Intel). None changes a result. Where the CPU has GFNI the avx512 Q4_K and
+// Intel). None changes a result. Where the CPU has GFNI the avx512 Q4_K and
 // Q5_K decode kernels spread each 32 bytes of nibbles by one VGF2P8AFFINEQB
 // instead of a shift and a mask (7-8% more from L2 on the Zen 4); the sums
 // are the same bits either way.
