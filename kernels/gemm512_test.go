@@ -48,12 +48,20 @@ func TestMatMulTiles(t *testing.T) {
 				}
 			}
 			if dt.BlockElems() == 1 {
-				// 68 rows cut K into blocks of 896 for the avx512 float
-				// tiles: two blocks, the second a partial panel.
+				// 68 rows: at avx512 F32 through a packed panel and a
+				// partial one, F16 and BF16 (K not a multiple of 16)
+				// too.
 				checkProduct(t, dt, 68, 50, 1100, 7)
 				// 64 rows and K a multiple of 16 take the unpacked
 				// tiles, in blocks of 2048: a whole one and a short one.
 				checkProduct(t, dt, 64, 13, 2064, 8)
+				// 128 rows or more take the avx512 level's packed
+				// panels for every float dtype: 133 rows end in a tile
+				// of five; K = 2100 is a whole block of K and a short
+				// one ending four elements past the transposes'
+				// eights; 41 weight rows are part of a panel.
+				checkProduct(t, dt, 133, 41, 2100, 9)
+				checkProduct(t, dt, 128, 16, 4096, 10)
 			}
 		}
 	})
