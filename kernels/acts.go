@@ -59,7 +59,7 @@ type Acts struct {
 
 	kind actKind
 	wt   poot.DType // the weights' dtype the last Prepare was for
-	x    []float32 // the caller's rows, not copied
+	x    []float32  // the caller's rows, not copied
 	// nonFinite marks the rows (quantized kinds) that hold a NaN or an
 	// infinity, which int8 blocks cannot carry: their products are taken
 	// exactly instead (see exactNonFinite).
