@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"sync"
 	"unsafe"
 
 	"github.com/pootlabs/poot"
@@ -168,9 +167,32 @@ func gemmRowsZ(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) boo
 // 12-15), and the tiles swap them back when they store.
 func zLane(j int) int { return [4]int{0, 2, 1, 3}[j>>2]<<2 | j&3 }
 
-// floatPanels holds the packed panels floatRowsZ works in, one a call
-// (384 KB: too large for a goroutine's stack frame).
-var floatPanels = sync.Pool{New: func() any { return new([zFloatKB * zFloatNR]float32) }}
+// floatPanel is the packed panel floatRowsZ works in: 384 KB, too large
+// for a goroutine's stack frame.
+type floatPanel [zFloatKB * zFloatNR]float32
+
+// floatPanels keeps the panels of the calls of floatRowsZ that have
+// returned. Unlike a sync.Pool it never drops one, so once there are as
+// many as calls run at once, a product allocates nothing.
+var floatPanels = make(chan *floatPanel, 64)
+
+// takePanel returns a kept panel, or a new one where none is kept.
+func takePanel() *floatPanel {
+	select {
+	case p := <-floatPanels:
+		return p
+	default:
+		return new(floatPanel)
+	}
+}
+
+// keepPanel keeps p for a later call (or drops it where 64 are kept).
+func keepPanel(p *floatPanel) {
+	select {
+	case floatPanels <- p:
+	default:
+	}
+}
 
 // floatRowsZ is the float product by 48-row panels: each panel of up to
 // zFloatKB elements of K is converted and transposed once and then meets
@@ -182,8 +204,8 @@ var floatPanels = sync.Pool{New: func() any { return new([zFloatKB * zFloatNR]fl
 // each panel held 128 elements of K and the activations' blocks of K met
 // every panel in turn (the outputs then went back to L3 between blocks).
 func floatRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
-	pp := floatPanels.Get().(*[zFloatKB * zFloatNR]float32)
-	defer floatPanels.Put(pp)
+	pp := takePanel()
+	defer keepPanel(pp)
 	panel := pp[:]
 	T, K, x := a.T, a.K, a.x
 	size := 2
