@@ -8,7 +8,7 @@ import (
 // The decode attention's block kernels, at the avx512 and avx2 levels. At
 // avx512 a block's scores go through the dot-product tile of
 // gemmdot512_amd64.s, four query heads by six positions a call, and its
-// weighted values through attnAccF32Z/F16Z (attention512_amd64.s), four
+// weighted values through attnAccF32Z/F16Z (attnacc_amd64.s), four
 // heads' 64 output columns held in registers over a run of positions. At
 // avx2 the scores go through the 4x3 tile of the float products
 // (float_amd64.s: four heads by three positions), and the values through
