@@ -16,11 +16,16 @@
 
 #include "textflag.h"
 
-// ROWS sets the row pointers of the tile's heads from out (DI) and p
-// (SI), ldo (DX) and ldp (R14) bytes apart, for rows (CX) of at most
-// four: outputs in DI, R8, R9, R10, weights in SI, R11, R12, R13; a
+// ROWS sets the row pointers of the call's heads (rows of at most four,
+// in CX) from its arguments out and p, ldo (DX) and ldp (R14) bytes
+// apart: outputs in DI, R8, R9, R10, weights in SI, R11, R12, R13; a
 // missing head repeats the last one there is (its sums are not stored).
 #define ROWS \
+	MOVQ out+0(FP), DI \
+	MOVQ ldo+8(FP), DX \
+	MOVQ p+16(FP), SI \
+	MOVQ ldp+24(FP), R14 \
+	MOVQ rows+32(FP), CX \
 	MOVQ DI, R8 \
 	MOVQ DI, R9 \
 	MOVQ DI, R10 \
@@ -83,11 +88,6 @@ rset:
 	KMOVW AX, K3 \
 	SHRQ $16, AX \
 	KMOVW AX, K4 \
-	MOVQ out+0(FP), DI \
-	MOVQ ldo+8(FP), DX \
-	MOVQ p+16(FP), SI \
-	MOVQ ldp+24(FP), R14 \
-	MOVQ rows+32(FP), CX \
 	ROWS \
 	ACCLOAD(DI, Z0, Z1, Z2, Z3) \
 	ACCLOAD(R8, Z4, Z5, Z6, Z7) \
@@ -147,11 +147,6 @@ done: \
 // values of ws bytes; TOV turns AX from a byte offset into the outputs'
 // rows into one into the value rows.
 #define ACCY(VLD, ws, TOV) \
-	MOVQ out+0(FP), DI \
-	MOVQ ldo+8(FP), DX \
-	MOVQ p+16(FP), SI \
-	MOVQ ldp+24(FP), R14 \
-	MOVQ rows+32(FP), CX \
 	ROWS \
 	MOVQ ldv+48(FP), DX \
 	MOVQ cols+64(FP), R14 \
