@@ -420,17 +420,17 @@ func (at *Attention) segments() (n, length int) {
 }
 
 // attendBlocks is attendHeads through the block kernels (avx512 or avx2,
-// see attnblock_amd64.go). It takes
-// the heads in batches of whole groups sharing a kv head (a group of more
-// than maxRep heads in parts), at most maxBatch heads a batch, and walks
-// the positions once a batch, a few positions for every group in turn: a
-// position-major cache's rows of those kv heads are then read in order,
-// as the hardware prefetchers follow, rather than in one strided pass a
-// kv head (BenchmarkAttentionDepth, one thread on the Zen 4, f16: 1.6 to
-// 1.2 ms a layer, f32 2.6 to 1.8, with the scores scaled by
-// scaleScoresZ; at the avx2 level on the Zen 5, against attendHeads' own
-// loop: f16 2.08 to 0.81 ms, f32 1.89 to 1.25, q8_0 2.17 to 1.17). Each group's arithmetic is the same as alone, so the
-// outputs do not depend on the batching. Where the caches are cut into
+// see attnblock_amd64.go). It takes the heads in batches of whole groups
+// sharing a kv head (a group of more than maxRep heads in parts), at most
+// maxBatch heads a batch, and walks the positions once a batch, a few
+// positions for every group in turn: a position-major cache's rows of
+// those kv heads are then read in order, as the hardware prefetchers
+// follow, rather than in one strided pass a kv head
+// (BenchmarkAttentionDepth, one thread on the Zen 4, f16: 1.6 to 1.2 ms a
+// layer, f32 2.6 to 1.8, with the scores scaled by scaleScoresZ; at the
+// avx2 level on the Zen 5, against attendHeads' own loop: f16 2.08 to
+// 0.81 ms, f32 1.89 to 1.25, q8_0 2.17 to 1.17). Each group's arithmetic
+// is the same as alone, so the outputs do not depend on the batching. Where the caches are cut into
 // segments, a batch's first segment accumulates into Out and each later
 // one into a buffer that is then folded in.
 func attendBlocks(at *Attention, h0, h1 int) {
