@@ -56,10 +56,10 @@
 #define PN2(b, r) PREFETCHNTA (b)(r*1); PREFETCHNTA 64(b)(r*1)
 #define PN4(b, r) PN2(b, r); PREFETCHNTA 128(b)(r*1); PREFETCHNTA 192(b)(r*1)
 
-// ZERO16TO27 zeroes Z16-Z27: accumulators at the start of a row, or the
-// upper registers before a kernel returns (see the package doc on
-// VZEROUPPER).
-#define ZERO16TO27 \
+// ZERO16TO23 and ZERO16TO27 zero Z16-Z23 and Z16-Z27: accumulators at
+// the start of a row, or the upper registers before a kernel returns (see
+// the package doc on VZEROUPPER).
+#define ZERO16TO23 \
 	VPXORD Z16, Z16, Z16 \
 	VPXORD Z17, Z17, Z17 \
 	VPXORD Z18, Z18, Z18 \
@@ -67,7 +67,9 @@
 	VPXORD Z20, Z20, Z20 \
 	VPXORD Z21, Z21, Z21 \
 	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23 \
+	VPXORD Z23, Z23, Z23
+#define ZERO16TO27 \
+	ZERO16TO23 \
 	VPXORD Z24, Z24, Z24 \
 	VPXORD Z25, Z25, Z25 \
 	VPXORD Z26, Z26, Z26 \
@@ -318,14 +320,7 @@ row: \
 	VPXORD Z9, Z9, Z9 \
 	VPXORD Z10, Z10, Z10 \
 	VPXORD Z11, Z11, Z11 \
-	VPXORD Z16, Z16, Z16 \
-	VPXORD Z17, Z17, Z17 \
-	VPXORD Z18, Z18, Z18 \
-	VPXORD Z19, Z19, Z19 \
-	VPXORD Z20, Z20, Z20 \
-	VPXORD Z21, Z21, Z21 \
-	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23 \
+	ZERO16TO23 \
 	SHRQ $6, CX \
 	JZ by16 \
 by64: \
@@ -401,14 +396,7 @@ sum: \
 	DECQ R8 \
 	JNZ row \
 end: \
-	VPXORD Z16, Z16, Z16 \
-	VPXORD Z17, Z17, Z17 \
-	VPXORD Z18, Z18, Z18 \
-	VPXORD Z19, Z19, Z19 \
-	VPXORD Z20, Z20, Z20 \
-	VPXORD Z21, Z21, Z21 \
-	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23 \
+	ZERO16TO23 \
 	VZEROUPPER \
 	RET
 
