@@ -90,6 +90,11 @@ type Acts struct {
 	// row t+i's).
 	q4  []int8
 	dq8 []float32
+	// xt, for F16 and BF16 weights at the avx512 level (see
+	// transposedRows and floatRowsT), holds the first rows transposed in
+	// panels of 64 (the last may be 48): element k of row 64p+i at
+	// xt[64p*K+k*w+i], w the panel's width. Empty otherwise.
+	xt []float32
 
 	job    matJob           // the parallel product's arguments, see MatMul
 	run    func(lo, hi int) // job.do bound to runFor.job
@@ -127,6 +132,11 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 		} else if wt == poot.Q8_0 && interleavesQ8 {
 			a.interleave(T &^ 3)
 		}
+	case actF32:
+		a.xt = a.xt[:0]
+		if n := transposedRows(T, K); wt != poot.F32 && n > 0 {
+			a.transpose(n)
+		}
 	case actQ8K:
 		a.grow(T*K, T*K/256, T*K/16)
 		quantizeQ8K(a.q, a.d, a.bs, x[:T*K])
@@ -142,6 +152,30 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 		}
 	}
 	return nil
+}
+
+// transpose fills xt with the first T rows of x (see Acts.xt).
+func (a *Acts) transpose(T int) {
+	K := a.K
+	if cap(a.xt) < T*K {
+		a.xt = make([]float32, T*K)
+	}
+	a.xt = a.xt[:T*K]
+	// Sixteen elements of K of every row of a panel at a time: the
+	// sixteen lines of the panel they go to stay in L1 meanwhile.
+	for t0 := 0; t0 < T; t0 += 64 {
+		w := min(64, T-t0)
+		panel := a.xt[t0*K : (t0+w)*K]
+		for k0 := 0; k0 < K; k0 += 16 {
+			out := panel[k0*w : (k0+16)*w]
+			for i := range w {
+				in := a.x[(t0+i)*K+k0 : (t0+i)*K+k0+16]
+				for j, v := range in {
+					out[j*w+i] = v
+				}
+			}
+		}
+	}
 }
 
 func (a *Acts) grow(nq, nd, nbs int) {

@@ -10,10 +10,12 @@ import (
 // replace the one-weight-row-at-a-time kernels of matmul_amd64.go with
 // register tiles that reuse each loaded weight for several activation rows
 // and each activation for many weight rows: see gemmdot512_amd64.s (F16 and
-// BF16 weights, up to 64 rows: dot products over weights read in place),
-// gemm512_amd64.s (F32 weights, and F16 and BF16 with more rows: panels
-// packed and transposed once per product and met by every row) and
-// gemmq512_amd64.s (quantized weights).
+// BF16 weights, up to 127 rows: dot products over weights read in place),
+// gemmbcast512_amd64.s (F16 and BF16 weights, 48 to 127 rows: the weights
+// read in place, the activations transposed once), gemm512_amd64.s (F32
+// weights, and F16 and BF16 with more rows: panels packed and transposed
+// once per product and met by every row) and gemmq512_amd64.s (quantized
+// weights).
 
 // The packed float tile's shape: 48 weight rows (three vectors) by at
 // most zFloatKB elements of K a packed panel, eight (or four) activation
@@ -29,10 +31,12 @@ const (
 	zFloatMinT = 8
 	// zPanelMinT is the fewest activation rows for which the F16 and BF16
 	// products pack their weights into panels; fewer meet them in place
-	// (floatRowsDot), as packing a panel costs about what 17 rows' tiles
-	// do. On the Zen 5, one thread, F16 weights of the 1B model's shapes:
-	// 128 rows 184-199 GFLOP/s packed against 160-189 in place, 256
-	// 190-205 against 155-185, 512 184-212 against 151-178.
+	// (floatRowsT and floatRowsDot), as packing a panel costs about what
+	// 17 rows' tiles do. On the Zen 5, one thread, F16 weights of the 1B
+	// model's shapes: 128 rows 184-199 GFLOP/s packed against 160-189 by
+	// the dot tiles, 256 190-205 against 155-185, 512 184-212 against
+	// 151-178; floatRowsT ran 181-184 at 128-512 rows against the
+	// panels' 190-196.
 	zPanelMinT = 128
 	// zDotActBytes bounds the activations (a chunk of rows by a block of
 	// K) that floatRowsDot's tiles meet before the next block; half of
@@ -67,6 +71,12 @@ func gemmFloatZ8(x *float32, ldx int, p *float32, kc int, y *float32, ldy int, m
 func gemmDotF16Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
 
 //go:noescape
+func gemmBcastF16Z(xt *float32, v int, w unsafe.Pointer, ldw int, kc int, tile *float32, y *float32, ldy int, nw int, add int)
+
+//go:noescape
+func gemmBcastBF16Z(xt *float32, v int, w unsafe.Pointer, ldw int, kc int, tile *float32, y *float32, ldy int, nw int, add int)
+
+//go:noescape
 func gemmDotBF16Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
 
 // floatDot reports whether floatRowsDot takes a product of T rows of K
@@ -77,8 +87,8 @@ func floatDot(wt poot.DType, T, K int) bool {
 	return wt != poot.F32 && K%16 == 0 && T < zPanelMinT
 }
 
-// floatRowsDot is the F16 or BF16 product without a packed panel, for K a
-// multiple of 16: four activation rows by six weight rows a tile, read in
+// floatRowsDot is the F16 or BF16 product without a packed panel, of the
+// activation rows from tb on, for K a multiple of 16: four activation rows by six weight rows a tile, read in
 // place (see gemmdot512_amd64.s). The activation rows are taken in chunks
 // of at most zDotActBytes/(4·min(K, zDotMinKB)) (64 for K = 2048), each
 // chunk meeting every weight row before the next, and K is cut into
@@ -86,12 +96,12 @@ func floatDot(wt poot.DType, T, K int) bool {
 // one thread, T = 512, chunks measured faster than the panels of the
 // time (which packed 128 elements of K at once): 107-110 GFLOP/s against
 // 100-103 for 2048x2048 F16 weights.
-func floatRowsDot(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
+func floatRowsDot(wt poot.DType, y []float32, N int, w []byte, a *Acts, tb, n0, n1 int) {
 	T, K, x := a.T, a.K, a.x
 	const size = 2
 	ldw := K * size
 	tc := max(4, zDotActBytes/(4*min(K, zDotMinKB))&^3)
-	for t0 := 0; t0 < T; t0 += tc {
+	for t0 := tb; t0 < T; t0 += tc {
 		t1 := min(T, t0+tc)
 		kb := max(16, zDotActBytes/(4*(t1-t0))/16*16)
 		for kb0 := 0; kb0 < K; kb0 += kb {
@@ -121,6 +131,74 @@ func floatRowsDot(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 			}
 		}
 	}
+}
+
+// zBcastKB bounds the elements of K a call of floatRowsT's tile covers:
+// 64 activation rows of 2048 f32 (512 KB) stay in L2 while every weight
+// row meets them.
+const zBcastKB = 2048
+
+// zBcastAhead is how many bytes of each of the next six weight rows
+// floatRowsT asks for before a tile: the hardware's prefetchers follow the
+// rows from there.
+const zBcastAhead = 512
+
+// transposedRows returns how many of T activation rows of K elements
+// Acts.Prepare transposes for F16 and BF16 weights (floatRowsT's panels):
+// every whole 64 rows, and 48 of the rest where there are as many. Fewer
+// rows a panel leave the tile waiting on its broadcasts (on the Zen 5,
+// 16 rows ran at 105 GFLOP/s a core, 32 at 165, 48 at 195, against
+// 141-180 for the dot tiles), so the rows past the panels, and every row
+// where there are fewer than 48 or 128 or more, take the other products.
+func transposedRows(T, K int) int {
+	if !useAVX512 || T >= zPanelMinT || K%16 != 0 {
+		return 0
+	}
+	n := T &^ 63
+	if T-n >= 48 {
+		n += 48
+	}
+	return n
+}
+
+// floatRowsT is the F16 or BF16 product over transposed activations
+// (Acts.xt, see gemmbcast512_amd64.s) for the rows it holds, whose count
+// it returns: six weight rows a tile, read in place, by a panel of 64 or
+// 48 activation rows, a block of K of at most zBcastKB elements at a
+// time, each block meeting every weight row before the next. The start of
+// the next six rows' block is asked into L2 before a tile runs. On the Zen
+// 5, one thread, 64 rows by 2048x2048 F16 weights: 187 GFLOP/s, against
+// 161 for the dot tiles; two threads 360 against 290.
+func floatRowsT(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) int {
+	var tile [6 * 64]float32
+	T, K := len(a.xt)/a.K, a.K
+	const size = 2
+	ldw := K * size
+	kb := min(K, zBcastKB)
+	for kb0 := 0; kb0 < K; kb0 += kb {
+		kc := min(kb, K-kb0)
+		add := 0
+		if kb0 > 0 {
+			add = 1
+		}
+		for n := n0; n < n1; n += 6 {
+			nw := min(6, n1-n)
+			for j := n + nw; j < min(n1, n+nw+6); j++ {
+				prefetchL2(unsafe.Pointer(&w[j*ldw+kb0*size]), min(kc*size, zBcastAhead))
+			}
+			wp := unsafe.Pointer(&w[n*ldw+kb0*size])
+			for t0 := 0; t0 < T; t0 += 64 {
+				v := min(64, T-t0) / 16
+				xp, yp := &a.xt[t0*K+kb0*16*v], &y[t0*N+n]
+				if wt == poot.F16 {
+					gemmBcastF16Z(xp, v, wp, ldw, kc, &tile[0], yp, N*4, nw, add)
+				} else {
+					gemmBcastBF16Z(xp, v, wp, ldw, kc, &tile[0], yp, N*4, nw, add)
+				}
+			}
+		}
+	}
+	return T
 }
 
 // zGrain returns how many weight rows the avx512 level's tiled product of
@@ -153,7 +231,13 @@ func gemmRowsZ(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) boo
 	case 0:
 		return false
 	case 6:
-		floatRowsDot(wt, y, N, w, a, n0, n1)
+		tb := 0
+		if len(a.xt) > 0 {
+			tb = floatRowsT(wt, y, N, w, a, n0, n1)
+		}
+		if tb < a.T {
+			floatRowsDot(wt, y, N, w, a, tb, n0, n1)
+		}
 	case zFloatNR:
 		floatRowsZ(wt, y, N, w, a, n0, n1)
 	default:

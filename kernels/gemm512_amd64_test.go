@@ -11,19 +11,27 @@ import (
 )
 
 // TestFloatPanels runs the avx512 float products on either side of
-// zPanelMinT (128 rows): in place in chunks of 64 rows (for K of 2048 or
-// more) below it, packed panels of at most 2048 elements of K at and
-// above it, with partial chunks, tiles, panels and blocks of K.
+// zPanelMinT (128 rows): below it F16 and BF16 weights in place, over
+// transposed panels of 64 and 48 activation rows and the dot tiles for
+// the rows past them (in chunks of 64 rows for K of 2048 or more); packed
+// panels of at most 2048 elements of K at and above it; with partial
+// chunks, tiles, panels and blocks of K.
 func TestFloatPanels(t *testing.T) {
 	if !slices.Contains(kernels.Levels(), kernels.LevelAVX512) {
 		t.Skip("no avx512 level on this CPU")
 	}
 	atLevel(t, kernels.LevelAVX512)
 	for _, dt := range []poot.DType{poot.F16, poot.BF16, poot.F32} {
-		// 70 rows: a whole chunk and six rows; 127: one and 63; 133 and
-		// 128: panels, the last tile of 133 four rows and one; K = 2064:
-		// a whole block of K and a short one; 4096: two blocks; N = 50
-		// and 101: a whole panel and part of one, two and part of one.
+		// 70 rows: a panel of 64 (or a whole chunk) and six rows; 127:
+		// panels of 64 and 48 and 15 rows (or a chunk and 63); 48 and
+		// 112: panels only; 111: a panel of 64 and 47 rows; 133 and 128: packed panels, the last tile
+		// of 133 four rows and one; K = 2064: a whole block of K and a
+		// short one; 4096: two blocks, 4112 three; N = 50 and 101: a
+		// whole panel and part of one, two and part of one; N = 6, 13
+		// and 19: whole tiles of six weight rows and part of one.
+		checkProduct(t, dt, 48, 6, 2064, 16)
+		checkProduct(t, dt, 112, 19, 4112, 17)
+		checkProduct(t, dt, 111, 7, 2064, 18)
 		checkProduct(t, dt, 70, 13, 2064, 11)
 		checkProduct(t, dt, 127, 7, 2064, 12)
 		checkProduct(t, dt, 133, 50, 2064, 14)
