@@ -154,26 +154,18 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	return nil
 }
 
-// transpose fills xt with the first T rows of x (see Acts.xt).
+// transpose fills xt with the first T rows of x (see Acts.xt), sixteen
+// rows at a time (transposeRows).
 func (a *Acts) transpose(T int) {
 	K := a.K
 	if cap(a.xt) < T*K {
 		a.xt = make([]float32, T*K)
 	}
 	a.xt = a.xt[:T*K]
-	// Sixteen elements of K of every row of a panel at a time: the
-	// sixteen lines of the panel they go to stay in L1 meanwhile.
 	for t0 := 0; t0 < T; t0 += 64 {
 		w := min(64, T-t0)
-		panel := a.xt[t0*K : (t0+w)*K]
-		for k0 := 0; k0 < K; k0 += 16 {
-			out := panel[k0*w : (k0+16)*w]
-			for i := range w {
-				in := a.x[(t0+i)*K+k0 : (t0+i)*K+k0+16]
-				for j, v := range in {
-					out[j*w+i] = v
-				}
-			}
+		for i := 0; i < w; i += 16 {
+			transposeRows(a.xt[t0*K+i:], w, a.x[(t0+i)*K:], K)
 		}
 	}
 }

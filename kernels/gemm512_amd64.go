@@ -143,6 +143,16 @@ const zBcastKB = 2048
 // rows from there.
 const zBcastAhead = 512
 
+//go:noescape
+func transposeZ(dst *float32, ldd int, src *float32, lds int, k16 int)
+
+// transposeRows writes element k of the sixteen rows of K elements at src
+// to dst[k*w:k*w+16], for K a multiple of 16.
+func transposeRows(dst []float32, w int, src []float32, K int) {
+	_, _ = dst[(K-1)*w+15], src[15*K+K-1]
+	transposeZ(&dst[0], w*4, &src[0], K*4, K/16)
+}
+
 // transposedRows returns how many of T activation rows of K elements
 // Acts.Prepare transposes for F16 and BF16 weights (floatRowsT's panels):
 // every whole 64 rows, and 48 of the rest where there are as many. Fewer

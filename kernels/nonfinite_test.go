@@ -20,37 +20,47 @@ func TestMatMulNonFinite(t *testing.T) { modes(t, testMatMulNonFinite) }
 func testMatMulNonFinite(t *testing.T) {
 	inf := float32(math.Inf(1))
 	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q5_K, poot.Q6_K, poot.MXFP4} {
-		const T, N, K = 3, 9, 256
-		r := rand.New(rand.NewPCG(1, uint64(dt)))
-		w := randWeights(r, dt, N, K)
-		x := randActs(r, T*K)
-		x[5] = nan32()    // row 0: NaN everywhere
-		x[K+7] = inf      // row 1: ±Inf (or NaN at a zero weight)
-		x[K+9] = -inf / 2 // … both signs: NaN wherever both weights are nonzero
-		var a kernels.Acts
-		if err := a.Prepare(dt, x, T, K); err != nil {
-			t.Fatal(err)
+		// Three rows take the one-row kernels, 64 the prompt tiles (for
+		// F16 and BF16 at avx512 the transposed panels).
+		for _, T := range []int{3, 64} {
+			testNonFiniteProduct(t, dt, T, inf)
 		}
-		y := make([]float32, T*N)
-		if err := kernels.MatMul(nil, dt, y, w, &a, N); err != nil {
-			t.Fatal(err)
+	}
+}
+
+// testNonFiniteProduct checks a product of T rows of which the first two
+// hold a NaN and infinities of both signs.
+func testNonFiniteProduct(t *testing.T, dt poot.DType, T int, inf float32) {
+	const N, K = 9, 256
+	r := rand.New(rand.NewPCG(1, uint64(dt)))
+	w := randWeights(r, dt, N, K)
+	x := randActs(r, T*K)
+	x[5] = nan32()    // row 0: NaN everywhere
+	x[K+7] = inf      // row 1: ±Inf (or NaN at a zero weight)
+	x[K+9] = -inf / 2 // … both signs: NaN wherever both weights are nonzero
+	var a kernels.Acts
+	if err := a.Prepare(dt, x, T, K); err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float32, T*N)
+	if err := kernels.MatMul(nil, dt, y, w, &a, N); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := refProduct(dt, w, x, T, N, K)
+	for i, v := range y {
+		wv := want[i]
+		switch {
+		case math.IsNaN(wv) || v != v:
+			if !math.IsNaN(wv) || v == v {
+				t.Fatalf("%v T=%d: y[%d,%d] = %g, want %g", dt, T, i/N, i%N, v, wv)
+			}
+		case math.IsInf(wv, 0) || math.IsInf(float64(v), 0):
+			if float64(v) != wv {
+				t.Fatalf("%v T=%d: y[%d,%d] = %g, want %g", dt, T, i/N, i%N, v, wv)
+			}
 		}
-		want, _ := refProduct(dt, w, x, T, N, K)
-		for i, v := range y {
-			wv := want[i]
-			switch {
-			case math.IsNaN(wv) || v != v:
-				if !math.IsNaN(wv) || v == v {
-					t.Fatalf("%v: y[%d,%d] = %g, want %g", dt, i/N, i%N, v, wv)
-				}
-			case math.IsInf(wv, 0) || math.IsInf(float64(v), 0):
-				if float64(v) != wv {
-					t.Fatalf("%v: y[%d,%d] = %g, want %g", dt, i/N, i%N, v, wv)
-				}
-			}
-			if i >= 2*N && v-v != 0 {
-				t.Fatalf("%v: finite row 2 gave %g", dt, v)
-			}
+		if i >= 2*N && v-v != 0 {
+			t.Fatalf("%v T=%d: finite row %d gave %g", dt, T, i/N, v)
 		}
 	}
 }
