@@ -123,6 +123,7 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	}
 	a.T, a.K, a.kind, a.wt = T, K, kind, wt
 	a.x = x[:T*K]
+	a.xt = a.xt[:0]
 	switch kind {
 	case actQ8, actQ8X:
 		a.grow(T*K, T*K/32, 0)
@@ -133,7 +134,6 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 			a.interleave(T &^ 3)
 		}
 	case actF32:
-		a.xt = a.xt[:0]
 		if n := transposedRows(T, K); wt != poot.F32 && n > 0 {
 			a.transpose(n)
 		}
