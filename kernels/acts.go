@@ -123,7 +123,7 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	}
 	a.T, a.K, a.kind, a.wt = T, K, kind, wt
 	a.x = x[:T*K]
-	a.xt = a.xt[:0]
+	a.xt, a.nonFinite = a.xt[:0], a.nonFinite[:0]
 	switch kind {
 	case actQ8, actQ8X:
 		a.grow(T*K, T*K/32, 0)

@@ -176,7 +176,7 @@ func exactNonFinite(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int
 		}
 	}
 	for t := range a.T {
-		all := a.nonFinite != nil && a.nonFinite[t]
+		all := t < len(a.nonFinite) && a.nonFinite[t]
 		yr := y[t*N+n0 : t*N+n1]
 		x := a.x[t*a.K : (t+1)*a.K]
 		if !all && !nonFiniteVec(yr) {

@@ -218,3 +218,47 @@ func testNonFiniteScan(t *testing.T) {
 		}
 	}
 }
+
+// TestActsReuse prepares one Acts for quantized weights, with a NaN in a
+// row, and then for F32 weights with more rows, one of whose outputs is
+// an infinity: the second product must not read the first preparation's
+// marks of non-finite rows (it indexed past them, or would recompute rows
+// that are finite now).
+func TestActsReuse(t *testing.T) { modes(t, testActsReuse) }
+
+func testActsReuse(t *testing.T) {
+	const K, N = 64, 5
+	r := rand.New(rand.NewPCG(3, 3))
+	var a kernels.Acts
+	x := randActs(r, 3*K)
+	x[1] = nan32()
+	if err := a.Prepare(poot.Q8_0, x, 3, K); err != nil {
+		t.Fatal(err)
+	}
+	if err := kernels.MatMul(nil, poot.Q8_0, make([]float32, 3*N), randWeights(r, poot.Q8_0, N, K), &a, N); err != nil {
+		t.Fatal(err)
+	}
+	const T = 8
+	x = randActs(r, T*K)
+	w := randWeights(r, poot.F32, N, K)
+	copy(w[4*(2*K+7):], []byte{0, 0, 0x80, 0x7f}) // weight row 2's element 7: +Inf
+	if err := a.Prepare(poot.F32, x, T, K); err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float32, T*N)
+	if err := kernels.MatMul(nil, poot.F32, y, w, &a, N); err != nil {
+		t.Fatal(err)
+	}
+	want, bound := refProduct(poot.F32, w, x, T, N, K)
+	for i, v := range y {
+		if math.IsInf(want[i], 0) || math.IsNaN(want[i]) {
+			if float64(v) != want[i] && !(math.IsNaN(want[i]) && v != v) {
+				t.Fatalf("y[%d,%d] = %g, want %g", i/N, i%N, v, want[i])
+			}
+			continue
+		}
+		if d := math.Abs(float64(v) - want[i]); !(d <= bound[i]) {
+			t.Fatalf("y[%d,%d] = %g, want %g ± %g", i/N, i%N, v, want[i], bound[i])
+		}
+	}
+}
