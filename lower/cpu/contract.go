@@ -16,7 +16,11 @@ import (
 // Q, K and V projections, an FFN's gate and up) share it: the first
 // prepares, the others only read (shared). A decode step's preparation of
 // a Q4_K product took 4-6 us on the Zen 4, as long as a tenth of the
-// product, with the other workers waiting.
+// product, with the other workers waiting. Every contraction of a plan
+// prepares into the same Acts (compiler.acts): they run one at a time,
+// and a chain's preparation is dead once the next chain prepares, so the
+// prepared activations (a prompt's quantized or transposed rows, T by K)
+// take the room of one product, not of every product of every layer.
 type contract struct {
 	x       *Exec
 	a, w, o *buf
@@ -45,7 +49,7 @@ func compileContract(c *compiler, e *poot.Eqn) (func() error, error) {
 	as, bs := c.shape(e.Inputs[0]), c.shape(e.Inputs[1])
 	k := as[len(as)-1]
 	ct := &contract{x: c.x, a: c.in(e, 0), w: c.in(e, 1), o: c.out(e), in: e.Inputs[0], wt: c.dtype(e.Inputs[1]),
-		t: int(as.Size()) / k, k: k, n: bs[0], acts: new(kernels.Acts)}
+		t: int(as.Size()) / k, k: k, n: bs[0], acts: c.acts}
 	ct.prep = ct.wt
 	if l := c.last; l != nil && l.in == ct.in && l.t == ct.t && l.k == ct.k && kernels.SamePreparation(l.prep, ct.wt) {
 		ct.acts, ct.shared, ct.prep = l.acts, true, l.prep

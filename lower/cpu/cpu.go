@@ -164,6 +164,8 @@ type compiler struct {
 	// prepared activations if it reads the same value (see
 	// compileContract), which no kernel between them can change.
 	last *contract
+	// acts is the activations every contraction prepares (see contract).
+	acts *kernels.Acts
 }
 
 func (c *compiler) typ(id poot.ValueID) poot.TensorType { return c.g.Type(id) }
@@ -255,7 +257,7 @@ func compilePlan(plan *lower.Plan, consts interp.Consts, threads int) (*Exec, er
 	for _, id := range g.Inputs(poot.State) {
 		x.states = append(x.states, binding{g.Value(id), id})
 	}
-	c := &compiler{x: x, g: g, bufs: x.bufs, exact: plan.Target.Exact}
+	c := &compiler{x: x, g: g, bufs: x.bufs, exact: plan.Target.Exact, acts: new(kernels.Acts)}
 	for _, k := range plan.Inits {
 		if x.bufs[k.Outputs[0]] == nil {
 			continue
