@@ -99,7 +99,13 @@ func TestMatMulProperty(t *testing.T) {
 			if be == 256 {
 				K = 256 * rapid.IntRange(1, 3).Draw(rt, "blocks256")
 			}
-			T := rapid.IntRange(1, 11).Draw(rt, "T")
+			if be == 1 && rapid.Bool().Draw(rt, "K16") {
+				K = 16 * rapid.IntRange(1, 37).Draw(rt, "blocks16") // the avx512 F16/BF16 tiles' K
+			}
+			// Few rows (the one-row kernels and the smallest tiles) or a
+			// prompt's (every tile, the avx512 F16/BF16 transposed panels
+			// of 48 and 64 rows and the rows past them).
+			T := rapid.OneOf(rapid.IntRange(1, 11), rapid.IntRange(44, 140)).Draw(rt, "T")
 			N := rapid.IntRange(1, 19).Draw(rt, "N")
 			seed := rapid.Uint64().Draw(rt, "seed")
 			r := rand.New(rand.NewPCG(seed, 1))
