@@ -88,13 +88,14 @@ func floatDot(wt poot.DType, T, K int) bool {
 }
 
 // floatRowsDot is the F16 or BF16 product without a packed panel, of the
-// activation rows from tb on, for K a multiple of 16: four activation rows by six weight rows a tile, read in
-// place (see gemmdot512_amd64.s). The activation rows are taken in chunks
-// of at most zDotActBytes/(4·min(K, zDotMinKB)) (64 for K = 2048), each
-// chunk meeting every weight row before the next, and K is cut into
-// blocks whose chunk of activations fits in zDotActBytes. On the Zen 4,
-// one thread, T = 512, chunks measured faster than the panels of the
-// time (which packed 128 elements of K at once): 107-110 GFLOP/s against
+// activation rows from tb on, for K a multiple of 16: four activation rows
+// by six weight rows a tile, read in place (see gemmdot512_amd64.s). The
+// activation rows are taken in chunks of at most
+// zDotActBytes/(4·min(K, zDotMinKB)) (64 for K = 2048), each chunk
+// meeting every weight row before the next, and K is cut into blocks
+// whose chunk of activations fits in zDotActBytes. On the Zen 4, one
+// thread, T = 512, chunks measured faster than the panels of the time
+// (which packed 128 elements of K at once): 107-110 GFLOP/s against
 // 100-103 for 2048x2048 F16 weights.
 func floatRowsDot(wt poot.DType, y []float32, N int, w []byte, a *Acts, tb, n0, n1 int) {
 	T, K, x := a.T, a.K, a.x
