@@ -6,10 +6,10 @@
 // sixteen activation rows, and nothing is packed or transposed per
 // product. Six rows by four vectors are 24 accumulators (Z0-Z23, row j's
 // vector i in Z(4j+i)); Z24-Z25 hold the broadcasts (Z26 an F16 one
-// before its conversion), Z28-Z31 the
-// activations. On the Zen 5, in L1, it runs as fast as with the weights
-// converted beforehand (213 GFLOP/s a core): the conversions run beside
-// the FMAs. Every routine ends with VZEROUPPER.
+// before its conversion), Z28-Z31 the activations. On the Zen 5, in L1,
+// it runs as fast as with the weights converted beforehand (213 GFLOP/s a
+// core): the conversions run beside the FMAs. Every routine ends with
+// VZEROUPPER.
 
 #include "textflag.h"
 
