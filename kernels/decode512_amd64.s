@@ -25,6 +25,7 @@
 // Z16-Z23.
 
 #include "textflag.h"
+#include "zero_amd64.h"
 
 // HSUM0 leaves in X0 the sum of the sixteen lanes of Z0, using Z15.
 #define HSUM0 \
@@ -56,24 +57,6 @@
 #define PN2(b, r) PREFETCHNTA (b)(r*1); PREFETCHNTA 64(b)(r*1)
 #define PN4(b, r) PN2(b, r); PREFETCHNTA 128(b)(r*1); PREFETCHNTA 192(b)(r*1)
 
-// ZERO16TO23 and ZERO16TO27 zero Z16-Z23 and Z16-Z27: accumulators at
-// the start of a row, or the upper registers before a kernel returns (see
-// the package doc on VZEROUPPER).
-#define ZERO16TO23 \
-	VPXORD Z16, Z16, Z16 \
-	VPXORD Z17, Z17, Z17 \
-	VPXORD Z18, Z18, Z18 \
-	VPXORD Z19, Z19, Z19 \
-	VPXORD Z20, Z20, Z20 \
-	VPXORD Z21, Z21, Z21 \
-	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23
-#define ZERO16TO27 \
-	ZERO16TO23 \
-	VPXORD Z24, Z24, Z24 \
-	VPXORD Z25, Z25, Z25 \
-	VPXORD Z26, Z26, Z26 \
-	VPXORD Z27, Z27, Z27
 #define PFF2(b) PF2(b, R9); PN2(b, R14)
 #define PFF4(b) PF4(b, R9); PN4(b, R14)
 #define PFN2(b) PN2(b, R14)

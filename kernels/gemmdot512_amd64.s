@@ -8,6 +8,7 @@
 // transposed. Every routine ends with VZEROUPPER.
 
 #include "textflag.h"
+#include "zero_amd64.h"
 
 #define DLD_F16(a, z) VCVTPH2PS a, z
 #define DLD_BF16(a, z) VPMOVZXWD a, z; VPSLLD $16, z, z
@@ -115,30 +116,7 @@ xset: \
 	JLT  wset \
 	ADDQ DX, R14 \
 wset: \
-	VPXORD Z0, Z0, Z0 \
-	VPXORD Z1, Z1, Z1 \
-	VPXORD Z2, Z2, Z2 \
-	VPXORD Z3, Z3, Z3 \
-	VPXORD Z4, Z4, Z4 \
-	VPXORD Z5, Z5, Z5 \
-	VPXORD Z6, Z6, Z6 \
-	VPXORD Z7, Z7, Z7 \
-	VPXORD Z8, Z8, Z8 \
-	VPXORD Z9, Z9, Z9 \
-	VPXORD Z10, Z10, Z10 \
-	VPXORD Z11, Z11, Z11 \
-	VPXORD Z12, Z12, Z12 \
-	VPXORD Z13, Z13, Z13 \
-	VPXORD Z14, Z14, Z14 \
-	VPXORD Z15, Z15, Z15 \
-	VPXORD Z16, Z16, Z16 \
-	VPXORD Z17, Z17, Z17 \
-	VPXORD Z18, Z18, Z18 \
-	VPXORD Z19, Z19, Z19 \
-	VPXORD Z20, Z20, Z20 \
-	VPXORD Z21, Z21, Z21 \
-	VPXORD Z22, Z22, Z22 \
-	VPXORD Z23, Z23, Z23 \
+	ZERO0TO23 \
 	XORQ BX, BX \
 	MOVQ k16+48(FP), CX \
 	TESTQ CX, CX \
