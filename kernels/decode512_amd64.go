@@ -113,6 +113,16 @@ func f16Rows6z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 //go:noescape
 func bf16Rows6z(x *float32, w unsafe.Pointer, k int, y *float32, nr int)
 
+// mx4Lanes is the avx512 kernels' VPSHUFB table for MXFP4 codes (the
+// decode kernels' and packMXFP4Z's): 128 plus code c's doubled E2M1 value
+// (mxfp4Values) at byte c of each 128-bit lane, unsigned for VPDPBUSD.
+var mx4Lanes = func() (t [64]byte) {
+	for i := range t {
+		t[i] = byte(int(mxfp4Values[i%16]) + 128)
+	}
+	return t
+}()
+
 // decodeAhead and decodeAheadFloat are how many bytes ahead of its loads
 // each weight stream of the quantized and of the float decode kernels asks
 // for its cache lines. The hardware prefetchers alone kept too few lines

@@ -1150,17 +1150,7 @@ end:
 // the lanes. The blocks after the last four take their offsets from
 // sums of their own.
 
-// VPSHUFB table: 128 plus quant.MXFP4Value(c) for code c, in every
-// 128-bit lane (TestMXFP4Codes checks it against the package quant table).
-DATA mx4vals<>+0(SB)/8, $0x8c88868483828180
-DATA mx4vals<>+8(SB)/8, $0x74787a7c7d7e7f80
-DATA mx4vals<>+16(SB)/8, $0x8c88868483828180
-DATA mx4vals<>+24(SB)/8, $0x74787a7c7d7e7f80
-DATA mx4vals<>+32(SB)/8, $0x8c88868483828180
-DATA mx4vals<>+40(SB)/8, $0x74787a7c7d7e7f80
-DATA mx4vals<>+48(SB)/8, $0x8c88868483828180
-DATA mx4vals<>+56(SB)/8, $0x74787a7c7d7e7f80
-GLOBL mx4vals<>(SB), RODATA|NOPTR, $64
+// The VPSHUFB table is ·mx4Lanes (decode512_amd64.go).
 
 // MXCODES leaves in Z8 and Z9 the table values of the low and high
 // nibbles of the bytes in Z8. Z12 holds 0x0f bytes, Z14 the table.
@@ -1259,7 +1249,7 @@ TEXT ·mxfp4Rowsz(SB), NOSPLIT, $0-72
 	VPBROADCASTD AX, Z12
 	MOVL $0x80808080, AX
 	VPBROADCASTD AX, Z7
-	VMOVDQU64 mx4vals<>(SB), Z14
+	VMOVDQU64 ·mx4Lanes(SB), Z14
 	TESTQ R9, R9
 	JZ end
 

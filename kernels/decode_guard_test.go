@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/pootlabs/poot"
 	"github.com/pootlabs/poot/kernels"
 )
 
@@ -35,35 +36,39 @@ func guarded(t *testing.T, n int) []byte {
 // activation row takes the decode kernels; seven, thirteen and twenty take the prompt tiles for
 // the first rows and the decode kernels for the rest; 64 and 112 take the
 // avx512 level's transposed panels for F16 and BF16 weights (K a multiple
-// of 16), whose last tile of six weight rows holds one.
+// of 16), whose last tile of six weight rows holds one. 37 weight rows end
+// in a short panel, which the quantized tiles copy before packing; 32 end
+// in a whole one, packed from the weights themselves (Q5_0 too, which has
+// no decode kernel of its own but a packed tile).
 func TestMatVecReadsNoFurther(t *testing.T) {
 	modes(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(7, 8))
-		for _, dt := range decodeDTypes {
+		for _, dt := range append(decodeDTypes, poot.Q5_0) {
 			for _, K := range decodeKs(dt) {
 				for _, M := range []int{1, 7, 13, 20, 64, 112} {
 					if M > 20 && (dt.BlockElems() > 1 || K%16 != 0) {
 						continue
 					}
-					const N = 37
-					src := randWeights(r, dt, N, K)
-					w := guarded(t, len(src))
-					copy(w, src)
-					xb := guarded(t, 4*M*K)
-					x := unsafe.Slice((*float32)(unsafe.Pointer(&xb[0])), M*K)
-					copy(x, randActs(r, M*K))
-					var a kernels.Acts
-					if err := a.Prepare(dt, x, M, K); err != nil {
-						t.Fatal(err)
-					}
-					y := make([]float32, M*N)
-					if err := kernels.MatMul(nil, dt, y, w, &a, N); err != nil {
-						t.Fatal(err)
-					}
-					want, bound := refProduct(dt, w, x, M, N, K)
-					for i, v := range y {
-						if d := math.Abs(float64(v) - want[i]); !(d <= bound[i]) {
-							t.Fatalf("%v M=%d K=%d: y[%d] = %g, want %g ± %g", dt, M, K, i, v, want[i], bound[i])
+					for _, N := range []int{37, 32} {
+						src := randWeights(r, dt, N, K)
+						w := guarded(t, len(src))
+						copy(w, src)
+						xb := guarded(t, 4*M*K)
+						x := unsafe.Slice((*float32)(unsafe.Pointer(&xb[0])), M*K)
+						copy(x, randActs(r, M*K))
+						var a kernels.Acts
+						if err := a.Prepare(dt, x, M, K); err != nil {
+							t.Fatal(err)
+						}
+						y := make([]float32, M*N)
+						if err := kernels.MatMul(nil, dt, y, w, &a, N); err != nil {
+							t.Fatal(err)
+						}
+						want, bound := refProduct(dt, w, x, M, N, K)
+						for i, v := range y {
+							if d := math.Abs(float64(v) - want[i]); !(d <= bound[i]) {
+								t.Fatalf("%v M=%d N=%d K=%d: y[%d] = %g, want %g ± %g", dt, M, N, K, i, v, want[i], bound[i])
+							}
 						}
 					}
 				}

@@ -225,7 +225,7 @@ func zGrain(wt poot.DType, T, K int) int {
 			return 6
 		}
 		return zFloatNR
-	case poot.Q8_0, poot.Q4_K:
+	case poot.Q8_0, poot.Q4_0, poot.Q5_0, poot.MXFP4, poot.Q4_K:
 		if T < 4 {
 			return 0
 		}
@@ -381,8 +381,9 @@ func floatAt(wt poot.DType, row []byte, k int) float32 {
 }
 
 // The quantized tiles' shapes: 16 weight rows (one vector) a panel, of
-// zQ8KB Q8_0 blocks or zQ4KB Q4_K super-blocks (1024 elements of K), by up
-// to six (Q8_0) or four (Q4_K) activation rows a tile.
+// zQ8KB blocks of 32 (Q8_0, and the dtypes repacked as it) or zQ4KB Q4_K
+// super-blocks (1024 elements of K), by up to six (Q8_0) or four (Q4_K)
+// activation rows a tile.
 const (
 	zQ8KB    = 32
 	zQ8Bytes = 576 // a packed Q8_0 block of 16 rows
@@ -400,6 +401,15 @@ func packQ8_0Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
 
 //go:noescape
 func packQ4_KZ(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+
+//go:noescape
+func packQ4_0Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+
+//go:noescape
+func packQ5_0Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+
+//go:noescape
+func packMXFP4Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
 
 //go:noescape
 func gemmQ8_0Z1(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int)
@@ -439,12 +449,17 @@ func zIndex(idx *[16]int32, lds int) {
 	}
 }
 
-// quantRowsZ is the Q8_0 or Q4_K product by 16-row panels: each panel is
-// repacked once per zQ8KB blocks (zQ4KB super-blocks) and then meets every
-// activation row, six (four) at a time.
+// quantRowsZ is the quantized product by 16-row panels: each panel is
+// repacked once per zQ8KB blocks (zQ4KB Q4_K super-blocks) and then meets
+// every activation row, six (four) at a time. Q4_0, Q5_0 and MXFP4 panels
+// are repacked as Q8_0's (each code as a signed byte, its block's scale as
+// an f32) and meet the Q8_0 tiles: on the Zen 5, one thread, 64 rows by
+// the 1B model's shapes (BenchmarkPrefill), 350-420 GFLOP/s as Q8_0's,
+// against 68-85 for the avx2 level's one-weight-row kernels they took
+// before.
 func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	var panel [zQPanel]byte
-	var stage [16 * zQ8KB * 34]byte // a last panel of fewer than 16 rows
+	var stage [16 * zQ8KB * 34]byte // a last panel of fewer than 16 rows (Q8_0's blocks are the longest of 32)
 	var idx [16]int32
 	T, K := a.T, a.K
 	be, bb := wt.BlockElems(), wt.BlockBytes()
@@ -474,9 +489,16 @@ func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 			if b0 > 0 {
 				add = 1
 			}
-			if wt == poot.Q8_0 {
+			switch wt {
+			case poot.Q8_0:
 				packQ8_0Z(&panel[0], &src[0], lds, nbk, &idx)
-			} else {
+			case poot.Q4_0:
+				packQ4_0Z(&panel[0], &src[0], lds, nbk, &idx)
+			case poot.Q5_0:
+				packQ5_0Z(&panel[0], &src[0], lds, nbk, &idx)
+			case poot.MXFP4:
+				packMXFP4Z(&panel[0], &src[0], lds, nbk, &idx)
+			default:
 				packQ4_KZ(&panel[0], &src[0], lds, nbk, &idx)
 			}
 			if b0+nbk < nb {
@@ -487,7 +509,7 @@ func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 			for t := 0; t < T; t += mr {
 				m := min(mr, T-t)
 				yp := &y[t*N+n]
-				if wt == poot.Q8_0 {
+				if wt != poot.Q4_K {
 					q8Tile(m, &panel[0], nbk, &a.q[t*K+b0*32], K, &a.d[t*nb+b0], nb*4, &a.o[t*nb+b0], yp, N*4, mask, add)
 				} else {
 					q4kTile(m, &panel[0], nbk, &a.q[t*K+b0*256], K, &a.d[t*nb+b0], nb*4, &a.bs[(t*nb+b0)*16], nb*32, yp, N*4, mask, add)

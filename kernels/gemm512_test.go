@@ -177,3 +177,67 @@ func TestTileLevelsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestRepackedIntegerSums is TestTileIntegerSums for the dtypes whose
+// codes the avx512 level repacks as Q8_0 quants (Q4_0, Q5_0, MXFP4): every
+// block scale is 1 (MXFP4's exponent 127: its doubled values then count
+// half), the codes are random, and each output must be the exact integer
+// (or half-integer) product, whatever the code, its nibble or its high
+// bit.
+func TestRepackedIntegerSums(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(51, 52))
+		for _, dt := range []poot.DType{poot.Q4_0, poot.Q5_0, poot.MXFP4} {
+			for _, T := range []int{4, 6, 7, 13} {
+				for _, N := range []int{16, 21, 33} {
+					for _, nb := range []int{1, 32, 33} {
+						checkCodeSums(t, r, dt, T, N, 32*nb)
+					}
+				}
+			}
+		}
+	})
+}
+
+func checkCodeSums(t *testing.T, r *rand.Rand, dt poot.DType, T, N, K int) {
+	t.Helper()
+	rb, bb := int(dt.RowBytes(int64(K))), dt.BlockBytes()
+	w := make([]byte, N*rb)
+	for i := range w {
+		w[i] = byte(r.Uint32())
+	}
+	for b := 0; b < len(w); b += bb {
+		if dt == poot.MXFP4 {
+			w[b] = 127
+		} else {
+			w[b], w[b+1] = 0x00, 0x3c // f16 1.0
+		}
+	}
+	x := make([]float32, T*K)
+	for i := range x {
+		x[i] = float32(r.IntN(255) - 127)
+	}
+	for b := range T * K / 32 {
+		x[b*32+r.IntN(32)] = float32(127 * (1 - 2*r.IntN(2)))
+	}
+	var a kernels.Acts
+	if err := a.Prepare(dt, x, T, K); err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float32, T*N)
+	if err := kernels.MatMulRows(dt, y, N, w, &a, 0, N); err != nil {
+		t.Fatal(err)
+	}
+	for n := range N {
+		wv := refDequant(dt, w[n*rb:(n+1)*rb], K)
+		for tt := range T {
+			var s float64
+			for k := range K {
+				s += float64(x[tt*K+k]) * wv[k]
+			}
+			if got := y[tt*N+n]; float64(got) != s {
+				t.Fatalf("%v T=%d N=%d K=%d: y[%d,%d] = %v, want exactly %v", dt, T, N, K, tt, n, got, s)
+			}
+		}
+	}
+}

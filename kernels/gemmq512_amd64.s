@@ -1,5 +1,5 @@
 // AVX-512 VNNI register-tiled products for Q8_0 and Q4_K weights (prompt
-// processing). A panel of 16 weight rows is repacked so that each ZMM
+// processing), and for Q4_0, Q5_0 and MXFP4 weights repacked as Q8_0's. A panel of 16 weight rows is repacked so that each ZMM
 // vector holds the same four quants of every row, one row a 32-bit lane
 // (a 16-row transpose of 32-bit groups, TRANS16X8), unsigned, next to
 // vectors of the rows' block scales. The tile multiplies such a vector with
@@ -105,6 +105,183 @@ loop:
 	ADDQ $576, DI
 	DECQ CX
 	JNZ  loop
+
+done:
+	VZEROUPPER
+	RET
+
+// The 4- and 5-bit 32-element dtypes (Q4_0, Q5_0, MXFP4) are repacked into
+// the Q8_0 panel (576 bytes a block) and meet the Q8_0 tiles: each code
+// becomes 128 plus its signed value (Q4_0: q-8, Q5_0: q-16, MXFP4: the
+// doubled E2M1 value), as a Q8_0 quant plus 128 is, so the tiles' block
+// sums, started at -128 times the activation block's sum, are exactly
+// those of the weights' own values.
+//
+// NIBQ(a, b, z) leaves in z the 32 codes of the block at a (row r) in
+// its 128-bit lanes 0 and 1 and those of the block at b (row r+8) in
+// lanes 2 and 3, each through the VPSHUFB table in Z16: byte i of a lane
+// pair is the low nibble of byte i of the 16 at a (element i), byte 16+i
+// its high nibble (element 16+i). K2 selects the words of lanes 1 and 3,
+// Z17 holds 0x0f bytes, Y18 is scratch.
+#define NIBQ(a, b, z) \
+	VBROADCASTI32X4 a, z \
+	VBROADCASTI32X4 b, Y18 \
+	VINSERTI64X4 $1, Y18, z, z \
+	VPSRLW $4, z, K2, z \
+	VPANDD Z17, z, z \
+	VPSHUFB z, Z16, z
+
+// NIB16(off) is NIBQ for the 16 rows (as LDQ16), 16 bytes of codes at
+// offset off of each block.
+#define NIB16(off) \
+	NIBQ(off(SI), off(R11), Z0) \
+	NIBQ(off(SI)(R8*1), off(R11)(R8*1), Z1) \
+	NIBQ(off(SI)(R8*2), off(R11)(R8*2), Z2) \
+	NIBQ(off(SI)(R9*1), off(R11)(R9*1), Z3) \
+	NIBQ(off(R10), off(R12), Z4) \
+	NIBQ(off(R10)(R8*1), off(R12)(R8*1), Z5) \
+	NIBQ(off(R10)(R8*2), off(R12)(R8*2), Z6) \
+	NIBQ(off(R10)(R9*1), off(R12)(R9*1), Z7)
+
+// NIBSETUP loads Z17 and K2 for NIBQ.
+#define NIBSETUP \
+	VPBROADCASTD zq0f<>(SB), Z17 \
+	MOVL $0xff00ff00, AX \
+	KMOVD AX, K2
+
+// STORE8 stores the transposed codes (Z8-Z15) as a packed block's eight
+// vectors.
+#define STORE8 \
+	VMOVDQU32 Z8, (DI) \
+	VMOVDQU32 Z9, 64(DI) \
+	VMOVDQU32 Z10, 128(DI) \
+	VMOVDQU32 Z11, 192(DI) \
+	VMOVDQU32 Z12, 256(DI) \
+	VMOVDQU32 Z13, 320(DI) \
+	VMOVDQU32 Z14, 384(DI) \
+	VMOVDQU32 Z15, 448(DI)
+
+// F16SCALES stores, as f32 at 512(DI), the 16 rows' f16 block scales at
+// offset 0 of the blocks at SI (idx at DX).
+#define F16SCALES \
+	VMOVDQU32 (DX), Z0 \
+	KXNORW K1, K1, K1 \
+	VPGATHERDD (SI)(Z0*1), K1, Z1 \
+	VPMOVDW Z1, Y1 \
+	VCVTPH2PS Y1, Z1 \
+	VMOVUPS Z1, 512(DI)
+
+// NEXTBLOCK advances the four row pointers by a block of bs bytes and the
+// destination by a packed block, and loops while blocks are left.
+#define NEXTBLOCK(bs) \
+	ADDQ $bs, SI \
+	ADDQ $bs, R10 \
+	ADDQ $bs, R11 \
+	ADDQ $bs, R12 \
+	ADDQ $576, DI \
+	DECQ CX \
+	JNZ  loop
+
+DATA zq4t<>+0(SB)/8, $0x7f7e7d7c7b7a7978
+DATA zq4t<>+8(SB)/8, $0x8786858483828180
+GLOBL zq4t<>(SB), RODATA|NOPTR, $16
+DATA zq5t<>+0(SB)/8, $0x7776757473727170
+DATA zq5t<>+8(SB)/8, $0x7f7e7d7c7b7a7978
+GLOBL zq5t<>(SB), RODATA|NOPTR, $16
+DATA zq10<>+0(SB)/4, $0x10101010
+GLOBL zq10<>(SB), RODATA|NOPTR, $4
+DATA zqff<>+0(SB)/4, $0xff
+GLOBL zqff<>(SB), RODATA|NOPTR, $4
+
+// func packQ4_0Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+//
+// Repacks nb blocks of the 16 Q4_0 rows at src (stride lds bytes) into dst
+// as Q8_0 blocks: code q becomes 120+q (128 plus q-8).
+TEXT ·packQ4_0Z(SB), NOSPLIT, $0-40
+	PACKSETUP
+	NIBSETUP
+	VBROADCASTI32X4 zq4t<>(SB), Z16
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	NIB16(2)
+	TRANS16X8
+	STORE8
+	F16SCALES
+	NEXTBLOCK(18)
+
+done:
+	VZEROUPPER
+	RET
+
+// Q5HIGH adds 16 to the codes in z where the high bit is set: the 32 high
+// bits of row r's block at a (lanes 0-1) and row r+8's at b (lanes 2-3)
+// make one 64-bit mask. Z20 holds 0x10 bytes.
+#define Q5HIGH(a, b, z) \
+	KMOVD a, K3 \
+	KMOVD b, K4 \
+	KUNPCKDQ K3, K4, K3 \
+	VPADDB Z20, z, K3, z
+
+// func packQ5_0Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+//
+// Repacks nb blocks of the 16 Q5_0 rows at src into dst as Q8_0 blocks:
+// code q (the nibble and, as bit 4, bit i of the block's 32 high bits for
+// element i) becomes 112+q (128 plus q-16): the nibbles through a table of
+// 112 plus each, then 16 more where the high bit is set.
+TEXT ·packQ5_0Z(SB), NOSPLIT, $0-40
+	PACKSETUP
+	NIBSETUP
+	VBROADCASTI32X4 zq5t<>(SB), Z16
+	VPBROADCASTD zq10<>(SB), Z20
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	NIB16(6)
+	Q5HIGH(2(SI), 2(R11), Z0)
+	Q5HIGH(2(SI)(R8*1), 2(R11)(R8*1), Z1)
+	Q5HIGH(2(SI)(R8*2), 2(R11)(R8*2), Z2)
+	Q5HIGH(2(SI)(R9*1), 2(R11)(R9*1), Z3)
+	Q5HIGH(2(R10), 2(R12), Z4)
+	Q5HIGH(2(R10)(R8*1), 2(R12)(R8*1), Z5)
+	Q5HIGH(2(R10)(R8*2), 2(R12)(R8*2), Z6)
+	Q5HIGH(2(R10)(R9*1), 2(R12)(R9*1), Z7)
+	TRANS16X8
+	STORE8
+	F16SCALES
+	NEXTBLOCK(22)
+
+done:
+	VZEROUPPER
+	RET
+
+// func packMXFP4Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+//
+// Repacks nb blocks of the 16 MXFP4 rows at src into dst as Q8_0 blocks:
+// code c becomes 128 plus its doubled E2M1 value (the table ·mx4Lanes),
+// and each block's exponent byte its scale from ·e8m0Half.
+TEXT ·packMXFP4Z(SB), NOSPLIT, $0-40
+	PACKSETUP
+	NIBSETUP
+	VBROADCASTI32X4 ·mx4Lanes(SB), Z16
+	LEAQ ·e8m0Half(SB), R13
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	NIB16(1)
+	TRANS16X8
+	STORE8
+	VMOVDQU32 (DX), Z0
+	KXNORW K1, K1, K1
+	VPGATHERDD (SI)(Z0*1), K1, Z1
+	VPANDD.BCST zqff<>(SB), Z1, Z1
+	KXNORW K1, K1, K1
+	VGATHERDPS (R13)(Z1*4), K1, Z2
+	VMOVUPS Z2, 512(DI)
+	NEXTBLOCK(17)
 
 done:
 	VZEROUPPER
