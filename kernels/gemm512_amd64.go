@@ -225,7 +225,7 @@ func zGrain(wt poot.DType, T, K int) int {
 			return 6
 		}
 		return zFloatNR
-	case poot.Q8_0, poot.Q4_0, poot.Q5_0, poot.MXFP4, poot.Q4_K:
+	case poot.Q8_0, poot.Q4_0, poot.Q5_0, poot.MXFP4, poot.Q4_K, poot.Q5_K:
 		if T < 4 {
 			return 0
 		}
@@ -412,6 +412,9 @@ func packQ5_0Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
 func packMXFP4Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
 
 //go:noescape
+func packQ5_KZ(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+
+//go:noescape
 func gemmQ8_0Z1(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int)
 
 //go:noescape
@@ -466,7 +469,8 @@ func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 	nb := K / be
 	rb := nb * bb
 	kb, mr := zQ8KB, zQ8MR
-	if wt == poot.Q4_K {
+	kquant := wt == poot.Q4_K || wt == poot.Q5_K
+	if kquant {
 		kb, mr = zQ4KB, zQ4MR
 	}
 	zIndex(&idx, rb)
@@ -498,6 +502,8 @@ func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 				packQ5_0Z(&panel[0], &src[0], lds, nbk, &idx)
 			case poot.MXFP4:
 				packMXFP4Z(&panel[0], &src[0], lds, nbk, &idx)
+			case poot.Q5_K:
+				packQ5_KZ(&panel[0], &src[0], lds, nbk, &idx)
 			default:
 				packQ4_KZ(&panel[0], &src[0], lds, nbk, &idx)
 			}
@@ -509,7 +515,7 @@ func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 			for t := 0; t < T; t += mr {
 				m := min(mr, T-t)
 				yp := &y[t*N+n]
-				if wt != poot.Q4_K {
+				if !kquant {
 					q8Tile(m, &panel[0], nbk, &a.q[t*K+b0*32], K, &a.d[t*nb+b0], nb*4, &a.o[t*nb+b0], yp, N*4, mask, add)
 				} else {
 					q4kTile(m, &panel[0], nbk, &a.q[t*K+b0*256], K, &a.d[t*nb+b0], nb*4, &a.bs[(t*nb+b0)*16], nb*32, yp, N*4, mask, add)

@@ -179,19 +179,25 @@ func TestTileLevelsAgree(t *testing.T) {
 }
 
 // TestRepackedIntegerSums is TestTileIntegerSums for the dtypes whose
-// codes the avx512 level repacks as Q8_0 quants (Q4_0, Q5_0, MXFP4): every
-// block scale is 1 (MXFP4's exponent 127: its doubled values then count
-// half), the codes are random, and each output must be the exact integer
-// (or half-integer) product, whatever the code, its nibble or its high
-// bit.
+// blocks the avx512 level repacks as another's (Q4_0, Q5_0 and MXFP4 as
+// Q8_0's, Q5_K as Q4_K's): every block scale is 1 (MXFP4's exponent 127:
+// its doubled values then count half; the K-quants' d, with dmin 0 or 1),
+// the codes and sub-block scales random, and each output must be the
+// exact integer (or half-integer) product, whatever the code, its nibble
+// or its high bit. The K-quants' activations stay within ±4 (and one ±127
+// a block, which fixes their scale at 1) to keep the sums below 2^24.
 func TestRepackedIntegerSums(t *testing.T) {
 	modes(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(51, 52))
-		for _, dt := range []poot.DType{poot.Q4_0, poot.Q5_0, poot.MXFP4} {
+		for _, dt := range []poot.DType{poot.Q4_0, poot.Q5_0, poot.MXFP4, poot.Q5_K} {
+			nbs := []int{1, 32, 33}
+			if dt.BlockElems() == 256 {
+				nbs = []int{1, 4, 5}
+			}
 			for _, T := range []int{4, 6, 7, 13} {
 				for _, N := range []int{16, 21, 33} {
-					for _, nb := range []int{1, 32, 33} {
-						checkCodeSums(t, r, dt, T, N, 32*nb)
+					for _, nb := range nbs {
+						checkCodeSums(t, r, dt, T, N, dt.BlockElems()*nb)
 					}
 				}
 			}
@@ -201,24 +207,32 @@ func TestRepackedIntegerSums(t *testing.T) {
 
 func checkCodeSums(t *testing.T, r *rand.Rand, dt poot.DType, T, N, K int) {
 	t.Helper()
-	rb, bb := int(dt.RowBytes(int64(K))), dt.BlockBytes()
+	rb, bb, be := int(dt.RowBytes(int64(K))), dt.BlockBytes(), dt.BlockElems()
 	w := make([]byte, N*rb)
 	for i := range w {
 		w[i] = byte(r.Uint32())
 	}
 	for b := 0; b < len(w); b += bb {
-		if dt == poot.MXFP4 {
+		switch {
+		case dt == poot.MXFP4:
 			w[b] = 127
-		} else {
+		case be == 256:
+			w[b], w[b+1] = 0x00, 0x3c // d 1.0
+			w[b+2], w[b+3] = 0x00, byte(0x3c*r.IntN(2)) // dmin 0 or 1.0
+		default:
 			w[b], w[b+1] = 0x00, 0x3c // f16 1.0
 		}
 	}
 	x := make([]float32, T*K)
 	for i := range x {
-		x[i] = float32(r.IntN(255) - 127)
+		if be == 256 {
+			x[i] = float32(r.IntN(9) - 4)
+		} else {
+			x[i] = float32(r.IntN(255) - 127)
+		}
 	}
-	for b := range T * K / 32 {
-		x[b*32+r.IntN(32)] = float32(127 * (1 - 2*r.IntN(2)))
+	for b := range T * K / be {
+		x[b*be+r.IntN(be)] = float32(127 * (1 - 2*r.IntN(2)))
 	}
 	var a kernels.Acts
 	if err := a.Prepare(dt, x, T, K); err != nil {

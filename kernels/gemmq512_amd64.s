@@ -21,6 +21,7 @@
 
 #include "textflag.h"
 #include "gemm512_amd64.h"
+#include "zero_amd64.h"
 
 DATA zq80<>+0(SB)/4, $0x80808080
 GLOBL zq80<>(SB), RODATA|NOPTR, $4
@@ -122,7 +123,8 @@ done:
 // lanes 2 and 3, each through the VPSHUFB table in Z16: byte i of a lane
 // pair is the low nibble of byte i of the 16 at a (element i), byte 16+i
 // its high nibble (element 16+i). K2 selects the words of lanes 1 and 3,
-// Z17 holds 0x0f bytes, Y18 is scratch.
+// Z17 holds 0x0f bytes, Y18 is scratch. The packers that use Z16-Z23
+// zero them before they return (see the package doc).
 #define NIBQ(a, b, z) \
 	VBROADCASTI32X4 a, z \
 	VBROADCASTI32X4 b, Y18 \
@@ -212,6 +214,7 @@ loop:
 	NEXTBLOCK(18)
 
 done:
+	ZERO16TO23
 	VZEROUPPER
 	RET
 
@@ -254,6 +257,7 @@ loop:
 	NEXTBLOCK(22)
 
 done:
+	ZERO16TO23
 	VZEROUPPER
 	RET
 
@@ -284,6 +288,7 @@ loop:
 	NEXTBLOCK(17)
 
 done:
+	ZERO16TO23
 	VZEROUPPER
 	RET
 
@@ -340,6 +345,34 @@ done:
 	VPORD Z5, Z4, Z4 \
 	VMOVDQU32 Z4, (4608+64*(4+i))(DI)
 
+// Q4SCALES stores the 16 rows' scales, mins, d and dmin of the
+// super-blocks at SI as a packed super-block's (from 4096).
+#define Q4SCALES \
+	VMOVDQU32 (DX), Z0 \
+	KXNORW K1, K1, K1 \
+	VPGATHERDD 4(SI)(Z0*1), K1, Z1 \
+	KXNORW K1, K1, K1 \
+	VPGATHERDD 8(SI)(Z0*1), K1, Z2 \
+	KXNORW K1, K1, K1 \
+	VPGATHERDD 12(SI)(Z0*1), K1, Z3 \
+	KXNORW K1, K1, K1 \
+	VPGATHERDD (SI)(Z0*1), K1, Z6 \
+	Q4SCLO(0) \
+	Q4SCLO(1) \
+	Q4SCLO(2) \
+	Q4SCLO(3) \
+	Q4SCHI(0) \
+	Q4SCHI(1) \
+	Q4SCHI(2) \
+	Q4SCHI(3) \
+	VPMOVDW Z6, Y4 \
+	VCVTPH2PS Y4, Z4 \
+	VMOVUPS Z4, 5120(DI) \
+	VPSRLD $16, Z6, Z6 \
+	VPMOVDW Z6, Y4 \
+	VCVTPH2PS Y4, Z4 \
+	VMOVUPS Z4, 5184(DI)
+
 // func packQ4_KZ(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
 //
 // Repacks nb super-blocks of the 16 Q4_K rows at src (stride lds bytes)
@@ -357,30 +390,7 @@ loop:
 	Q4CHUNK(1)
 	Q4CHUNK(2)
 	Q4CHUNK(3)
-	VMOVDQU32 (DX), Z0
-	KXNORW K1, K1, K1
-	VPGATHERDD 4(SI)(Z0*1), K1, Z1
-	KXNORW K1, K1, K1
-	VPGATHERDD 8(SI)(Z0*1), K1, Z2
-	KXNORW K1, K1, K1
-	VPGATHERDD 12(SI)(Z0*1), K1, Z3
-	KXNORW K1, K1, K1
-	VPGATHERDD (SI)(Z0*1), K1, Z6
-	Q4SCLO(0)
-	Q4SCLO(1)
-	Q4SCLO(2)
-	Q4SCLO(3)
-	Q4SCHI(0)
-	Q4SCHI(1)
-	Q4SCHI(2)
-	Q4SCHI(3)
-	VPMOVDW Z6, Y4
-	VCVTPH2PS Y4, Z4
-	VMOVUPS Z4, 5120(DI)
-	VPSRLD $16, Z6, Z6
-	VPMOVDW Z6, Y4
-	VCVTPH2PS Y4, Z4
-	VMOVUPS Z4, 5184(DI)
+	Q4SCALES
 	ADDQ $144, SI
 	ADDQ $144, R10
 	ADDQ $144, R11
@@ -390,6 +400,79 @@ loop:
 	JNZ  loop
 
 done:
+	VZEROUPPER
+	RET
+
+// Q5CHUNK is Q4CHUNK for Q5_K: its 32 quant bytes are at 48+32c, and the
+// high bits of the 16 rows' 32 bytes at 16 (transposed as the quants, in
+// Z16-Z23) join as bit 4: bit 2c of each byte for the low nibbles, bit
+// 2c+1 for the high ones, brought to bit 4 by lo(ls) and hi(hs) (word
+// shifts: the bits that cross into a neighbouring byte land below bit 4
+// or are masked off). Z24 holds 0x10 bytes.
+#define Q5CHUNK(c, lo, ls, hi, hs) \
+	LDQ16((48+32*c)) \
+	TRANS16X8 \
+	VPBROADCASTD zq0f<>(SB), Z0 \
+	Q5NIB(c, 0, Z8, Z16, lo, ls, hi, hs) \
+	Q5NIB(c, 1, Z9, Z17, lo, ls, hi, hs) \
+	Q5NIB(c, 2, Z10, Z18, lo, ls, hi, hs) \
+	Q5NIB(c, 3, Z11, Z19, lo, ls, hi, hs) \
+	Q5NIB(c, 4, Z12, Z20, lo, ls, hi, hs) \
+	Q5NIB(c, 5, Z13, Z21, lo, ls, hi, hs) \
+	Q5NIB(c, 6, Z14, Z22, lo, ls, hi, hs) \
+	Q5NIB(c, 7, Z15, Z23, lo, ls, hi, hs)
+
+// Q5NIB is Q4NIB with the high bits of group r (in h) as bit 4.
+#define Q5NIB(c, r, z, h, lo, ls, hi, hs) \
+	VPANDD Z0, z, Z1 \
+	lo $ls, h, Z2 \
+	VPTERNLOGD $0xf8, Z24, Z2, Z1 \
+	VMOVDQU32 Z1, ((16*c+r)*64)(DI) \
+	VPSRLW $4, z, z \
+	VPANDD Z0, z, z \
+	hi $hs, h, Z2 \
+	VPTERNLOGD $0xf8, Z24, Z2, z \
+	VMOVDQU32 z, ((16*c+8+r)*64)(DI)
+
+// func packQ5_KZ(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+//
+// Repacks nb super-blocks of the 16 Q5_K rows at src into dst as Q4_K
+// super-blocks (see packQ4_KZ), with quants of five bits: Q5_K's scales,
+// mins, d and dmin are laid out as Q4_K's, and the Q4_K tiles' integer
+// sums hold quants up to 31 as they do 15.
+TEXT ·packQ5_KZ(SB), NOSPLIT, $0-40
+	PACKSETUP
+	VPBROADCASTD zq10<>(SB), Z24
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	LDQ16(16)
+	TRANS16X8
+	VMOVDQA64 Z8, Z16
+	VMOVDQA64 Z9, Z17
+	VMOVDQA64 Z10, Z18
+	VMOVDQA64 Z11, Z19
+	VMOVDQA64 Z12, Z20
+	VMOVDQA64 Z13, Z21
+	VMOVDQA64 Z14, Z22
+	VMOVDQA64 Z15, Z23
+	Q5CHUNK(0, VPSLLW, 4, VPSLLW, 3)
+	Q5CHUNK(1, VPSLLW, 2, VPSLLW, 1)
+	Q5CHUNK(2, VPSLLW, 0, VPSRLW, 1)
+	Q5CHUNK(3, VPSRLW, 2, VPSRLW, 3)
+	Q4SCALES
+	ADDQ $176, SI
+	ADDQ $176, R10
+	ADDQ $176, R11
+	ADDQ $176, R12
+	ADDQ $5248, DI
+	DECQ CX
+	JNZ  loop
+
+done:
+	ZERO16TO23
+	VPXORD Z24, Z24, Z24
 	VZEROUPPER
 	RET
 
