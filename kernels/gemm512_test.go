@@ -217,7 +217,7 @@ func checkCodeSums(t *testing.T, r *rand.Rand, dt poot.DType, T, N, K int) {
 		case dt == poot.MXFP4:
 			w[b] = 127
 		case be == 256:
-			w[b], w[b+1] = 0x00, 0x3c // d 1.0
+			w[b], w[b+1] = 0x00, 0x3c                   // d 1.0
 			w[b+2], w[b+3] = 0x00, byte(0x3c*r.IntN(2)) // dmin 0 or 1.0
 		default:
 			w[b], w[b+1] = 0x00, 0x3c // f16 1.0
