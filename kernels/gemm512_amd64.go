@@ -225,7 +225,7 @@ func zGrain(wt poot.DType, T, K int) int {
 			return 6
 		}
 		return zFloatNR
-	case poot.Q8_0, poot.Q4_0, poot.Q5_0, poot.MXFP4, poot.Q4_K, poot.Q5_K:
+	case poot.Q8_0, poot.Q4_0, poot.Q5_0, poot.MXFP4, poot.Q4_K, poot.Q5_K, poot.Q6_K:
 		if T < 4 {
 			return 0
 		}
@@ -390,8 +390,9 @@ const (
 	zQ8MR    = 6
 	zQ4KB    = 4
 	zQ4Bytes = 5248 // a packed Q4_K super-block of 16 rows
+	zQ6Bytes = 5760 // a packed Q6_K super-block of 16 rows
 	zQ4MR    = 4
-	zQPanel  = max(zQ8KB*zQ8Bytes, zQ4KB*zQ4Bytes)
+	zQPanel  = max(zQ8KB*zQ8Bytes, zQ4KB*zQ6Bytes)
 )
 
 // The assembly in gemmq512_amd64.s.
@@ -413,6 +414,9 @@ func packMXFP4Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
 
 //go:noescape
 func packQ5_KZ(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+
+//go:noescape
+func packQ6_KZ(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
 
 //go:noescape
 func gemmQ8_0Z1(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int)
@@ -444,6 +448,18 @@ func gemmQ4_KZ3(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *in
 //go:noescape
 func gemmQ4_KZ4(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, y *float32, ldy int, mask uint64, add int)
 
+//go:noescape
+func gemmQ6_KZ1(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmQ6_KZ2(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmQ6_KZ3(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmQ6_KZ4(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, y *float32, ldy int, mask uint64, add int)
+
 // zIndex sets idx to the byte offsets of 16 rows lds apart, row j in lane
 // zLane(j), for the packing routines' gathers.
 func zIndex(idx *[16]int32, lds int) {
@@ -469,7 +485,7 @@ func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 	nb := K / be
 	rb := nb * bb
 	kb, mr := zQ8KB, zQ8MR
-	kquant := wt == poot.Q4_K || wt == poot.Q5_K
+	kquant := wt == poot.Q4_K || wt == poot.Q5_K || wt == poot.Q6_K
 	if kquant {
 		kb, mr = zQ4KB, zQ4MR
 	}
@@ -504,6 +520,8 @@ func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 				packMXFP4Z(&panel[0], &src[0], lds, nbk, &idx)
 			case poot.Q5_K:
 				packQ5_KZ(&panel[0], &src[0], lds, nbk, &idx)
+			case poot.Q6_K:
+				packQ6_KZ(&panel[0], &src[0], lds, nbk, &idx)
 			default:
 				packQ4_KZ(&panel[0], &src[0], lds, nbk, &idx)
 			}
@@ -518,7 +536,7 @@ func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 				if !kquant {
 					q8Tile(m, &panel[0], nbk, &a.q[t*K+b0*32], K, &a.d[t*nb+b0], nb*4, &a.o[t*nb+b0], yp, N*4, mask, add)
 				} else {
-					q4kTile(m, &panel[0], nbk, &a.q[t*K+b0*256], K, &a.d[t*nb+b0], nb*4, &a.bs[(t*nb+b0)*16], nb*32, yp, N*4, mask, add)
+					kTile(wt == poot.Q6_K, m, &panel[0], nbk, &a.q[t*K+b0*256], K, &a.d[t*nb+b0], nb*4, &a.bs[(t*nb+b0)*16], nb*32, yp, N*4, mask, add)
 				}
 			}
 			if nr < 16 {
@@ -546,14 +564,23 @@ func q8Tile(m int, p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao 
 	}
 }
 
-// q4kTile runs the Q4_K tile routine for m activation rows.
-func q4kTile(m int, p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, y *float32, ldy int, mask uint64, add int) {
-	switch m {
-	case 1:
+// kTile runs the Q4_K tile routine for m activation rows, or the Q6_K one
+// (six).
+func kTile(six bool, m int, p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, y *float32, ldy int, mask uint64, add int) {
+	switch {
+	case six && m == 1:
+		gemmQ6_KZ1(p, nb, aq, lda, ad, ldd, bs, ldb, y, ldy, mask, add)
+	case six && m == 2:
+		gemmQ6_KZ2(p, nb, aq, lda, ad, ldd, bs, ldb, y, ldy, mask, add)
+	case six && m == 3:
+		gemmQ6_KZ3(p, nb, aq, lda, ad, ldd, bs, ldb, y, ldy, mask, add)
+	case six:
+		gemmQ6_KZ4(p, nb, aq, lda, ad, ldd, bs, ldb, y, ldy, mask, add)
+	case m == 1:
 		gemmQ4_KZ1(p, nb, aq, lda, ad, ldd, bs, ldb, y, ldy, mask, add)
-	case 2:
+	case m == 2:
 		gemmQ4_KZ2(p, nb, aq, lda, ad, ldd, bs, ldb, y, ldy, mask, add)
-	case 3:
+	case m == 3:
 		gemmQ4_KZ3(p, nb, aq, lda, ad, ldd, bs, ldb, y, ldy, mask, add)
 	default:
 		gemmQ4_KZ4(p, nb, aq, lda, ad, ldd, bs, ldb, y, ldy, mask, add)

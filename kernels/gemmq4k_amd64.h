@@ -1,6 +1,11 @@
 // One Q4_K tile routine (see gemmq512_amd64.s), included once per row
 // count: NAME is the routine, HAS1..HAS3 mark the activation rows past the
-// first that it has. Row i's sub-block dot products are in Z(i), its
+// first that it has. The includer defines the packed super-block's shape:
+// K4SUBS, every sub-block's K4J (whose dot products K4R takes, a dword g
+// of quants at a time, and K4SCALE scales), KMINS and KD, the offsets of
+// the min pairs and of d and dmin, and KSTRIDE, its size: Q4_K's (eight
+// sub-blocks of 32) or Q6_K's (sixteen of 16). (Go's assembler expands
+// macros even in a skipped #ifdef branch, so the choice is not made here.) Row i's sub-block dot products are in Z(i), its
 // super-block sum of scale times dot in Z(4+i) (then its min sum in Z(i)),
 // its float accumulator in Z(8+i); Z12 holds one vector of packed weights,
 // Z13-Z15 the super-block's d and dmin and a product of scales.
@@ -45,37 +50,33 @@
 #define K4S3
 #endif
 
-// K4R multiplies dword r of sub-block j with every row.
-#define K4R(j, r) \
-	VMOVDQU32 ((8*j+r)*64)(DX), Z12 \
-	VPDPBUSD.BCST (32*j+4*r)(SI), Z12, Z0 \
-	K4D1((32*j+4*r)) \
-	K4D2((32*j+4*r)) \
-	K4D3((32*j+4*r))
+// K4R multiplies dword g of the super-block with every row.
+#define K4R(g) \
+	VMOVDQU32 (64*g)(DX), Z12 \
+	VPDPBUSD.BCST (4*g)(SI), Z12, Z0 \
+	K4D1((4*g)) \
+	K4D2((4*g)) \
+	K4D3((4*g))
 
-// K4J adds sub-block j's dot products, times its scales, to the sums.
-#define K4J(j) \
+// K4ZERO clears the rows' sub-block dot products.
+#define K4ZERO \
 	VPXORD Z0, Z0, Z0 \
 	VPXORD Z1, Z1, Z1 \
 	VPXORD Z2, Z2, Z2 \
-	VPXORD Z3, Z3, Z3 \
-	K4R(j, 0) \
-	K4R(j, 1) \
-	K4R(j, 2) \
-	K4R(j, 3) \
-	K4R(j, 4) \
-	K4R(j, 5) \
-	K4R(j, 6) \
-	K4R(j, 7) \
+	VPXORD Z3, Z3, Z3
+
+// K4SCALE adds sub-block j's dot products, times its scales, to the sums.
+#define K4SCALE(j) \
 	VPMULLD (4096+64*j)(DX), Z0, Z0 \
 	VPADDD Z0, Z4, Z4 \
 	K4M1(j) \
 	K4M2(j) \
 	K4M3(j)
 
-// K4MIN adds sub-block j's mins times the activations' sums of 16 (pairs).
+
+// K4MIN adds min pair j times the activations' sums of 16 (pairs).
 #define K4MIN(j) \
-	VMOVDQU32 (4608+64*j)(DX), Z12 \
+	VMOVDQU32 (KMINS+64*j)(DX), Z12 \
 	VPDPWSSD.BCST (4*j)(BX), Z12, Z0 \
 	K4W1((4*j)) \
 	K4W2((4*j)) \
@@ -106,14 +107,7 @@ loop:
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
 	VPXORD Z7, Z7, Z7
-	K4J(0)
-	K4J(1)
-	K4J(2)
-	K4J(3)
-	K4J(4)
-	K4J(5)
-	K4J(6)
-	K4J(7)
+	K4SUBS
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -126,13 +120,13 @@ loop:
 	K4MIN(5)
 	K4MIN(6)
 	K4MIN(7)
-	VMOVUPS 5120(DX), Z13
-	VMOVUPS 5184(DX), Z14
+	VMOVUPS KD(DX), Z13
+	VMOVUPS (KD+64)(DX), Z14
 	K4FIN((DI), Z0, Z4, Z8)
 	K4F1
 	K4F2
 	K4F3
-	ADDQ $5248, DX
+	ADDQ $KSTRIDE, DX
 	ADDQ $256, SI
 	ADDQ $4, DI
 	ADDQ $32, BX
@@ -168,5 +162,6 @@ store:
 #undef K4F3
 #undef K4S3
 #undef K4R
-#undef K4J
+#undef K4ZERO
+#undef K4SCALE
 #undef K4MIN

@@ -194,6 +194,10 @@ DATA zq10<>+0(SB)/4, $0x10101010
 GLOBL zq10<>(SB), RODATA|NOPTR, $4
 DATA zqff<>+0(SB)/4, $0xff
 GLOBL zqff<>(SB), RODATA|NOPTR, $4
+DATA zq30b<>+0(SB)/4, $0x30303030
+GLOBL zq30b<>(SB), RODATA|NOPTR, $4
+DATA zqffff<>+0(SB)/4, $0xffff
+GLOBL zqffff<>(SB), RODATA|NOPTR, $4
 
 // func packQ4_0Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
 //
@@ -476,6 +480,160 @@ done:
 	VZEROUPPER
 	RET
 
+// Q6GROUP stores the four groups that bytes of ql (a: ql[l], b:
+// ql[l+32]) and qh (h: qh[l]) of half hf of a Q6_K super-block make, l
+// the four bytes of group r: quants 128hf+l, +32, +64 and +96 (groups
+// 32hf+r, +8, +16, +24), each a nibble with two high bits as bits 4-5.
+// Z0 holds 0x0f bytes, Z1 0x30 (word shifts: the bits that cross into a
+// neighbouring byte are masked off).
+#define Q6GROUP(hf, r, a, b, h) \
+	VPANDD Z0, a, Z2 \
+	VPSLLW $4, h, Z3 \
+	VPTERNLOGD $0xf8, Z1, Z3, Z2 \
+	VMOVDQU32 Z2, ((32*hf+r)*64)(DI) \
+	VPANDD Z0, b, Z2 \
+	VPSLLW $2, h, Z3 \
+	VPTERNLOGD $0xf8, Z1, Z3, Z2 \
+	VMOVDQU32 Z2, ((32*hf+8+r)*64)(DI) \
+	VPSRLW $4, a, Z2 \
+	VPANDD Z0, Z2, Z2 \
+	VPTERNLOGD $0xf8, Z1, h, Z2 \
+	VMOVDQU32 Z2, ((32*hf+16+r)*64)(DI) \
+	VPSRLW $4, b, Z2 \
+	VPANDD Z0, Z2, Z2 \
+	VPSRLW $2, h, Z3 \
+	VPTERNLOGD $0xf8, Z1, Z3, Z2 \
+	VMOVDQU32 Z2, ((32*hf+24+r)*64)(DI)
+
+// Q6HALF repacks half hf (128 quants) of the 16 rows' super-blocks: ql
+// bytes 64hf..64hf+31 transposed into Z16-Z23, qh bytes 128+32hf.. into
+// Z24-Z31, ql bytes 64hf+32.. into Z8-Z15.
+#define Q6HALF(hf) \
+	LDQ16((64*hf)) \
+	TRANS16X8 \
+	VMOVDQA64 Z8, Z16 \
+	VMOVDQA64 Z9, Z17 \
+	VMOVDQA64 Z10, Z18 \
+	VMOVDQA64 Z11, Z19 \
+	VMOVDQA64 Z12, Z20 \
+	VMOVDQA64 Z13, Z21 \
+	VMOVDQA64 Z14, Z22 \
+	VMOVDQA64 Z15, Z23 \
+	LDQ16((128+32*hf)) \
+	TRANS16X8 \
+	VMOVDQA64 Z8, Z24 \
+	VMOVDQA64 Z9, Z25 \
+	VMOVDQA64 Z10, Z26 \
+	VMOVDQA64 Z11, Z27 \
+	VMOVDQA64 Z12, Z28 \
+	VMOVDQA64 Z13, Z29 \
+	VMOVDQA64 Z14, Z30 \
+	VMOVDQA64 Z15, Z31 \
+	LDQ16((64*hf+32)) \
+	TRANS16X8 \
+	VPBROADCASTD zq0f<>(SB), Z0 \
+	VPBROADCASTD zq30b<>(SB), Z1 \
+	Q6GROUP(hf, 0, Z16, Z8, Z24) \
+	Q6GROUP(hf, 1, Z17, Z9, Z25) \
+	Q6GROUP(hf, 2, Z18, Z10, Z26) \
+	Q6GROUP(hf, 3, Z19, Z11, Z27) \
+	Q6GROUP(hf, 4, Z20, Z12, Z28) \
+	Q6GROUP(hf, 5, Z21, Z13, Z29) \
+	Q6GROUP(hf, 6, Z22, Z14, Z30) \
+	Q6GROUP(hf, 7, Z23, Z15, Z31)
+
+// Q6SC stores scale 4i+k (of dword i, in z) of the 16 rows as int32 at
+// 4096+64(4i+k), sign-extended from its byte.
+#define Q6SC(z, i, k) \
+	VPSLLD $(24-8*k), z, Z5 \
+	VPSRAD $24, Z5, Z5 \
+	VMOVDQU32 Z5, (4096+64*(4*i+k))(DI)
+
+// Q6MIN stores min pair p: 32 times scales 2p and 2p+1 (int32 at
+// 4096+128p and +64) as the int16 pair (low, high) at 5120+64p.
+#define Q6MIN(p) \
+	VMOVDQU32 (4096+128*p)(DI), Z5 \
+	VMOVDQU32 (4160+128*p)(DI), Z6 \
+	VPSLLD $5, Z5, Z5 \
+	VPANDD.BCST zqffff<>(SB), Z5, Z5 \
+	VPSLLD $21, Z6, Z6 \
+	VPORD Z6, Z5, Z5 \
+	VMOVDQU32 Z5, (5120+64*p)(DI)
+
+// func packQ6_KZ(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+//
+// Repacks nb super-blocks of the 16 Q6_K rows at src (stride lds bytes)
+// into dst, 5760 bytes a super-block, for the Q6_K tiles (gemmq4k_amd64.h
+// with K6): 64 vectors of the six-bit quants (unsigned, group g at 64g),
+// the 16 sub-blocks' scales as int32 (at 4096), 32 times them as int16
+// pairs, the mins that take the quants' offset of 32 (at 5120), and d as
+// f32 twice (at 5632 and 5696: the tiles' d and dmin). idx holds the
+// lanes' row offsets.
+TEXT ·packQ6_KZ(SB), NOSPLIT, $0-40
+	PACKSETUP
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	Q6HALF(0)
+	Q6HALF(1)
+	VMOVDQU32 (DX), Z0
+	KXNORW K1, K1, K1
+	VPGATHERDD 192(SI)(Z0*1), K1, Z1
+	KXNORW K1, K1, K1
+	VPGATHERDD 196(SI)(Z0*1), K1, Z2
+	KXNORW K1, K1, K1
+	VPGATHERDD 200(SI)(Z0*1), K1, Z3
+	KXNORW K1, K1, K1
+	VPGATHERDD 204(SI)(Z0*1), K1, Z4
+	KXNORW K1, K1, K1
+	VPGATHERDD 206(SI)(Z0*1), K1, Z7
+	Q6SC(Z1, 0, 0)
+	Q6SC(Z1, 0, 1)
+	Q6SC(Z1, 0, 2)
+	Q6SC(Z1, 0, 3)
+	Q6SC(Z2, 1, 0)
+	Q6SC(Z2, 1, 1)
+	Q6SC(Z2, 1, 2)
+	Q6SC(Z2, 1, 3)
+	Q6SC(Z3, 2, 0)
+	Q6SC(Z3, 2, 1)
+	Q6SC(Z3, 2, 2)
+	Q6SC(Z3, 2, 3)
+	Q6SC(Z4, 3, 0)
+	Q6SC(Z4, 3, 1)
+	Q6SC(Z4, 3, 2)
+	Q6SC(Z4, 3, 3)
+	Q6MIN(0)
+	Q6MIN(1)
+	Q6MIN(2)
+	Q6MIN(3)
+	Q6MIN(4)
+	Q6MIN(5)
+	Q6MIN(6)
+	Q6MIN(7)
+	VPSRLD $16, Z7, Z7
+	VPMOVDW Z7, Y7
+	VCVTPH2PS Y7, Z7
+	VMOVUPS Z7, 5632(DI)
+	VMOVUPS Z7, 5696(DI)
+	ADDQ $210, SI
+	ADDQ $210, R10
+	ADDQ $210, R11
+	ADDQ $210, R12
+	ADDQ $5760, DI
+	DECQ CX
+	JNZ  loop
+
+done:
+	ZERO16TO27
+	VPXORD Z28, Z28, Z28
+	VPXORD Z29, Z29, Z29
+	VPXORD Z30, Z30, Z30
+	VPXORD Z31, Z31, Z31
+	VZEROUPPER
+	RET
+
 // ZSTORE writes (or, when R9 is set, adds) the 16 lanes of f to y at DI,
 // masked by K1, after undoing the packed lane order.
 #define ZSTORE(f) \
@@ -535,6 +693,32 @@ done:
 
 #define K4STORE(f) ZSTORE(f)
 
+// The Q4_K tiles' super-block (see gemmq4k_amd64.h): eight sub-blocks of
+// 32 quants.
+#define KMINS 4608
+#define KD 5120
+#define KSTRIDE 5248
+#define K4J(j) \
+	K4ZERO \
+	K4R((8*j)) \
+	K4R((8*j+1)) \
+	K4R((8*j+2)) \
+	K4R((8*j+3)) \
+	K4R((8*j+4)) \
+	K4R((8*j+5)) \
+	K4R((8*j+6)) \
+	K4R((8*j+7)) \
+	K4SCALE(j)
+#define K4SUBS \
+	K4J(0) \
+	K4J(1) \
+	K4J(2) \
+	K4J(3) \
+	K4J(4) \
+	K4J(5) \
+	K4J(6) \
+	K4J(7)
+
 #define NAME ·gemmQ4_KZ1
 #include "gemmq4k_amd64.h"
 #undef NAME
@@ -548,6 +732,59 @@ done:
 #undef NAME
 #define HAS3
 #define NAME ·gemmQ4_KZ4
+#include "gemmq4k_amd64.h"
+#undef NAME
+#undef HAS1
+#undef HAS2
+#undef HAS3
+
+// The Q6_K tiles' super-block (packQ6_KZ): sixteen sub-blocks of 16.
+#undef KMINS
+#undef KD
+#undef KSTRIDE
+#undef K4J
+#undef K4SUBS
+#define KMINS 5120
+#define KD 5632
+#define KSTRIDE 5760
+#define K4J(j) \
+	K4ZERO \
+	K4R((4*j)) \
+	K4R((4*j+1)) \
+	K4R((4*j+2)) \
+	K4R((4*j+3)) \
+	K4SCALE(j)
+#define K4SUBS \
+	K4J(0) \
+	K4J(1) \
+	K4J(2) \
+	K4J(3) \
+	K4J(4) \
+	K4J(5) \
+	K4J(6) \
+	K4J(7) \
+	K4J(8) \
+	K4J(9) \
+	K4J(10) \
+	K4J(11) \
+	K4J(12) \
+	K4J(13) \
+	K4J(14) \
+	K4J(15)
+
+#define NAME ·gemmQ6_KZ1
+#include "gemmq4k_amd64.h"
+#undef NAME
+#define HAS1
+#define NAME ·gemmQ6_KZ2
+#include "gemmq4k_amd64.h"
+#undef NAME
+#define HAS2
+#define NAME ·gemmQ6_KZ3
+#include "gemmq4k_amd64.h"
+#undef NAME
+#define HAS3
+#define NAME ·gemmQ6_KZ4
 #include "gemmq4k_amd64.h"
 #undef NAME
 #undef HAS1
