@@ -109,7 +109,7 @@ func BenchmarkMatMul(b *testing.B) {
 // GFLOP/s (2·T·N·K per product). Only the prompt-tile dtypes are run.
 func BenchmarkPrefill(b *testing.B) {
 	shapes := []struct{ N, K int }{{2048, 2048}, {512, 2048}, {8192, 2048}, {2048, 8192}}
-	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q5_0, poot.MXFP4, poot.Q4_K, poot.Q5_K, poot.Q6_K} {
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.MXFP4, poot.Q4_K, poot.Q5_K, poot.Q6_K} {
 		for _, T := range []int{64, 512} {
 			for _, sh := range shapes {
 				N, K := sh.N, sh.K

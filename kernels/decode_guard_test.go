@@ -38,12 +38,12 @@ func guarded(t *testing.T, n int) []byte {
 // avx512 level's transposed panels for F16 and BF16 weights (K a multiple
 // of 16), whose last tile of six weight rows holds one. 37 weight rows end
 // in a short panel, which the quantized tiles copy before packing; 32 end
-// in a whole one, packed from the weights themselves (Q5_0 too, which has
-// no decode kernel of its own but a packed tile).
+// in a whole one, packed from the weights themselves (Q4_1, Q5_0 and Q5_1
+// too, which have no decode kernels of their own but packed tiles).
 func TestMatVecReadsNoFurther(t *testing.T) {
 	modes(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(7, 8))
-		for _, dt := range append(decodeDTypes, poot.Q5_0) {
+		for _, dt := range append(decodeDTypes, poot.Q4_1, poot.Q5_0, poot.Q5_1) {
 			for _, K := range decodeKs(dt) {
 				for _, M := range []int{1, 7, 13, 20, 64, 112} {
 					if M > 20 && (dt.BlockElems() > 1 || K%16 != 0) {

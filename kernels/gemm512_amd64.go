@@ -225,7 +225,7 @@ func zGrain(wt poot.DType, T, K int) int {
 			return 6
 		}
 		return zFloatNR
-	case poot.Q8_0, poot.Q4_0, poot.Q5_0, poot.MXFP4, poot.Q4_K, poot.Q5_K, poot.Q6_K:
+	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.MXFP4, poot.Q4_K, poot.Q5_K, poot.Q6_K:
 		if T < 4 {
 			return 0
 		}
@@ -381,18 +381,18 @@ func floatAt(wt poot.DType, row []byte, k int) float32 {
 }
 
 // The quantized tiles' shapes: 16 weight rows (one vector) a panel, of
-// zQ8KB blocks of 32 (Q8_0, and the dtypes repacked as it) or zQ4KB Q4_K
-// super-blocks (1024 elements of K), by up to six (Q8_0) or four (Q4_K)
-// activation rows a tile.
+// zQ8KB blocks of 32 or zQ4KB K-quant super-blocks (1024 elements of K),
+// by up to six (blocks of 32) or four (K-quants) activation rows a tile.
 const (
 	zQ8KB    = 32
 	zQ8Bytes = 576 // a packed Q8_0 block of 16 rows
+	zQ1Bytes = 640 // a packed Q4_1 or Q5_1 block (with the mins)
 	zQ8MR    = 6
 	zQ4KB    = 4
 	zQ4Bytes = 5248 // a packed Q4_K super-block of 16 rows
 	zQ6Bytes = 5760 // a packed Q6_K super-block of 16 rows
 	zQ4MR    = 4
-	zQPanel  = max(zQ8KB*zQ8Bytes, zQ4KB*zQ6Bytes)
+	zQPanel  = max(zQ8KB*zQ1Bytes, zQ4KB*zQ6Bytes)
 )
 
 // The assembly in gemmq512_amd64.s.
@@ -411,6 +411,12 @@ func packQ5_0Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
 
 //go:noescape
 func packMXFP4Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+
+//go:noescape
+func packQ4_1Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+
+//go:noescape
+func packQ5_1Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
 
 //go:noescape
 func packQ5_KZ(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
@@ -435,6 +441,24 @@ func gemmQ8_0Z5(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *in
 
 //go:noescape
 func gemmQ8_0Z6(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int)
+
+//go:noescape
+func gemmQ4_1Z1(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int, as *float32)
+
+//go:noescape
+func gemmQ4_1Z2(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int, as *float32)
+
+//go:noescape
+func gemmQ4_1Z3(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int, as *float32)
+
+//go:noescape
+func gemmQ4_1Z4(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int, as *float32)
+
+//go:noescape
+func gemmQ4_1Z5(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int, as *float32)
+
+//go:noescape
+func gemmQ4_1Z6(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int, as *float32)
 
 //go:noescape
 func gemmQ4_KZ1(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, bs *int16, ldb int, y *float32, ldy int, mask uint64, add int)
@@ -469,13 +493,17 @@ func zIndex(idx *[16]int32, lds int) {
 }
 
 // quantRowsZ is the quantized product by 16-row panels: each panel is
-// repacked once per zQ8KB blocks (zQ4KB Q4_K super-blocks) and then meets
-// every activation row, six (four) at a time. Q4_0, Q5_0 and MXFP4 panels
-// are repacked as Q8_0's (each code as a signed byte, its block's scale as
-// an f32) and meet the Q8_0 tiles: on the Zen 5, one thread, 64 rows by
-// the 1B model's shapes (BenchmarkPrefill), 350-420 GFLOP/s as Q8_0's,
-// against 68-85 for the avx2 level's one-weight-row kernels they took
-// before.
+// repacked once per zQ8KB blocks (zQ4KB K-quant super-blocks) and then
+// meets every activation row, six (four) at a time. Every dtype with a
+// prompt product has a tile: Q4_0, Q5_0 and MXFP4 panels are repacked as
+// Q8_0's (each code as a signed byte, its block's scale as an f32), Q4_1
+// and Q5_1 as Q8_0's with their mins beside the scales (the Q8_0 tile
+// with a min term), Q5_K as Q4_K's (five-bit quants) and Q6_K for a Q4_K
+// tile of sixteen sub-blocks. On the Zen 5, one thread, 64 rows by the 1B
+// model's shapes (BenchmarkPrefill), GFLOP/s: Q4_0, Q5_0 and MXFP4
+// 350-420, as Q8_0's, Q4_1 and Q5_1 280-360, Q5_K 290-350, as Q4_K's,
+// Q6_K 240-295, against 55-118 for the avx2 level's one-weight-row
+// kernels they took before.
 func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
 	var panel [zQPanel]byte
 	var stage [16 * zQ8KB * 34]byte // a last panel of fewer than 16 rows (Q8_0's blocks are the longest of 32)
@@ -486,6 +514,7 @@ func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 	rb := nb * bb
 	kb, mr := zQ8KB, zQ8MR
 	kquant := wt == poot.Q4_K || wt == poot.Q5_K || wt == poot.Q6_K
+	mins := wt == poot.Q4_1 || wt == poot.Q5_1
 	if kquant {
 		kb, mr = zQ4KB, zQ4MR
 	}
@@ -518,6 +547,10 @@ func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 				packQ5_0Z(&panel[0], &src[0], lds, nbk, &idx)
 			case poot.MXFP4:
 				packMXFP4Z(&panel[0], &src[0], lds, nbk, &idx)
+			case poot.Q4_1:
+				packQ4_1Z(&panel[0], &src[0], lds, nbk, &idx)
+			case poot.Q5_1:
+				packQ5_1Z(&panel[0], &src[0], lds, nbk, &idx)
 			case poot.Q5_K:
 				packQ5_KZ(&panel[0], &src[0], lds, nbk, &idx)
 			case poot.Q6_K:
@@ -534,7 +567,7 @@ func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 				m := min(mr, T-t)
 				yp := &y[t*N+n]
 				if !kquant {
-					q8Tile(m, &panel[0], nbk, &a.q[t*K+b0*32], K, &a.d[t*nb+b0], nb*4, &a.o[t*nb+b0], yp, N*4, mask, add)
+					q8Tile(mins, m, &panel[0], nbk, &a.q[t*K+b0*32], K, &a.d[t*nb+b0], nb*4, &a.o[t*nb+b0], yp, N*4, mask, add, &a.s[t*nb+b0])
 				} else {
 					kTile(wt == poot.Q6_K, m, &panel[0], nbk, &a.q[t*K+b0*256], K, &a.d[t*nb+b0], nb*4, &a.bs[(t*nb+b0)*16], nb*32, yp, N*4, mask, add)
 				}
@@ -546,18 +579,31 @@ func quantRowsZ(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int
 	}
 }
 
-// q8Tile runs the Q8_0 tile routine for m activation rows.
-func q8Tile(m int, p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int) {
-	switch m {
-	case 1:
+// q8Tile runs the Q8_0 tile routine for m activation rows, or the Q4_1
+// one (mins: the weights' mins meet the activations' scaled sums, as).
+func q8Tile(mins bool, m int, p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, mask uint64, add int, as *float32) {
+	switch {
+	case mins && m == 1:
+		gemmQ4_1Z1(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add, as)
+	case mins && m == 2:
+		gemmQ4_1Z2(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add, as)
+	case mins && m == 3:
+		gemmQ4_1Z3(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add, as)
+	case mins && m == 4:
+		gemmQ4_1Z4(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add, as)
+	case mins && m == 5:
+		gemmQ4_1Z5(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add, as)
+	case mins:
+		gemmQ4_1Z6(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add, as)
+	case m == 1:
 		gemmQ8_0Z1(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add)
-	case 2:
+	case m == 2:
 		gemmQ8_0Z2(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add)
-	case 3:
+	case m == 3:
 		gemmQ8_0Z3(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add)
-	case 4:
+	case m == 4:
 		gemmQ8_0Z4(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add)
-	case 5:
+	case m == 5:
 		gemmQ8_0Z5(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add)
 	default:
 		gemmQ8_0Z6(p, nb, aq, lda, ad, ldd, ao, y, ldy, mask, add)

@@ -146,7 +146,7 @@ func TestTileLevelsAgree(t *testing.T) {
 	p := kernels.NewPool(2)
 	defer p.Close()
 	r := rand.New(rand.NewPCG(41, 42))
-	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q5_0, poot.MXFP4, poot.Q4_K, poot.Q5_K, poot.Q6_K} {
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.MXFP4, poot.Q4_K, poot.Q5_K, poot.Q6_K} {
 		const T, N = 37, 200
 		K := 2304
 		if dt.BlockElems() == 1 {
@@ -180,9 +180,10 @@ func TestTileLevelsAgree(t *testing.T) {
 
 // TestRepackedIntegerSums is TestTileIntegerSums for the dtypes whose
 // blocks the avx512 level repacks as another's (Q4_0, Q5_0 and MXFP4 as
-// Q8_0's, Q5_K as Q4_K's) or for a tile of its own (Q6_K): every block
-// scale is 1 (MXFP4's exponent 127: its doubled values then count half;
-// the K-quants' d, with Q4_K's and Q5_K's dmin 0 or 1), the codes and
+// Q8_0's, Q4_1 and Q5_1 as Q8_0's with mins, Q5_K as Q4_K's) or for a
+// tile of its own (Q6_K): every block scale is 1 (MXFP4's exponent 127:
+// its doubled values then count half; Q4_1's and Q5_1's mins and Q5_K's
+// dmin 0 or 1), the codes and
 // sub-block scales random, and each output must be the exact integer (or
 // half-integer) product, whatever the code, its nibble or its high bits.
 // The K-quants' activations stay within ±4 (and one ±127 a block, which
@@ -190,7 +191,7 @@ func TestTileLevelsAgree(t *testing.T) {
 func TestRepackedIntegerSums(t *testing.T) {
 	modes(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(51, 52))
-		for _, dt := range []poot.DType{poot.Q4_0, poot.Q5_0, poot.MXFP4, poot.Q5_K, poot.Q6_K} {
+		for _, dt := range []poot.DType{poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.MXFP4, poot.Q5_K, poot.Q6_K} {
 			nbs := []int{1, 32, 33}
 			if dt.BlockElems() == 256 {
 				nbs = []int{1, 4, 5}
@@ -219,6 +220,9 @@ func checkCodeSums(t *testing.T, r *rand.Rand, dt poot.DType, T, N, K int) {
 			w[b] = 127
 		case dt == poot.Q6_K:
 			w[b+208], w[b+209] = 0x00, 0x3c // d 1.0
+		case dt == poot.Q4_1 || dt == poot.Q5_1:
+			w[b], w[b+1] = 0x00, 0x3c                   // d 1.0
+			w[b+2], w[b+3] = 0x00, byte(0x3c*r.IntN(2)) // m 0 or 1.0
 		case be == 256:
 			w[b], w[b+1] = 0x00, 0x3c                   // d 1.0
 			w[b+2], w[b+3] = 0x00, byte(0x3c*r.IntN(2)) // dmin 0 or 1.0

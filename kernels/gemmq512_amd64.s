@@ -1,14 +1,18 @@
 // AVX-512 VNNI register-tiled products for Q8_0 and Q4_K weights (prompt
-// processing), and for Q4_0, Q5_0 and MXFP4 weights repacked as Q8_0's. A panel of 16 weight rows is repacked so that each ZMM
-// vector holds the same four quants of every row, one row a 32-bit lane
-// (a 16-row transpose of 32-bit groups, TRANS16X8), unsigned, next to
-// vectors of the rows' block scales. The tile multiplies such a vector with
-// four quants of an activation row broadcast to every lane (VPDPBUSD with
-// an embedded broadcast: unsigned weights by signed activations), so one
-// vector of packed weights serves several activation rows and one
-// broadcast 16 weight rows, and each int32 lane accumulates one row's exact
-// block sum. The float work (the block's scales) is then one conversion and
-// two multiplies per activation row and block for all 16 weight rows.
+// processing), and for the other quantized dtypes repacked for them: Q4_0,
+// Q5_0 and MXFP4 as Q8_0 (below), Q4_1 and Q5_1 as Q8_0 with mins (a
+// tile that adds min times the activations' sums), Q5_K as Q4_K and Q6_K
+// for a Q4_K tile of sixteen sub-blocks of 16. A panel of 16 weight rows
+// is repacked so that each ZMM vector holds the same four quants of every
+// row, one row a 32-bit lane (a 16-row transpose of 32-bit groups,
+// TRANS16X8), unsigned, next to vectors of the rows' block scales. The
+// tile multiplies such a vector with four quants of an activation row
+// broadcast to every lane (VPDPBUSD with an embedded broadcast: unsigned
+// weights by signed activations), so one vector of packed weights serves
+// several activation rows and one broadcast 16 weight rows, and each int32
+// lane accumulates one row's exact block sum. The float work (the block's
+// scales) is then one conversion and two multiplies per activation row
+// and block for all 16 weight rows.
 //
 // Q8_0 weights are signed: the packing adds 128 (XOR 0x80), and the tile
 // starts each block sum at -128 times the activation block's sum (Acts.o).
@@ -16,8 +20,9 @@
 // multiplied by its 6-bit scales (VPMULLD), and its mins meet the
 // activations' sums of 16 (VPDPWSSD), as in dotQ4_Kx1. The integer sums
 // are the Go code's. Lanes are in the transpose's row order (0-3, 8-11,
-// 4-7, 12-15) until the tile swaps them back to store. Only Z0-Z15 are
-// used and every routine ends with VZEROUPPER.
+// 4-7, 12-15) until the tile swaps them back to store. The tiles use only
+// Z0-Z15; the packers that use Z16-Z31 zero them before they return, and
+// every routine ends with VZEROUPPER.
 
 #include "textflag.h"
 #include "gemm512_amd64.h"
@@ -174,19 +179,22 @@ done:
 	VMOVUPS Z1, 512(DI)
 
 // NEXTBLOCK advances the four row pointers by a block of bs bytes and the
-// destination by a packed block, and loops while blocks are left.
-#define NEXTBLOCK(bs) \
+// destination by a packed block of ps, and loops while blocks are left.
+#define NEXTBLOCK(bs, ps) \
 	ADDQ $bs, SI \
 	ADDQ $bs, R10 \
 	ADDQ $bs, R11 \
 	ADDQ $bs, R12 \
-	ADDQ $576, DI \
+	ADDQ $ps, DI \
 	DECQ CX \
 	JNZ  loop
 
 DATA zq4t<>+0(SB)/8, $0x7f7e7d7c7b7a7978
 DATA zq4t<>+8(SB)/8, $0x8786858483828180
 GLOBL zq4t<>(SB), RODATA|NOPTR, $16
+DATA zq41t<>+0(SB)/8, $0x8786858483828180
+DATA zq41t<>+8(SB)/8, $0x8f8e8d8c8b8a8988
+GLOBL zq41t<>(SB), RODATA|NOPTR, $16
 DATA zq5t<>+0(SB)/8, $0x7776757473727170
 DATA zq5t<>+8(SB)/8, $0x7f7e7d7c7b7a7978
 GLOBL zq5t<>(SB), RODATA|NOPTR, $16
@@ -215,7 +223,7 @@ loop:
 	TRANS16X8
 	STORE8
 	F16SCALES
-	NEXTBLOCK(18)
+	NEXTBLOCK(18, 576)
 
 done:
 	ZERO16TO23
@@ -258,7 +266,77 @@ loop:
 	TRANS16X8
 	STORE8
 	F16SCALES
-	NEXTBLOCK(22)
+	NEXTBLOCK(22, 576)
+
+done:
+	ZERO16TO23
+	VZEROUPPER
+	RET
+
+// DMSCALES stores, as f32 at 512(DI) and 576(DI), the 16 rows' f16 block
+// scales and mins (d and m at offset 0 of the blocks at SI).
+#define DMSCALES \
+	VMOVDQU32 (DX), Z0 \
+	KXNORW K1, K1, K1 \
+	VPGATHERDD (SI)(Z0*1), K1, Z1 \
+	VPMOVDW Z1, Y2 \
+	VCVTPH2PS Y2, Z2 \
+	VMOVUPS Z2, 512(DI) \
+	VPSRLD $16, Z1, Z1 \
+	VPMOVDW Z1, Y1 \
+	VCVTPH2PS Y1, Z1 \
+	VMOVUPS Z1, 576(DI)
+
+// func packQ4_1Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+//
+// Repacks nb blocks of the 16 Q4_1 rows at src into dst, 640 bytes a
+// block, for the Q4_1 tiles: code q becomes 128+q (the tiles' sums are then
+// those of the codes), then the scales and the mins as f32.
+TEXT ·packQ4_1Z(SB), NOSPLIT, $0-40
+	PACKSETUP
+	NIBSETUP
+	VBROADCASTI32X4 zq41t<>(SB), Z16
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	NIB16(4)
+	TRANS16X8
+	STORE8
+	DMSCALES
+	NEXTBLOCK(20, 640)
+
+done:
+	ZERO16TO23
+	VZEROUPPER
+	RET
+
+// func packQ5_1Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
+//
+// Repacks nb blocks of the 16 Q5_1 rows at src into dst as packQ4_1Z does,
+// code q (with its high bit, as Q5_0's) becoming 128+q.
+TEXT ·packQ5_1Z(SB), NOSPLIT, $0-40
+	PACKSETUP
+	NIBSETUP
+	VBROADCASTI32X4 zq41t<>(SB), Z16
+	VPBROADCASTD zq10<>(SB), Z20
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	NIB16(8)
+	Q5HIGH(4(SI), 4(R11), Z0)
+	Q5HIGH(4(SI)(R8*1), 4(R11)(R8*1), Z1)
+	Q5HIGH(4(SI)(R8*2), 4(R11)(R8*2), Z2)
+	Q5HIGH(4(SI)(R9*1), 4(R11)(R9*1), Z3)
+	Q5HIGH(4(R10), 4(R12), Z4)
+	Q5HIGH(4(R10)(R8*1), 4(R12)(R8*1), Z5)
+	Q5HIGH(4(R10)(R8*2), 4(R12)(R8*2), Z6)
+	Q5HIGH(4(R10)(R9*1), 4(R12)(R9*1), Z7)
+	TRANS16X8
+	STORE8
+	DMSCALES
+	NEXTBLOCK(24, 640)
 
 done:
 	ZERO16TO23
@@ -289,7 +367,7 @@ loop:
 	KXNORW K1, K1, K1
 	VGATHERDPS (R13)(Z1*4), K1, Z2
 	VMOVUPS Z2, 512(DI)
-	NEXTBLOCK(17)
+	NEXTBLOCK(17, 576)
 
 done:
 	ZERO16TO23
@@ -645,10 +723,16 @@ done:
 
 // Q8FIN adds a row's block sums acc, times the weight scales (Z13) and the
 // activation scale at ad, to its accumulator f.
-#define Q8FIN(ad, acc, f) \
+#define Q8FIN(ad, as, acc, f) \
 	VCVTDQ2PS acc, acc \
 	VMULPS.BCST ad, Z13, Z14 \
 	VFMADD231PS Z14, acc, f
+
+#define Q8ARGS 88
+#define Q8STRIDE 576
+#define Q8SETUP
+#define Q8MLOAD
+#define Q8MNEXT
 
 #define Q8STORE(f) ZSTORE(f)
 
@@ -673,6 +757,40 @@ done:
 #undef NAME
 #define HAS5
 #define NAME ·gemmQ8_0Z6
+#include "gemmq8_amd64.h"
+#undef NAME
+#undef HAS1
+#undef HAS2
+#undef HAS3
+#undef HAS4
+#undef HAS5
+
+// The Q4_1 and Q5_1 tiles: the Q8_0 tiles over blocks of 640 bytes, the
+// weights' mins (Z15) as f32 after their scales, each row's block then
+// adding min times the activation block's scaled sum (Acts.s, as).
+#include "gemmq1_amd64.h"
+
+#define NAME ·gemmQ4_1Z1
+#include "gemmq8_amd64.h"
+#undef NAME
+#define HAS1
+#define NAME ·gemmQ4_1Z2
+#include "gemmq8_amd64.h"
+#undef NAME
+#define HAS2
+#define NAME ·gemmQ4_1Z3
+#include "gemmq8_amd64.h"
+#undef NAME
+#define HAS3
+#define NAME ·gemmQ4_1Z4
+#include "gemmq8_amd64.h"
+#undef NAME
+#define HAS4
+#define NAME ·gemmQ4_1Z5
+#include "gemmq8_amd64.h"
+#undef NAME
+#define HAS5
+#define NAME ·gemmQ4_1Z6
 #include "gemmq8_amd64.h"
 #undef NAME
 #undef HAS1
