@@ -199,20 +199,34 @@ func TestRepackedIntegerSums(t *testing.T) {
 			for _, T := range []int{4, 6, 7, 13} {
 				for _, N := range []int{16, 21, 33} {
 					for _, nb := range nbs {
-						checkCodeSums(t, r, dt, T, N, dt.BlockElems()*nb)
+						checkCodeSums(t, r, dt, T, N, dt.BlockElems()*nb, false)
 					}
 				}
+			}
+			if dt.BlockElems() == 32 {
+				checkCodeSums(t, r, dt, 8, 16, 1056, true)
 			}
 		}
 	})
 }
 
-func checkCodeSums(t *testing.T, r *rand.Rand, dt poot.DType, T, N, K int) {
+// checkCodeSums checks a product of random codes as TestRepackedIntegerSums
+// describes; with extreme set, every code of the 32-element dtypes is its
+// largest (the nibble 15 and every high bit; MXFP4's 6.0) and every
+// activation 127, so that sums the tiles keep in int16 (the avx2 level's)
+// reach their largest.
+func checkCodeSums(t *testing.T, r *rand.Rand, dt poot.DType, T, N, K int, extreme bool) {
 	t.Helper()
 	rb, bb, be := int(dt.RowBytes(int64(K))), dt.BlockBytes(), dt.BlockElems()
 	w := make([]byte, N*rb)
 	for i := range w {
 		w[i] = byte(r.Uint32())
+		if extreme {
+			w[i] = 0xff
+			if dt == poot.MXFP4 {
+				w[i] = 0x77
+			}
+		}
 	}
 	for b := 0; b < len(w); b += bb {
 		switch {
@@ -240,6 +254,11 @@ func checkCodeSums(t *testing.T, r *rand.Rand, dt poot.DType, T, N, K int) {
 	}
 	for b := range T * K / be {
 		x[b*be+r.IntN(be)] = float32(127 * (1 - 2*r.IntN(2)))
+	}
+	if extreme {
+		for i := range x {
+			x[i] = 127
+		}
 	}
 	var a kernels.Acts
 	if err := a.Prepare(dt, x, T, K); err != nil {

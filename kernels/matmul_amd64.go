@@ -260,12 +260,27 @@ func q8_0QuadH(y []float32, N int, w []byte, a *Acts, t, b0, b1 int) {
 	}
 }
 
-// q8famRowsAsm handles the 32-element dtypes (MXFP4 among them): each
-// weight row meets four activation rows a call while there are four left,
-// then one, a block of avx2WeightBlock bytes of rows at a time. noHuge
+// q8famRowsAsm handles the 32-element dtypes (MXFP4 among them): Q4_0 and
+// MXFP4 weights by the 8-row panels of q4x8Rows where there are four
+// activation rows or more, and otherwise each weight row meets four
+// activation rows a call while there are four left, then one, a block of
+// avx2WeightBlock bytes of rows at a time. noHuge
 // reports that every row went through dotMXFP4x1 (fewer than four
 // activation rows) and none has a block scaled by 2^125 or more.
 func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) (noHuge bool) {
+	if tiles8(wt, a.T) {
+		// The 8-row panels take the weight rows up to nEnd with every
+		// whole four activation rows; the rows past those meet them one
+		// at a time, and the weight rows past nEnd every row, below.
+		nEnd := q4x8Rows(wt, y, N, w, a, n0, n1)
+		if t4 := a.T &^ 3; t4 < a.T {
+			tail := a.rowsFrom(t4)
+			q8famRowsAsm(wt, y[t4*N:], N, w, &tail, n0, nEnd)
+		}
+		if n0 = nEnd; n0 == n1 {
+			return false
+		}
+	}
 	T, K := a.T, a.K
 	eor := 0
 	nb := K / 32

@@ -1,0 +1,345 @@
+// AVX2 register-tiled prompt products for Q4_0 and MXFP4 weights (the
+// avx2 level, four or more activation rows). A panel of 8 weight rows is
+// repacked a block of 32 at a time: each code becomes an unsigned byte u
+// (Q4_0: its nibble, the value plus 8; MXFP4: its doubled E2M1 value plus
+// 16, through a VPSHUFB table), and the 8 rows' codes are transposed so
+// that each YMM vector holds the same four codes of every row, one row a
+// 32-bit lane, followed by the rows' block scales as f32 (288 bytes a
+// block). The tile broadcasts four quants of an activation row to every
+// lane and multiplies them with such a vector (VPMADDUBSW: unsigned codes
+// by signed quants, pairs summed to int16), so one vector of packed
+// weights serves four activation rows and one broadcast eight weight
+// rows. Without VNNI the int16 pairs add up over groups of four codes
+// before VPMADDWD widens them: a pair is at most 2*15*127 (Q4_0) or
+// 2*28*127 (MXFP4), so eight groups (Q4_0) or four (MXFP4) stay below
+// 2^15. The codes' offset (8 or 16) times the activation block's sum is
+// subtracted from the int32 sum (Acts.o, -128 times the sum, shifted right
+// by 4 or 3), which is then exactly the sum of the weights' own values
+// times the quants, as the Go code takes it, and meets the scales in
+// floats. Every routine ends with VZEROUPPER.
+
+#include "textflag.h"
+
+DATA p8mask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA p8mask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL p8mask<>(SB), RODATA|NOPTR, $16
+DATA p8ident<>+0(SB)/8, $0x0706050403020100
+DATA p8ident<>+8(SB)/8, $0x0f0e0d0c0b0a0908
+GLOBL p8ident<>(SB), RODATA|NOPTR, $16
+
+// EXPAND8(off) writes the 32 codes of the blocks' 16 bytes at offset off
+// of each of the 8 rows (at SI, SI+R8, SI+2*R8, SI+R9; R10, ...: R8 and R9
+// one and three row strides, R10 four rows on) to 32*j(SP), row j: the
+// low nibbles (elements 0-15), then the high ones (16-31), each through
+// the table in Y15. Y14 holds 0x0f bytes.
+#define EXPAND1(a, j) \
+	VMOVDQU a, X0 \
+	VPSRLW $4, X0, X1 \
+	VINSERTI128 $1, X1, Y0, Y0 \
+	VPAND Y14, Y0, Y0 \
+	VPSHUFB Y0, Y15, Y0 \
+	VMOVDQU Y0, (32*j)(SP)
+
+#define EXPAND8(off) \
+	EXPAND1(off(SI), 0) \
+	EXPAND1(off(SI)(R8*1), 1) \
+	EXPAND1(off(SI)(R8*2), 2) \
+	EXPAND1(off(SI)(R9*1), 3) \
+	EXPAND1(off(R10), 4) \
+	EXPAND1(off(R10)(R8*1), 5) \
+	EXPAND1(off(R10)(R8*2), 6) \
+	EXPAND1(off(R10)(R9*1), 7)
+
+// TRANS8 transposes the 8 rows of 8 dwords at 0(SP)..255(SP) into 8
+// vectors at DI (vector g: dword g of every row, row j in lane j).
+#define TRANS8 \
+	VMOVDQU 0(SP), Y0 \
+	VMOVDQU 32(SP), Y1 \
+	VMOVDQU 64(SP), Y2 \
+	VMOVDQU 96(SP), Y3 \
+	VMOVDQU 128(SP), Y4 \
+	VMOVDQU 160(SP), Y5 \
+	VMOVDQU 192(SP), Y6 \
+	VMOVDQU 224(SP), Y7 \
+	VUNPCKLPS Y1, Y0, Y8 \
+	VUNPCKHPS Y1, Y0, Y9 \
+	VUNPCKLPS Y3, Y2, Y10 \
+	VUNPCKHPS Y3, Y2, Y11 \
+	VUNPCKLPS Y5, Y4, Y12 \
+	VUNPCKHPS Y5, Y4, Y13 \
+	VUNPCKLPS Y7, Y6, Y14 \
+	VUNPCKHPS Y7, Y6, Y15 \
+	VSHUFPS $0x44, Y10, Y8, Y0 \
+	VSHUFPS $0xEE, Y10, Y8, Y1 \
+	VSHUFPS $0x44, Y11, Y9, Y2 \
+	VSHUFPS $0xEE, Y11, Y9, Y3 \
+	VSHUFPS $0x44, Y14, Y12, Y4 \
+	VSHUFPS $0xEE, Y14, Y12, Y5 \
+	VSHUFPS $0x44, Y15, Y13, Y6 \
+	VSHUFPS $0xEE, Y15, Y13, Y7 \
+	VPERM2F128 $0x20, Y4, Y0, Y8 \
+	VPERM2F128 $0x20, Y5, Y1, Y9 \
+	VPERM2F128 $0x20, Y6, Y2, Y10 \
+	VPERM2F128 $0x20, Y7, Y3, Y11 \
+	VPERM2F128 $0x31, Y4, Y0, Y12 \
+	VPERM2F128 $0x31, Y5, Y1, Y13 \
+	VPERM2F128 $0x31, Y6, Y2, Y14 \
+	VPERM2F128 $0x31, Y7, Y3, Y15 \
+	VMOVDQU Y8, (DI) \
+	VMOVDQU Y9, 32(DI) \
+	VMOVDQU Y10, 64(DI) \
+	VMOVDQU Y11, 96(DI) \
+	VMOVDQU Y12, 128(DI) \
+	VMOVDQU Y13, 160(DI) \
+	VMOVDQU Y14, 192(DI) \
+	VMOVDQU Y15, 224(DI)
+
+#define PACK8SETUP \
+	MOVQ dst+0(FP), DI \
+	MOVQ src+8(FP), SI \
+	MOVQ lds+16(FP), R8 \
+	MOVQ nb+24(FP), CX \
+	LEAQ (R8)(R8*2), R9 \
+	LEAQ (SI)(R8*4), R10
+
+#define NEXT8(bs) \
+	ADDQ $bs, SI \
+	ADDQ $bs, R10 \
+	ADDQ $288, DI \
+	DECQ CX \
+	JNZ  loop
+
+// The tile: activation row i's float sums in Y(i), its int16 pair sums in
+// Y(4+i); Y8 a vector of packed codes, Y9 a broadcast of four quants, Y10
+// int16 ones, Y11 and Y12 scratch, Y13 the block's 8 weight scales, X15
+// the offset's shift. Rows' quants at SI, SI+R8, SI+2*R8, SI+R10; their
+// scales at DI, DI+R9, DI+2*R9, R11; their offsets (Acts.o) at BX, BX+R9,
+// BX+2*R9, R12.
+
+// G1 starts row i's pair sums with group g, G adds group g to them.
+#define G1(g, a, i) \
+	VPBROADCASTD (4*g)a, Y9 \
+	VPMADDUBSW Y9, Y8, i
+
+#define G(g, a, i) \
+	VPBROADCASTD (4*g)a, Y9 \
+	VPMADDUBSW Y9, Y8, Y11 \
+	VPADDW Y11, i, i
+
+// GROUP(g, op) takes group g of the block to the four rows.
+#define GROUP(g, op) \
+	VMOVDQU (32*g)(DX), Y8 \
+	op(g, (SI), Y4) \
+	op(g, (SI)(R8*1), Y5) \
+	op(g, (SI)(R8*2), Y6) \
+	op(g, (SI)(R10*1), Y7)
+
+// FIN(p, f, ad) adds the int32 sums of row pair sums p, times the weight
+// scales and the activation scale at ad, to f.
+#define FIN(p, f, ad) \
+	VPMADDWD Y10, p, Y11 \
+	VCVTDQ2PS Y11, Y11 \
+	VBROADCASTSS ad, Y12 \
+	VMULPS Y13, Y12, Y12 \
+	VFMADD231PS Y12, Y11, f
+
+// FINO is FIN with the codes' offset: the activation block's sum at ao
+// (Acts.o), shifted right by X15, added to the int32 sums first.
+#define FINO(p, f, ad, ao) \
+	VPMADDWD Y10, p, Y11 \
+	VPBROADCASTD ao, Y12 \
+	VPSRAD X15, Y12, Y12 \
+	VPADDD Y12, Y11, Y11 \
+	VCVTDQ2PS Y11, Y11 \
+	VBROADCASTSS ad, Y12 \
+	VMULPS Y13, Y12, Y12 \
+	VFMADD231PS Y12, Y11, f
+
+#define FIN4 \
+	FIN(Y4, Y0, (DI)) \
+	FIN(Y5, Y1, (DI)(R9*1)) \
+	FIN(Y6, Y2, (DI)(R9*2)) \
+	FIN(Y7, Y3, (R11))
+
+#define FINO4 \
+	FINO(Y4, Y0, (DI), (BX)) \
+	FINO(Y5, Y1, (DI)(R9*1), (BX)(R9*1)) \
+	FINO(Y6, Y2, (DI)(R9*2), (BX)(R9*2)) \
+	FINO(Y7, Y3, (R11), (R12))
+
+#define TILESETUP \
+	MOVQ p+0(FP), DX \
+	MOVQ nb+8(FP), CX \
+	MOVQ aq+16(FP), SI \
+	MOVQ lda+24(FP), R8 \
+	LEAQ (R8)(R8*2), R10 \
+	MOVQ ad+32(FP), DI \
+	MOVQ ldd+40(FP), R9 \
+	LEAQ (R9)(R9*2), AX \
+	LEAQ (DI)(AX*1), R11 \
+	MOVQ ao+48(FP), BX \
+	LEAQ (BX)(AX*1), R12 \
+	MOVQ shift+80(FP), AX \
+	VMOVQ AX, X15 \
+	VPCMPEQW Y10, Y10, Y10 \
+	VPSRLW $15, Y10, Y10 \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3
+
+#define TILENEXT \
+	ADDQ $288, DX \
+	ADDQ $32, SI \
+	ADDQ $4, DI \
+	ADDQ $4, R11 \
+	ADDQ $4, BX \
+	ADDQ $4, R12 \
+	DECQ CX \
+	JNZ  loop
+
+// TILESTORE writes (or, when add is set, adds) the four rows' 8 sums to y.
+#define STORE1(f) \
+	TESTQ R9, R9 \
+	JZ   2(PC) \
+	VADDPS (DI), f, f \
+	VMOVUPS f, (DI) \
+	ADDQ R8, DI
+
+#define TILESTORE \
+	MOVQ y+56(FP), DI \
+	MOVQ ldy+64(FP), R8 \
+	MOVQ add+72(FP), R9 \
+	STORE1(Y0) \
+	STORE1(Y1) \
+	STORE1(Y2) \
+	STORE1(Y3)
+
+// func packQ4_0x8(dst *byte, src *byte, lds int, nb int)
+//
+// Repacks nb blocks of the 8 Q4_0 rows at src (stride lds bytes) into
+// dst, 288 bytes a block: eight vectors of codes (the nibbles), then the 8
+// scales as f32.
+TEXT ·packQ4_0x8(SB), NOSPLIT, $256-32
+	PACK8SETUP
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	VBROADCASTI128 p8mask<>(SB), Y14
+	VBROADCASTI128 p8ident<>(SB), Y15
+	EXPAND8(2)
+	TRANS8
+	VPXOR X0, X0, X0
+	VPINSRW $0, (SI), X0, X0
+	VPINSRW $1, (SI)(R8*1), X0, X0
+	VPINSRW $2, (SI)(R8*2), X0, X0
+	VPINSRW $3, (SI)(R9*1), X0, X0
+	VPINSRW $4, (R10), X0, X0
+	VPINSRW $5, (R10)(R8*1), X0, X0
+	VPINSRW $6, (R10)(R8*2), X0, X0
+	VPINSRW $7, (R10)(R9*1), X0, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS Y0, 256(DI)
+	NEXT8(18)
+
+done:
+	VZEROUPPER
+	RET
+
+// MXSCALE inserts the scale of the block at a (·e8m0Half indexed by its
+// exponent byte; table at R13) as dword k of x.
+#define MXSCALE(a, k, x) \
+	MOVBLZX a, AX \
+	VPINSRD $k, (R13)(AX*4), x, x
+
+// func packMXFP4x8(dst *byte, src *byte, lds int, nb int, table *[16]byte)
+//
+// Repacks nb blocks of the 8 MXFP4 rows at src into dst as packQ4_0x8
+// does, code c becoming table[c] (16 plus its doubled E2M1 value) and each
+// block's exponent its scale from ·e8m0Half.
+TEXT ·packMXFP4x8(SB), NOSPLIT, $256-40
+	PACK8SETUP
+	MOVQ table+32(FP), R11
+	LEAQ ·e8m0Half(SB), R13
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	VBROADCASTI128 p8mask<>(SB), Y14
+	VBROADCASTI128 (R11), Y15
+	EXPAND8(1)
+	TRANS8
+	VPXOR X0, X0, X0
+	VPXOR X1, X1, X1
+	MXSCALE((SI), 0, X0)
+	MXSCALE((SI)(R8*1), 1, X0)
+	MXSCALE((SI)(R8*2), 2, X0)
+	MXSCALE((SI)(R9*1), 3, X0)
+	MXSCALE((R10), 0, X1)
+	MXSCALE((R10)(R8*1), 1, X1)
+	MXSCALE((R10)(R8*2), 2, X1)
+	MXSCALE((R10)(R9*1), 3, X1)
+	VINSERTI128 $1, X1, Y0, Y0
+	VMOVUPS Y0, 256(DI)
+	NEXT8(17)
+
+done:
+	VZEROUPPER
+	RET
+
+// func gemmQ4_0x8(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, add int, shift int)
+//
+// The tile for codes of at most 15 (Q4_0): eight groups a block add up in
+// int16. shift is 4 (Acts.o/16: 8 times the sum).
+TEXT ·gemmQ4_0x8(SB), NOSPLIT, $0-88
+	TILESETUP
+	TESTQ CX, CX
+	JZ   store
+
+loop:
+	VMOVUPS 256(DX), Y13
+	GROUP(0, G1)
+	GROUP(1, G)
+	GROUP(2, G)
+	GROUP(3, G)
+	GROUP(4, G)
+	GROUP(5, G)
+	GROUP(6, G)
+	GROUP(7, G)
+	FINO4
+	TILENEXT
+
+store:
+	TILESTORE
+	VZEROUPPER
+	RET
+
+// func gemmMXFP4x8(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, add int, shift int)
+//
+// The tile for codes of at most 28 (MXFP4): each half block's four groups
+// add up in int16 and are taken to the float sums on their own. shift is
+// 3 (Acts.o/8: 16 times the sum).
+TEXT ·gemmMXFP4x8(SB), NOSPLIT, $0-88
+	TILESETUP
+	TESTQ CX, CX
+	JZ   store
+
+loop:
+	VMOVUPS 256(DX), Y13
+	GROUP(0, G1)
+	GROUP(1, G)
+	GROUP(2, G)
+	GROUP(3, G)
+	FIN4
+	GROUP(4, G1)
+	GROUP(5, G)
+	GROUP(6, G)
+	GROUP(7, G)
+	FINO4
+	TILENEXT
+
+store:
+	TILESTORE
+	VZEROUPPER
+	RET
