@@ -11,12 +11,13 @@
 // weights serves four activation rows and one broadcast eight weight
 // rows. Without VNNI the int16 pairs add up over groups of four codes
 // before VPMADDWD widens them: a pair is at most 2*15*127 (Q4_0) or
-// 2*28*127 (MXFP4), so eight groups (Q4_0) or four (MXFP4) stay below
-// 2^15. The codes' offset (8 or 16) times the activation block's sum is
-// subtracted from the int32 sum (Acts.o, -128 times the sum, shifted right
-// by 4 or 3), which is then exactly the sum of the weights' own values
-// times the quants, as the Go code takes it, and meets the scales in
-// floats. Every routine ends with VZEROUPPER.
+// 2*28*127 (MXFP4), so eight groups (Q4_0) or four (MXFP4: the halves of
+// a block are widened and added in int32) stay below 2^15. The codes'
+// offset (8 or 16) times the activation block's sum is subtracted from the
+// int32 sum (Acts.o, -128 times the sum, shifted right by 4 or 3), which
+// is then exactly the sum of the weights' own values times the quants, as
+// the Go code takes it (a row of zeros gives exactly zero), and meets the
+// scales in floats. Every routine ends with VZEROUPPER.
 
 #include "textflag.h"
 
@@ -134,17 +135,9 @@ GLOBL p8ident<>(SB), RODATA|NOPTR, $16
 	op(g, (SI)(R8*2), Y6) \
 	op(g, (SI)(R10*1), Y7)
 
-// FIN(p, f, ad) adds the int32 sums of row pair sums p, times the weight
-// scales and the activation scale at ad, to f.
-#define FIN(p, f, ad) \
-	VPMADDWD Y10, p, Y11 \
-	VCVTDQ2PS Y11, Y11 \
-	VBROADCASTSS ad, Y12 \
-	VMULPS Y13, Y12, Y12 \
-	VFMADD231PS Y12, Y11, f
-
-// FINO is FIN with the codes' offset: the activation block's sum at ao
-// (Acts.o), shifted right by X15, added to the int32 sums first.
+// FINO(p, f, ad, ao) adds the int32 sums of row pair sums p, with the
+// codes' offset (the activation block's sum at ao, Acts.o, shifted right
+// by X15), times the weight scales and the activation scale at ad, to f.
 #define FINO(p, f, ad, ao) \
 	VPMADDWD Y10, p, Y11 \
 	VPBROADCASTD ao, Y12 \
@@ -154,12 +147,6 @@ GLOBL p8ident<>(SB), RODATA|NOPTR, $16
 	VBROADCASTSS ad, Y12 \
 	VMULPS Y13, Y12, Y12 \
 	VFMADD231PS Y12, Y11, f
-
-#define FIN4 \
-	FIN(Y4, Y0, (DI)) \
-	FIN(Y5, Y1, (DI)(R9*1)) \
-	FIN(Y6, Y2, (DI)(R9*2)) \
-	FIN(Y7, Y3, (R11))
 
 #define FINO4 \
 	FINO(Y4, Y0, (DI), (BX)) \
@@ -315,11 +302,49 @@ store:
 	VZEROUPPER
 	RET
 
+// MXG1 starts the int16 pair sums in Y11 with group g of the block for
+// the activation row at a; MXG adds group g to them.
+#define MXG1(g, a) \
+	VMOVDQU (32*g)(DX), Y8 \
+	VPBROADCASTD (4*g)a, Y9 \
+	VPMADDUBSW Y9, Y8, Y11
+
+#define MXG(g, a) \
+	VMOVDQU (32*g)(DX), Y8 \
+	VPBROADCASTD (4*g)a, Y9 \
+	VPMADDUBSW Y9, Y8, Y12 \
+	VPADDW Y12, Y11, Y11
+
+// MXROW takes the block to one activation row (quants at a, scale at ad,
+// offset at ao; sums f): each half block's four groups add up in int16
+// and are widened, the two halves and the offset add up in int32, so that
+// a row whose values are all zero gives exactly zero.
+#define MXROW(a, f, ad, ao) \
+	MXG1(0, a) \
+	MXG(1, a) \
+	MXG(2, a) \
+	MXG(3, a) \
+	VPMADDWD Y10, Y11, Y14 \
+	MXG1(4, a) \
+	MXG(5, a) \
+	MXG(6, a) \
+	MXG(7, a) \
+	VPMADDWD Y10, Y11, Y11 \
+	VPADDD Y14, Y11, Y11 \
+	VPBROADCASTD ao, Y12 \
+	VPSRAD X15, Y12, Y12 \
+	VPADDD Y12, Y11, Y11 \
+	VCVTDQ2PS Y11, Y11 \
+	VBROADCASTSS ad, Y12 \
+	VMULPS Y13, Y12, Y12 \
+	VFMADD231PS Y12, Y11, f
+
 // func gemmMXFP4x8(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, add int, shift int)
 //
-// The tile for codes of at most 28 (MXFP4): each half block's four groups
-// add up in int16 and are taken to the float sums on their own. shift is
-// 3 (Acts.o/8: 16 times the sum).
+// The tile for codes of at most 28 (MXFP4): a pair sum may reach
+// 2*28*127, so only four groups add up in int16, and the tile takes the
+// block to one activation row after another, the packed codes (in L1)
+// loaded again for each. shift is 3 (Acts.o/8: 16 times the sum).
 TEXT ·gemmMXFP4x8(SB), NOSPLIT, $0-88
 	TILESETUP
 	TESTQ CX, CX
@@ -327,16 +352,10 @@ TEXT ·gemmMXFP4x8(SB), NOSPLIT, $0-88
 
 loop:
 	VMOVUPS 256(DX), Y13
-	GROUP(0, G1)
-	GROUP(1, G)
-	GROUP(2, G)
-	GROUP(3, G)
-	FIN4
-	GROUP(4, G1)
-	GROUP(5, G)
-	GROUP(6, G)
-	GROUP(7, G)
-	FINO4
+	MXROW((SI), Y0, (DI), (BX))
+	MXROW((SI)(R8*1), Y1, (DI)(R9*1), (BX)(R9*1))
+	MXROW((SI)(R8*2), Y2, (DI)(R9*2), (BX)(R9*2))
+	MXROW((SI)(R10*1), Y3, (R11), (R12))
 	TILENEXT
 
 store:
