@@ -4,13 +4,16 @@ import (
 	"github.com/pootlabs/poot"
 )
 
-// The avx2 level's register-tiled prompt products for Q4_0 and MXFP4
+// The avx2 level's register-tiled prompt products for Q4_0, Q5_0 and MXFP4
 // weights, in gemm8_amd64.s: panels of 8 weight rows repacked a block of 32
 // at a time (codes as unsigned bytes, transposed so that a vector holds
 // four codes of each of the 8 rows), met by four activation rows a tile.
 
 //go:noescape
 func packQ4_0x8(dst *byte, src *byte, lds int, nb int)
+
+//go:noescape
+func packQ5_0x8(dst *byte, src *byte, lds int, nb int)
 
 //go:noescape
 func packMXFP4x8(dst *byte, src *byte, lds int, nb int, table *[16]byte)
@@ -42,10 +45,10 @@ const (
 // tiles8 reports whether the avx2 level's 8-row tiles take a product of T
 // activation rows with wt weights.
 func tiles8(wt poot.DType, T int) bool {
-	return T >= 4 && (wt == poot.Q4_0 || wt == poot.MXFP4)
+	return T >= 4 && (wt == poot.Q4_0 || wt == poot.Q5_0 || wt == poot.MXFP4)
 }
 
-// q4x8Rows is the avx2 Q4_0 or MXFP4 product by 8-row panels for the
+// q4x8Rows is the avx2 Q4_0, Q5_0 or MXFP4 product by 8-row panels for the
 // activation rows before the last whole group of four and the weight rows
 // before the last whole group of 8 in [n0, n1): each panel is repacked
 // once per p8KB blocks and then meets every four activation rows. It
@@ -65,9 +68,12 @@ func q4x8Rows(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) 
 			if b0 > 0 {
 				add = 1
 			}
-			if wt == poot.Q4_0 {
+			switch wt {
+			case poot.Q4_0:
 				packQ4_0x8(&panel[0], src, rb, nbk)
-			} else {
+			case poot.Q5_0:
+				packQ5_0x8(&panel[0], src, rb, nbk)
+			default:
 				packMXFP4x8(&panel[0], src, rb, nbk, &mx4Plus16)
 			}
 			for t := 0; t < T4; t += 4 {

@@ -1,8 +1,9 @@
-// AVX2 register-tiled prompt products for Q4_0 and MXFP4 weights (the
-// avx2 level, four or more activation rows). A panel of 8 weight rows is
+// AVX2 register-tiled prompt products for Q4_0, Q5_0 and MXFP4 weights
+// (the avx2 level, four or more activation rows). A panel of 8 weight rows is
 // repacked a block of 32 at a time: each code becomes an unsigned byte u
-// (Q4_0: its nibble, the value plus 8; MXFP4: its doubled E2M1 value plus
-// 16, through a VPSHUFB table), and the 8 rows' codes are transposed so
+// (Q4_0: its nibble, the value plus 8; Q5_0: its five bits, the value
+// plus 16; MXFP4: its doubled E2M1 value plus 16, through a VPSHUFB
+// table), and the 8 rows' codes are transposed so
 // that each YMM vector holds the same four codes of every row, one row a
 // 32-bit lane, followed by the rows' block scales as f32 (288 bytes a
 // block). The tile broadcasts four quants of an activation row to every
@@ -11,7 +12,7 @@
 // weights serves four activation rows and one broadcast eight weight
 // rows. Without VNNI the int16 pairs add up over groups of four codes
 // before VPMADDWD widens them: a pair is at most 2*15*127 (Q4_0) or
-// 2*28*127 (MXFP4), so eight groups (Q4_0) or four (MXFP4: the halves of
+// 2*31*127 (Q5_0, MXFP4), so eight groups (Q4_0) or four (the halves of
 // a block are widened and added in int32) stay below 2^15. The codes'
 // offset (8 or 16) times the activation block's sum is subtracted from the
 // int32 sum (Acts.o, -128 times the sum, shifted right by 4 or 3), which
@@ -27,6 +28,17 @@ GLOBL p8mask<>(SB), RODATA|NOPTR, $16
 DATA p8ident<>+0(SB)/8, $0x0706050403020100
 DATA p8ident<>+8(SB)/8, $0x0f0e0d0c0b0a0908
 GLOBL p8ident<>(SB), RODATA|NOPTR, $16
+// p8spread puts byte k/8 of a broadcast dword at byte k (k = 0..31);
+// p8bits selects bit k%8 of it.
+DATA p8spread<>+0(SB)/8, $0x0000000000000000
+DATA p8spread<>+8(SB)/8, $0x0101010101010101
+DATA p8spread<>+16(SB)/8, $0x0202020202020202
+DATA p8spread<>+24(SB)/8, $0x0303030303030303
+GLOBL p8spread<>(SB), RODATA|NOPTR, $32
+DATA p8bits<>+0(SB)/8, $0x8040201008040201
+GLOBL p8bits<>(SB), RODATA|NOPTR, $8
+DATA p8hi<>+0(SB)/1, $0x10
+GLOBL p8hi<>(SB), RODATA|NOPTR, $1
 
 // EXPAND8(off) writes the 32 codes of the blocks' 16 bytes at offset off
 // of each of the 8 rows (at SI, SI+R8, SI+2*R8, SI+R9; R10, ...: R8 and R9
@@ -234,6 +246,63 @@ done:
 	VZEROUPPER
 	RET
 
+// Q5BITS ORs bit 4 into the codes of row j at 32*j(SP) where the block's
+// 32 high bits at a (bit i for element i) are set: each bit's byte is
+// spread over its eight elements (VPSHUFB by p8spread), selected by
+// p8bits (Y13), compared and masked to 0x10 (Y12).
+#define Q5BITS(a, j) \
+	VPBROADCASTD a, Y0 \
+	VPSHUFB Y11, Y0, Y0 \
+	VPAND Y13, Y0, Y0 \
+	VPCMPEQB Y13, Y0, Y0 \
+	VPAND Y12, Y0, Y0 \
+	VPOR (32*j)(SP), Y0, Y0 \
+	VMOVDQU Y0, (32*j)(SP)
+
+// func packQ5_0x8(dst *byte, src *byte, lds int, nb int)
+//
+// Repacks nb blocks of the 8 Q5_0 rows at src into dst as packQ4_0x8 does,
+// code q (the nibble and, as bit 4, bit i of the block's 32 high bits for
+// element i) becoming the unsigned byte q (the value plus 16), for the
+// tile of gemmMXFP4x8.
+TEXT ·packQ5_0x8(SB), NOSPLIT, $256-32
+	PACK8SETUP
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	VBROADCASTI128 p8mask<>(SB), Y14
+	VBROADCASTI128 p8ident<>(SB), Y15
+	EXPAND8(6)
+	VMOVDQU p8spread<>(SB), Y11
+	VPBROADCASTQ p8bits<>(SB), Y13
+	VPBROADCASTB p8hi<>(SB), Y12
+	Q5BITS(2(SI), 0)
+	Q5BITS(2(SI)(R8*1), 1)
+	Q5BITS(2(SI)(R8*2), 2)
+	Q5BITS(2(SI)(R9*1), 3)
+	Q5BITS(2(R10), 4)
+	Q5BITS(2(R10)(R8*1), 5)
+	Q5BITS(2(R10)(R8*2), 6)
+	Q5BITS(2(R10)(R9*1), 7)
+	TRANS8
+	VPXOR X0, X0, X0
+	VPINSRW $0, (SI), X0, X0
+	VPINSRW $1, (SI)(R8*1), X0, X0
+	VPINSRW $2, (SI)(R8*2), X0, X0
+	VPINSRW $3, (SI)(R9*1), X0, X0
+	VPINSRW $4, (R10), X0, X0
+	VPINSRW $5, (R10)(R8*1), X0, X0
+	VPINSRW $6, (R10)(R8*2), X0, X0
+	VPINSRW $7, (R10)(R9*1), X0, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS Y0, 256(DI)
+	NEXT8(22)
+
+done:
+	VZEROUPPER
+	RET
+
 // MXSCALE inserts the scale of the block at a (·e8m0Half indexed by its
 // exponent byte; table at R13) as dword k of x.
 #define MXSCALE(a, k, x) \
@@ -341,8 +410,8 @@ store:
 
 // func gemmMXFP4x8(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, add int, shift int)
 //
-// The tile for codes of at most 28 (MXFP4): a pair sum may reach
-// 2*28*127, so only four groups add up in int16, and the tile takes the
+// The tile for codes of at most 31 (Q5_0, MXFP4): a pair sum may reach
+// 2*31*127, so only four groups add up in int16, and the tile takes the
 // block to one activation row after another, the packed codes (in L1)
 // loaded again for each. shift is 3 (Acts.o/8: 16 times the sum).
 TEXT ·gemmMXFP4x8(SB), NOSPLIT, $0-88
