@@ -115,6 +115,21 @@ GLOBL p8hi<>(SB), RODATA|NOPTR, $1
 	LEAQ (R8)(R8*2), R9 \
 	LEAQ (SI)(R8*4), R10
 
+// F16SCALES8 stores, as f32 at 256(DI), the 8 rows' f16 block scales at
+// offset 0 of the blocks.
+#define F16SCALES8 \
+	VPXOR X0, X0, X0 \
+	VPINSRW $0, (SI), X0, X0 \
+	VPINSRW $1, (SI)(R8*1), X0, X0 \
+	VPINSRW $2, (SI)(R8*2), X0, X0 \
+	VPINSRW $3, (SI)(R9*1), X0, X0 \
+	VPINSRW $4, (R10), X0, X0 \
+	VPINSRW $5, (R10)(R8*1), X0, X0 \
+	VPINSRW $6, (R10)(R8*2), X0, X0 \
+	VPINSRW $7, (R10)(R9*1), X0, X0 \
+	VCVTPH2PS X0, Y0 \
+	VMOVUPS Y0, 256(DI)
+
 #define NEXT8(bs) \
 	ADDQ $bs, SI \
 	ADDQ $bs, R10 \
@@ -229,17 +244,7 @@ loop:
 	VBROADCASTI128 p8ident<>(SB), Y15
 	EXPAND8(2)
 	TRANS8
-	VPXOR X0, X0, X0
-	VPINSRW $0, (SI), X0, X0
-	VPINSRW $1, (SI)(R8*1), X0, X0
-	VPINSRW $2, (SI)(R8*2), X0, X0
-	VPINSRW $3, (SI)(R9*1), X0, X0
-	VPINSRW $4, (R10), X0, X0
-	VPINSRW $5, (R10)(R8*1), X0, X0
-	VPINSRW $6, (R10)(R8*2), X0, X0
-	VPINSRW $7, (R10)(R9*1), X0, X0
-	VCVTPH2PS X0, Y0
-	VMOVUPS Y0, 256(DI)
+	F16SCALES8
 	NEXT8(18)
 
 done:
@@ -286,17 +291,7 @@ loop:
 	Q5BITS(2(R10)(R8*2), 6)
 	Q5BITS(2(R10)(R9*1), 7)
 	TRANS8
-	VPXOR X0, X0, X0
-	VPINSRW $0, (SI), X0, X0
-	VPINSRW $1, (SI)(R8*1), X0, X0
-	VPINSRW $2, (SI)(R8*2), X0, X0
-	VPINSRW $3, (SI)(R9*1), X0, X0
-	VPINSRW $4, (R10), X0, X0
-	VPINSRW $5, (R10)(R8*1), X0, X0
-	VPINSRW $6, (R10)(R8*2), X0, X0
-	VPINSRW $7, (R10)(R9*1), X0, X0
-	VCVTPH2PS X0, Y0
-	VMOVUPS Y0, 256(DI)
+	F16SCALES8
 	NEXT8(22)
 
 done:

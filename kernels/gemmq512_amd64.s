@@ -239,6 +239,18 @@ done:
 	KUNPCKDQ K3, K4, K3 \
 	VPADDB Z20, z, K3, z
 
+// Q5HIGH16(off) is Q5HIGH for the 16 rows (as NIB16), their high bits at
+// offset off of each block.
+#define Q5HIGH16(off) \
+	Q5HIGH(off(SI), off(R11), Z0) \
+	Q5HIGH(off(SI)(R8*1), off(R11)(R8*1), Z1) \
+	Q5HIGH(off(SI)(R8*2), off(R11)(R8*2), Z2) \
+	Q5HIGH(off(SI)(R9*1), off(R11)(R9*1), Z3) \
+	Q5HIGH(off(R10), off(R12), Z4) \
+	Q5HIGH(off(R10)(R8*1), off(R12)(R8*1), Z5) \
+	Q5HIGH(off(R10)(R8*2), off(R12)(R8*2), Z6) \
+	Q5HIGH(off(R10)(R9*1), off(R12)(R9*1), Z7)
+
 // func packQ5_0Z(dst *byte, src *byte, lds int, nb int, idx *[16]int32)
 //
 // Repacks nb blocks of the 16 Q5_0 rows at src into dst as Q8_0 blocks:
@@ -255,14 +267,7 @@ TEXT ·packQ5_0Z(SB), NOSPLIT, $0-40
 
 loop:
 	NIB16(6)
-	Q5HIGH(2(SI), 2(R11), Z0)
-	Q5HIGH(2(SI)(R8*1), 2(R11)(R8*1), Z1)
-	Q5HIGH(2(SI)(R8*2), 2(R11)(R8*2), Z2)
-	Q5HIGH(2(SI)(R9*1), 2(R11)(R9*1), Z3)
-	Q5HIGH(2(R10), 2(R12), Z4)
-	Q5HIGH(2(R10)(R8*1), 2(R12)(R8*1), Z5)
-	Q5HIGH(2(R10)(R8*2), 2(R12)(R8*2), Z6)
-	Q5HIGH(2(R10)(R9*1), 2(R12)(R9*1), Z7)
+	Q5HIGH16(2)
 	TRANS16X8
 	STORE8
 	F16SCALES
@@ -325,14 +330,7 @@ TEXT ·packQ5_1Z(SB), NOSPLIT, $0-40
 
 loop:
 	NIB16(8)
-	Q5HIGH(4(SI), 4(R11), Z0)
-	Q5HIGH(4(SI)(R8*1), 4(R11)(R8*1), Z1)
-	Q5HIGH(4(SI)(R8*2), 4(R11)(R8*2), Z2)
-	Q5HIGH(4(SI)(R9*1), 4(R11)(R9*1), Z3)
-	Q5HIGH(4(R10), 4(R12), Z4)
-	Q5HIGH(4(R10)(R8*1), 4(R12)(R8*1), Z5)
-	Q5HIGH(4(R10)(R8*2), 4(R12)(R8*2), Z6)
-	Q5HIGH(4(R10)(R9*1), 4(R12)(R9*1), Z7)
+	Q5HIGH16(4)
 	TRANS16X8
 	STORE8
 	DMSCALES
