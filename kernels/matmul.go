@@ -105,8 +105,8 @@ func decodeParts(mb, workers int) int {
 // promptGrain returns how many weight rows the product of wt weights by a's
 // rows takes as one tile or panel: the avx512 level's (six float rows,
 // 16 quantized or 48 packed float ones), 8 for the avx2 level's Q4_0,
-// Q5_0 and MXFP4 panels, or 12 for the others (their float tiles take three rows,
-// their quantized ones four).
+// Q5_0 and MXFP4 panels, or 12 for the others (their float tiles take
+// three rows, their quantized ones four).
 func promptGrain(wt poot.DType, a *Acts) int {
 	if useAVX512 {
 		if g := zGrain(wt, a.T, a.K); g > 0 {
