@@ -1,5 +1,5 @@
-// AVX2 register-tiled prompt products for Q4_0, Q5_0 and MXFP4 weights
-// (the avx2 level, four or more activation rows). A panel of 8 weight rows is
+// AVX2 register-tiled prompt products for Q4_0, Q4_1, Q5_0, Q5_1 and MXFP4
+// weights (the avx2 level, four or more activation rows). A panel of 8 weight rows is
 // repacked a block of 32 at a time: each code becomes an unsigned byte u
 // (Q4_0: its nibble, the value plus 8; Q5_0: its five bits, the value
 // plus 16; MXFP4: its doubled E2M1 value plus 16, through a VPSHUFB
@@ -115,25 +115,25 @@ GLOBL p8hi<>(SB), RODATA|NOPTR, $1
 	LEAQ (R8)(R8*2), R9 \
 	LEAQ (SI)(R8*4), R10
 
-// F16SCALES8 stores, as f32 at 256(DI), the 8 rows' f16 block scales at
-// offset 0 of the blocks.
-#define F16SCALES8 \
+// F16SCALES8(off, dst) stores, as f32 at dst(DI), the 8 rows' f16 block
+// scales (or mins) at offset off of the blocks.
+#define F16SCALES8(off, dst) \
 	VPXOR X0, X0, X0 \
-	VPINSRW $0, (SI), X0, X0 \
-	VPINSRW $1, (SI)(R8*1), X0, X0 \
-	VPINSRW $2, (SI)(R8*2), X0, X0 \
-	VPINSRW $3, (SI)(R9*1), X0, X0 \
-	VPINSRW $4, (R10), X0, X0 \
-	VPINSRW $5, (R10)(R8*1), X0, X0 \
-	VPINSRW $6, (R10)(R8*2), X0, X0 \
-	VPINSRW $7, (R10)(R9*1), X0, X0 \
+	VPINSRW $0, off(SI), X0, X0 \
+	VPINSRW $1, off(SI)(R8*1), X0, X0 \
+	VPINSRW $2, off(SI)(R8*2), X0, X0 \
+	VPINSRW $3, off(SI)(R9*1), X0, X0 \
+	VPINSRW $4, off(R10), X0, X0 \
+	VPINSRW $5, off(R10)(R8*1), X0, X0 \
+	VPINSRW $6, off(R10)(R8*2), X0, X0 \
+	VPINSRW $7, off(R10)(R9*1), X0, X0 \
 	VCVTPH2PS X0, Y0 \
-	VMOVUPS Y0, 256(DI)
+	VMOVUPS Y0, dst(DI)
 
-#define NEXT8(bs) \
+#define NEXT8(bs, ps) \
 	ADDQ $bs, SI \
 	ADDQ $bs, R10 \
-	ADDQ $288, DI \
+	ADDQ $ps, DI \
 	DECQ CX \
 	JNZ  loop
 
@@ -162,26 +162,48 @@ GLOBL p8hi<>(SB), RODATA|NOPTR, $1
 	op(g, (SI)(R8*2), Y6) \
 	op(g, (SI)(R10*1), Y7)
 
-// FINO(p, f, ad, ao) adds the int32 sums of row pair sums p, with the
-// codes' offset (the activation block's sum at ao, Acts.o, shifted right
-// by X15), times the weight scales and the activation scale at ad, to f.
-#define FINO(p, f, ad, ao) \
-	VPMADDWD Y10, p, Y11 \
+// OFFSET adds the codes' offset to the int32 sums in Y11: the activation
+// block's sum at ao (Acts.o), shifted right by X15.
+#define OFFSET(ao) \
 	VPBROADCASTD ao, Y12 \
 	VPSRAD X15, Y12, Y12 \
-	VPADDD Y12, Y11, Y11 \
+	VPADDD Y12, Y11, Y11
+
+// SCALE adds the int32 sums in Y11, times the weight scales and the
+// activation scale at ad, to f.
+#define SCALE(f, ad) \
 	VCVTDQ2PS Y11, Y11 \
 	VBROADCASTSS ad, Y12 \
 	VMULPS Y13, Y12, Y12 \
 	VFMADD231PS Y12, Y11, f
 
-#define FINO4 \
-	FINO(Y4, Y0, (DI), (BX)) \
-	FINO(Y5, Y1, (DI)(R9*1), (BX)(R9*1)) \
-	FINO(Y6, Y2, (DI)(R9*2), (BX)(R9*2)) \
-	FINO(Y7, Y3, (R11), (R12))
+// MINS adds the weights' mins (at 288 of a block of 320) times the
+// activation block's scaled sum at as (Acts.s) to f.
+#define MINS(f, as) \
+	VBROADCASTSS as, Y12 \
+	VFMADD231PS 288(DX), Y12, f
 
-#define TILESETUP \
+// FINO(p, f, ad, ao) widens row pair sums p and adds them, with the
+// codes' offset, to f; FINM(p, f, ad, as) with the weights' mins.
+#define FINO(p, f, ad, ao) \
+	VPMADDWD Y10, p, Y11 \
+	OFFSET(ao) \
+	SCALE(f, ad)
+
+#define FINM(p, f, ad, as) \
+	VPMADDWD Y10, p, Y11 \
+	SCALE(f, ad) \
+	MINS(f, as)
+
+// FIN4(op) finishes the four rows' block by op (FINO or FINM), the
+// offsets or the scaled sums at BX, BX+R9, BX+2*R9, R12.
+#define FIN4(op) \
+	op(Y4, Y0, (DI), (BX)) \
+	op(Y5, Y1, (DI)(R9*1), (BX)(R9*1)) \
+	op(Y6, Y2, (DI)(R9*2), (BX)(R9*2)) \
+	op(Y7, Y3, (R11), (R12))
+
+#define TILESETUP(o) \
 	MOVQ p+0(FP), DX \
 	MOVQ nb+8(FP), CX \
 	MOVQ aq+16(FP), SI \
@@ -191,7 +213,7 @@ GLOBL p8hi<>(SB), RODATA|NOPTR, $1
 	MOVQ ldd+40(FP), R9 \
 	LEAQ (R9)(R9*2), AX \
 	LEAQ (DI)(AX*1), R11 \
-	MOVQ ao+48(FP), BX \
+	MOVQ o+48(FP), BX \
 	LEAQ (BX)(AX*1), R12 \
 	MOVQ shift+80(FP), AX \
 	VMOVQ AX, X15 \
@@ -202,8 +224,8 @@ GLOBL p8hi<>(SB), RODATA|NOPTR, $1
 	VXORPS Y2, Y2, Y2 \
 	VXORPS Y3, Y3, Y3
 
-#define TILENEXT \
-	ADDQ $288, DX \
+#define TILENEXT(ps) \
+	ADDQ $ps, DX \
 	ADDQ $32, SI \
 	ADDQ $4, DI \
 	ADDQ $4, R11 \
@@ -244,8 +266,8 @@ loop:
 	VBROADCASTI128 p8ident<>(SB), Y15
 	EXPAND8(2)
 	TRANS8
-	F16SCALES8
-	NEXT8(18)
+	F16SCALES8(0, 256)
+	NEXT8(18, 288)
 
 done:
 	VZEROUPPER
@@ -264,6 +286,21 @@ done:
 	VPOR (32*j)(SP), Y0, Y0 \
 	VMOVDQU Y0, (32*j)(SP)
 
+// Q5BITS8(off) is Q5BITS for the 8 rows, their high bits at offset off
+// of each block.
+#define Q5BITS8(off) \
+	VMOVDQU p8spread<>(SB), Y11 \
+	VPBROADCASTQ p8bits<>(SB), Y13 \
+	VPBROADCASTB p8hi<>(SB), Y12 \
+	Q5BITS(off(SI), 0) \
+	Q5BITS(off(SI)(R8*1), 1) \
+	Q5BITS(off(SI)(R8*2), 2) \
+	Q5BITS(off(SI)(R9*1), 3) \
+	Q5BITS(off(R10), 4) \
+	Q5BITS(off(R10)(R8*1), 5) \
+	Q5BITS(off(R10)(R8*2), 6) \
+	Q5BITS(off(R10)(R9*1), 7)
+
 // func packQ5_0x8(dst *byte, src *byte, lds int, nb int)
 //
 // Repacks nb blocks of the 8 Q5_0 rows at src into dst as packQ4_0x8 does,
@@ -279,20 +316,56 @@ loop:
 	VBROADCASTI128 p8mask<>(SB), Y14
 	VBROADCASTI128 p8ident<>(SB), Y15
 	EXPAND8(6)
-	VMOVDQU p8spread<>(SB), Y11
-	VPBROADCASTQ p8bits<>(SB), Y13
-	VPBROADCASTB p8hi<>(SB), Y12
-	Q5BITS(2(SI), 0)
-	Q5BITS(2(SI)(R8*1), 1)
-	Q5BITS(2(SI)(R8*2), 2)
-	Q5BITS(2(SI)(R9*1), 3)
-	Q5BITS(2(R10), 4)
-	Q5BITS(2(R10)(R8*1), 5)
-	Q5BITS(2(R10)(R8*2), 6)
-	Q5BITS(2(R10)(R9*1), 7)
+	Q5BITS8(2)
 	TRANS8
-	F16SCALES8
-	NEXT8(22)
+	F16SCALES8(0, 256)
+	NEXT8(22, 288)
+
+done:
+	VZEROUPPER
+	RET
+
+// func packQ4_1x8(dst *byte, src *byte, lds int, nb int)
+//
+// Repacks nb blocks of the 8 Q4_1 rows at src into dst, 320 bytes a
+// block: eight vectors of codes (the nibbles, the codes themselves), the
+// 8 scales and then the 8 mins as f32.
+TEXT ·packQ4_1x8(SB), NOSPLIT, $256-32
+	PACK8SETUP
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	VBROADCASTI128 p8mask<>(SB), Y14
+	VBROADCASTI128 p8ident<>(SB), Y15
+	EXPAND8(4)
+	TRANS8
+	F16SCALES8(0, 256)
+	F16SCALES8(2, 288)
+	NEXT8(20, 320)
+
+done:
+	VZEROUPPER
+	RET
+
+// func packQ5_1x8(dst *byte, src *byte, lds int, nb int)
+//
+// Repacks nb blocks of the 8 Q5_1 rows at src into dst as packQ4_1x8
+// does, each code with its high bit (as packQ5_0x8 takes it).
+TEXT ·packQ5_1x8(SB), NOSPLIT, $256-32
+	PACK8SETUP
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	VBROADCASTI128 p8mask<>(SB), Y14
+	VBROADCASTI128 p8ident<>(SB), Y15
+	EXPAND8(8)
+	Q5BITS8(4)
+	TRANS8
+	F16SCALES8(0, 256)
+	F16SCALES8(2, 288)
+	NEXT8(24, 320)
 
 done:
 	VZEROUPPER
@@ -333,7 +406,7 @@ loop:
 	MXSCALE((R10)(R9*1), 3, X1)
 	VINSERTI128 $1, X1, Y0, Y0
 	VMOVUPS Y0, 256(DI)
-	NEXT8(17)
+	NEXT8(17, 288)
 
 done:
 	VZEROUPPER
@@ -344,7 +417,7 @@ done:
 // The tile for codes of at most 15 (Q4_0): eight groups a block add up in
 // int16. shift is 4 (Acts.o/16: 8 times the sum).
 TEXT ·gemmQ4_0x8(SB), NOSPLIT, $0-88
-	TILESETUP
+	TILESETUP(ao)
 	TESTQ CX, CX
 	JZ   store
 
@@ -358,8 +431,8 @@ loop:
 	GROUP(5, G)
 	GROUP(6, G)
 	GROUP(7, G)
-	FINO4
-	TILENEXT
+	FIN4(FINO)
+	TILENEXT(288)
 
 store:
 	TILESTORE
@@ -379,11 +452,11 @@ store:
 	VPMADDUBSW Y9, Y8, Y12 \
 	VPADDW Y12, Y11, Y11
 
-// MXROW takes the block to one activation row (quants at a, scale at ad,
-// offset at ao; sums f): each half block's four groups add up in int16
-// and are widened, the two halves and the offset add up in int32, so that
-// a row whose values are all zero gives exactly zero.
-#define MXROW(a, f, ad, ao) \
+// MXSUMS leaves in Y11 the int32 sums of the block with one activation
+// row (quants at a): each half block's four groups add up in int16 and
+// are widened, and the halves add up in int32, so that with the offset a
+// row whose values are all zero gives exactly zero.
+#define MXSUMS(a) \
 	MXG1(0, a) \
 	MXG(1, a) \
 	MXG(2, a) \
@@ -394,14 +467,28 @@ store:
 	MXG(6, a) \
 	MXG(7, a) \
 	VPMADDWD Y10, Y11, Y11 \
-	VPADDD Y14, Y11, Y11 \
-	VPBROADCASTD ao, Y12 \
-	VPSRAD X15, Y12, Y12 \
-	VPADDD Y12, Y11, Y11 \
-	VCVTDQ2PS Y11, Y11 \
-	VBROADCASTSS ad, Y12 \
-	VMULPS Y13, Y12, Y12 \
-	VFMADD231PS Y12, Y11, f
+	VPADDD Y14, Y11, Y11
+
+// MXROW takes the block to one activation row (quants at a, scale at ad,
+// offset at ao; sums f); MXROWM with the weights' mins (the row's scaled
+// sum at as).
+#define MXROW(a, f, ad, ao) \
+	MXSUMS(a) \
+	OFFSET(ao) \
+	SCALE(f, ad)
+
+#define MXROWM(a, f, ad, as) \
+	MXSUMS(a) \
+	SCALE(f, ad) \
+	MINS(f, as)
+
+// ROWS4(op) takes the block to the four rows one after another by op
+// (MXROW or MXROWM).
+#define ROWS4(op) \
+	op((SI), Y0, (DI), (BX)) \
+	op((SI)(R8*1), Y1, (DI)(R9*1), (BX)(R9*1)) \
+	op((SI)(R8*2), Y2, (DI)(R9*2), (BX)(R9*2)) \
+	op((SI)(R10*1), Y3, (R11), (R12))
 
 // func gemmMXFP4x8(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, add int, shift int)
 //
@@ -410,17 +497,62 @@ store:
 // block to one activation row after another, the packed codes (in L1)
 // loaded again for each. shift is 3 (Acts.o/8: 16 times the sum).
 TEXT ·gemmMXFP4x8(SB), NOSPLIT, $0-88
-	TILESETUP
+	TILESETUP(ao)
 	TESTQ CX, CX
 	JZ   store
 
 loop:
 	VMOVUPS 256(DX), Y13
-	MXROW((SI), Y0, (DI), (BX))
-	MXROW((SI)(R8*1), Y1, (DI)(R9*1), (BX)(R9*1))
-	MXROW((SI)(R8*2), Y2, (DI)(R9*2), (BX)(R9*2))
-	MXROW((SI)(R10*1), Y3, (R11), (R12))
-	TILENEXT
+	ROWS4(MXROW)
+	TILENEXT(288)
+
+store:
+	TILESTORE
+	VZEROUPPER
+	RET
+
+// func gemmQ4_1x8(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, as *float32, y *float32, ldy int, add int, shift int)
+//
+// gemmQ4_0x8 for Q4_1 (codes of at most 15, blocks of 320 bytes): no
+// offset, and each row adds the weights' mins times its scaled sum (as).
+// shift is not used.
+TEXT ·gemmQ4_1x8(SB), NOSPLIT, $0-88
+	TILESETUP(as)
+	TESTQ CX, CX
+	JZ   store
+
+loop:
+	VMOVUPS 256(DX), Y13
+	GROUP(0, G1)
+	GROUP(1, G)
+	GROUP(2, G)
+	GROUP(3, G)
+	GROUP(4, G)
+	GROUP(5, G)
+	GROUP(6, G)
+	GROUP(7, G)
+	FIN4(FINM)
+	TILENEXT(320)
+
+store:
+	TILESTORE
+	VZEROUPPER
+	RET
+
+// func gemmQ5_1x8(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, as *float32, y *float32, ldy int, add int, shift int)
+//
+// gemmMXFP4x8 for Q5_1 (codes of at most 31, blocks of 320 bytes): no
+// offset, and each row adds the weights' mins times its scaled sum (as).
+// shift is not used.
+TEXT ·gemmQ5_1x8(SB), NOSPLIT, $0-88
+	TILESETUP(as)
+	TESTQ CX, CX
+	JZ   store
+
+loop:
+	VMOVUPS 256(DX), Y13
+	ROWS4(MXROWM)
+	TILENEXT(320)
 
 store:
 	TILESTORE

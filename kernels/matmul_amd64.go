@@ -260,8 +260,8 @@ func q8_0QuadH(y []float32, N int, w []byte, a *Acts, t, b0, b1 int) {
 	}
 }
 
-// q8famRowsAsm handles the 32-element dtypes (MXFP4 among them): Q4_0,
-// Q5_0 and MXFP4 weights by the 8-row panels of q4x8Rows where there are four
+// q8famRowsAsm handles the 32-element dtypes (MXFP4 among them): all but
+// Q8_0 by the 8-row panels of q4x8Rows where there are four
 // activation rows or more, and otherwise each weight row meets four
 // activation rows a call while there are four left, then one, a block of
 // avx2WeightBlock bytes of rows at a time. noHuge
