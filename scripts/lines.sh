@@ -72,8 +72,8 @@
 # declarations and dispatch, the avx2 8-row panels' loop, the one-row
 # Acts view, about 170 lines; the kernels are assembly), which take Q4_0,
 # Q5_0, MXFP4, Q4_1, Q5_1, Q5_K and Q6_K prompts from 55-118 to 240-420
-# GFLOP/s a core at the avx512 level and Q4_0, Q5_0 and MXFP4 from 60-82
-# to 112-207 at the avx2 level.)
+# GFLOP/s a core at the avx512 level and Q4_0, Q4_1, Q5_0, Q5_1 and MXFP4
+# from 56-82 to 112-207 at the avx2 level.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
