@@ -1,24 +1,27 @@
-// AVX2 register-tiled prompt products for Q4_0, Q4_1, Q5_0, Q5_1 and MXFP4
-// weights (the avx2 level, four or more activation rows). A panel of 8 weight rows is
-// repacked a block of 32 at a time: each code becomes an unsigned byte u
-// (Q4_0: its nibble, the value plus 8; Q5_0: its five bits, the value
-// plus 16; MXFP4: its doubled E2M1 value plus 16, through a VPSHUFB
-// table), and the 8 rows' codes are transposed so
-// that each YMM vector holds the same four codes of every row, one row a
-// 32-bit lane, followed by the rows' block scales as f32 (288 bytes a
-// block). The tile broadcasts four quants of an activation row to every
+// AVX2 register-tiled prompt products for the 32-element dtypes but Q8_0
+// (Q4_0, Q4_1, Q5_0, Q5_1, MXFP4; the avx2 level, four or more activation
+// rows). A panel of 8 weight rows is repacked a block of 32 at a time:
+// each code becomes an unsigned byte u (Q4_0: its nibble, the value plus
+// 8; Q5_0: its five bits, the value plus 16; Q4_1 and Q5_1: the code
+// itself; MXFP4: its doubled E2M1 value plus 16, through a VPSHUFB table),
+// and the 8 rows' codes are transposed so that each YMM vector holds the
+// same four codes of every row, one row a 32-bit lane, followed by the
+// rows' block scales as f32 (and Q4_1's and Q5_1's mins: 288 or 320 bytes
+// a block). The tile broadcasts four quants of an activation row to every
 // lane and multiplies them with such a vector (VPMADDUBSW: unsigned codes
 // by signed quants, pairs summed to int16), so one vector of packed
 // weights serves four activation rows and one broadcast eight weight
 // rows. Without VNNI the int16 pairs add up over groups of four codes
-// before VPMADDWD widens them: a pair is at most 2*15*127 (Q4_0) or
-// 2*31*127 (Q5_0, MXFP4), so eight groups (Q4_0) or four (the halves of
-// a block are widened and added in int32) stay below 2^15. The codes'
-// offset (8 or 16) times the activation block's sum is subtracted from the
-// int32 sum (Acts.o, -128 times the sum, shifted right by 4 or 3), which
-// is then exactly the sum of the weights' own values times the quants, as
-// the Go code takes it (a row of zeros gives exactly zero), and meets the
-// scales in floats. Every routine ends with VZEROUPPER.
+// before VPMADDWD widens them: a pair is at most 2*15*127 (four-bit
+// codes) or 2*31*127 (five-bit codes, MXFP4's), so eight groups or four
+// (the halves of a block are widened and added in int32) stay below 2^15.
+// The codes' offset (8 or 16) times the activation block's sum is
+// subtracted from the int32 sum (Acts.o, -128 times the sum, shifted right
+// by 4 or 3), which is then exactly the sum of the weights' own values
+// times the quants, as the Go code takes it (a row of zeros gives exactly
+// zero), and meets the scales in floats; Q4_1's and Q5_1's mins meet the
+// activation block's scaled sum (Acts.s). Every routine ends with
+// VZEROUPPER.
 
 #include "textflag.h"
 
