@@ -141,11 +141,12 @@ GLOBL p8hi<>(SB), RODATA|NOPTR, $1
 	JNZ  loop
 
 // The tile: activation row i's float sums in Y(i), its int16 pair sums in
-// Y(4+i); Y8 a vector of packed codes, Y9 a broadcast of four quants, Y10
-// int16 ones, Y11 and Y12 scratch, Y13 the block's 8 weight scales, X15
-// the offset's shift. Rows' quants at SI, SI+R8, SI+2*R8, SI+R10; their
-// scales at DI, DI+R9, DI+2*R9, R11; their offsets (Acts.o) at BX, BX+R9,
-// BX+2*R9, R12.
+// Y(4+i) (the row-by-row tiles: Y11, and Y14 for a half block's int32);
+// Y8 a vector of packed codes, Y9 a broadcast of four quants, Y10 int16
+// ones, Y11 and Y12 scratch, Y13 the block's 8 weight scales, X15 the
+// offset's shift. Rows' quants at SI, SI+R8, SI+2*R8, SI+R10; their
+// scales at DI, DI+R9, DI+2*R9, R11; their offsets (Acts.o) or, with
+// mins, scaled sums (Acts.s) at BX, BX+R9, BX+2*R9, R12.
 
 // G1 starts row i's pair sums with group g, G adds group g to them.
 #define G1(g, a, i) \
