@@ -416,32 +416,42 @@ done:
 	VZEROUPPER
 	RET
 
+// GROUPS8(fin) takes the block's eight groups to the four rows at once,
+// their int16 sums over the whole block, and finishes them by fin (FINO
+// or FINM): the tile for codes of at most 15.
+#define GROUPS8(fin) \
+	GROUP(0, G1) \
+	GROUP(1, G) \
+	GROUP(2, G) \
+	GROUP(3, G) \
+	GROUP(4, G) \
+	GROUP(5, G) \
+	GROUP(6, G) \
+	GROUP(7, G) \
+	FIN4(fin)
+
+// TILE(o, body, ps) is a tile routine: the offsets' or scaled sums'
+// argument o, the block's work body (GROUPS8 or ROWS4), packed blocks of
+// ps bytes.
+#define TILE(o, body, ps) \
+	TILESETUP(o) \
+	TESTQ CX, CX \
+	JZ   store \
+loop: \
+	VMOVUPS 256(DX), Y13 \
+	body \
+	TILENEXT(ps) \
+store: \
+	TILESTORE \
+	VZEROUPPER \
+	RET
+
 // func gemmQ4_0x8(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, add int, shift int)
 //
 // The tile for codes of at most 15 (Q4_0): eight groups a block add up in
 // int16. shift is 4 (Acts.o/16: 8 times the sum).
 TEXT ·gemmQ4_0x8(SB), NOSPLIT, $0-88
-	TILESETUP(ao)
-	TESTQ CX, CX
-	JZ   store
-
-loop:
-	VMOVUPS 256(DX), Y13
-	GROUP(0, G1)
-	GROUP(1, G)
-	GROUP(2, G)
-	GROUP(3, G)
-	GROUP(4, G)
-	GROUP(5, G)
-	GROUP(6, G)
-	GROUP(7, G)
-	FIN4(FINO)
-	TILENEXT(288)
-
-store:
-	TILESTORE
-	VZEROUPPER
-	RET
+	TILE(ao, GROUPS8(FINO), 288)
 
 // MXG1 starts the int16 pair sums in Y11 with group g of the block for
 // the activation row at a; MXG adds group g to them.
@@ -501,19 +511,7 @@ store:
 // block to one activation row after another, the packed codes (in L1)
 // loaded again for each. shift is 3 (Acts.o/8: 16 times the sum).
 TEXT ·gemmMXFP4x8(SB), NOSPLIT, $0-88
-	TILESETUP(ao)
-	TESTQ CX, CX
-	JZ   store
-
-loop:
-	VMOVUPS 256(DX), Y13
-	ROWS4(MXROW)
-	TILENEXT(288)
-
-store:
-	TILESTORE
-	VZEROUPPER
-	RET
+	TILE(ao, ROWS4(MXROW), 288)
 
 // func gemmQ4_1x8(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, as *float32, y *float32, ldy int, add int, shift int)
 //
@@ -521,27 +519,7 @@ store:
 // offset, and each row adds the weights' mins times its scaled sum (as).
 // shift is not used.
 TEXT ·gemmQ4_1x8(SB), NOSPLIT, $0-88
-	TILESETUP(as)
-	TESTQ CX, CX
-	JZ   store
-
-loop:
-	VMOVUPS 256(DX), Y13
-	GROUP(0, G1)
-	GROUP(1, G)
-	GROUP(2, G)
-	GROUP(3, G)
-	GROUP(4, G)
-	GROUP(5, G)
-	GROUP(6, G)
-	GROUP(7, G)
-	FIN4(FINM)
-	TILENEXT(320)
-
-store:
-	TILESTORE
-	VZEROUPPER
-	RET
+	TILE(as, GROUPS8(FINM), 320)
 
 // func gemmQ5_1x8(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, as *float32, y *float32, ldy int, add int, shift int)
 //
@@ -549,16 +527,4 @@ store:
 // offset, and each row adds the weights' mins times its scaled sum (as).
 // shift is not used.
 TEXT ·gemmQ5_1x8(SB), NOSPLIT, $0-88
-	TILESETUP(as)
-	TESTQ CX, CX
-	JZ   store
-
-loop:
-	VMOVUPS 256(DX), Y13
-	ROWS4(MXROWM)
-	TILENEXT(320)
-
-store:
-	TILESTORE
-	VZEROUPPER
-	RET
+	TILE(as, ROWS4(MXROWM), 320)
