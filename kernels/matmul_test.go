@@ -95,9 +95,14 @@ func TestMatMulProperty(t *testing.T) {
 		rapid.Check(t, func(rt *rapid.T) {
 			dt := rapid.SampledFrom(matDTypes).Draw(rt, "dtype")
 			be := dt.BlockElems()
+			// Up to 40 blocks of 32 and 5 of 256: past the quantized
+			// tiles' packed panels of K (32 and 4 blocks).
 			K := be * rapid.IntRange(1, max(1, 600/be)).Draw(rt, "blocks")
+			if be == 32 {
+				K = 32 * rapid.IntRange(1, 40).Draw(rt, "blocks32")
+			}
 			if be == 256 {
-				K = 256 * rapid.IntRange(1, 3).Draw(rt, "blocks256")
+				K = 256 * rapid.IntRange(1, 5).Draw(rt, "blocks256")
 			}
 			if be == 1 && rapid.Bool().Draw(rt, "K16") {
 				K = 16 * rapid.IntRange(1, 37).Draw(rt, "blocks16") // the avx512 F16/BF16 tiles' K
