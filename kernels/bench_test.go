@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pootlabs/poot"
+	"github.com/pootlabs/poot/internal/mmap"
 	"github.com/pootlabs/poot/kernels"
 	"github.com/pootlabs/poot/quant"
 )
@@ -286,13 +287,14 @@ func BenchmarkAttentionDepth(b *testing.B) {
 
 // BenchmarkDecodeLayers measures decode's products as a 1B Llama-shaped
 // model reads them: each layer's seven projections (q, k, v, o; gate, up,
-// down) in order, over enough layers that the weights come from DRAM, on
+// down) in order, over enough layers that the weights come from DRAM (in
+// huge pages where the system gives them, as the model's weights are), on
 // a pool of two, in GB/s of weight bytes. Against BenchmarkMatVecCold's
 // one large matrix it shows what the smaller products lose to starting
 // their streams and to the pool's barriers.
 func BenchmarkDecodeLayers(b *testing.B) {
 	shapes := []struct{ N, K int }{{2048, 2048}, {512, 2048}, {512, 2048}, {2048, 2048}, {8192, 2048}, {8192, 2048}, {2048, 8192}}
-	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.Q8_0, poot.Q4_K, poot.Q6_K} {
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.Q8_0, poot.Q4_0, poot.Q4_K, poot.Q6_K} {
 		b.Run(dt.String(), func(b *testing.B) {
 			var layer [][]byte
 			size := 0
@@ -300,11 +302,18 @@ func BenchmarkDecodeLayers(b *testing.B) {
 				layer = append(layer, benchWeights(dt, sh.N, sh.K))
 				size += len(layer[len(layer)-1])
 			}
-			ws := [][][]byte{layer}
-			for len(ws)*size < 256<<20 {
+			copies := (256<<20 + size - 1) / size
+			buf, err := mmap.Anonymous(copies * size)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer mmap.Free(buf)
+			var ws [][][]byte
+			for range copies {
 				c := make([][]byte, len(layer))
 				for i, w := range layer {
-					c[i] = append([]byte(nil), w...)
+					c[i], buf = buf[:len(w):len(w)], buf[len(w):]
+					copy(c[i], w)
 				}
 				ws = append(ws, c)
 			}

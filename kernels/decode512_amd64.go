@@ -29,8 +29,13 @@ func q8_0Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad *float32, ya, yb *f
 //go:noescape
 func q8_0Rows4z(w *byte, s, nb int, aq *int8, o *int32, ad *float32, y *float32, nr int)
 
+// q4_0Rows2z computes nr rows at wa into ya and nr rows at wb into yb (see
+// q8_0Rows2z), reading the activation's whole groups of four blocks as
+// Acts.qx and Acts.ox keep them; aq serves the blocks after them. Q4_0 has
+// only the two-stream kernel (an odd last row runs as both streams).
+//
 //go:noescape
-func q4_0Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32, nr int)
+func q4_0Rows2z(wa, wb *byte, nb int, aq, qx *int8, ox *int32, ad *float32, ya, yb *float32, nr int)
 
 // mxfp4Rowsz reads the weights' block scales through e8m0Half, and the
 // activation's whole groups of four blocks as Acts.qx and Acts.ox keep
@@ -309,7 +314,16 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) (huge bo
 				// is set where one is 253 or more.
 				return mxfp4Rowsz(&w[0], nb, aq, qx, ox, ad, &y[0], nr)&0x100 != 0
 			}
-			q4_0Rowsz(&w[0], nb, aq, qx, ox, ad, &y[0], nr)
+			h, rb := nr/2, len(w)/nr
+			if h > 0 {
+				q4_0Rows2z(&w[0], &w[h*rb], nb, aq, qx, ox, ad, &y[0], &y[h], h)
+			}
+			if nr&1 != 0 {
+				// The odd last row as both runs, the second sum dropped.
+				var spare float32
+				wl := &w[(nr-1)*rb]
+				q4_0Rows2z(wl, wl, nb, aq, qx, ox, ad, &y[nr-1], &spare, 1)
+			}
 			return false
 		}
 		o, ad := &a.o[t*nb], &a.d[t*nb]
