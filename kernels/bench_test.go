@@ -294,7 +294,7 @@ func BenchmarkAttentionDepth(b *testing.B) {
 // their streams and to the pool's barriers.
 func BenchmarkDecodeLayers(b *testing.B) {
 	shapes := []struct{ N, K int }{{2048, 2048}, {512, 2048}, {512, 2048}, {2048, 2048}, {8192, 2048}, {8192, 2048}, {2048, 8192}}
-	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.Q8_0, poot.Q4_0, poot.Q4_K, poot.Q6_K} {
+	for _, dt := range []poot.DType{poot.F32, poot.F16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.Q4_K, poot.Q6_K} {
 		b.Run(dt.String(), func(b *testing.B) {
 			var layer [][]byte
 			size := 0

@@ -145,7 +145,9 @@ var mx4Lanes = func() (t [64]byte) {
 // they are loading by PREFETCHT0.
 var decodeAhead, decodeAheadFloat = 2048, 1024
 
-// decodeAheadNib is decodeAhead for the Q4_0 and MXFP4 kernels, which
+// decodeAheadNib is decodeAhead for the Q4_0, Q4_1, Q5_0, Q5_1 and MXFP4
+// kernels (Q4_1's, Q5_0's and Q5_1's measured on the Zen 5 only, where
+// asking for the lines being loaded was the same within the noise), which
 // spend longer on each byte than the others (nibbles spread, looked up
 // and offset): on the Zen 4 too they read more from DRAM asking 2048
 // bytes ahead than asking for the lines they load, Q4_0 products of
@@ -236,7 +238,7 @@ var q8FourStreamsK = math.MaxInt
 // that exactNonFinite need not look for one again.
 func decodeRows512(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) (head int, ok, noHuge bool) {
 	switch wt {
-	case poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.MXFP4, poot.Q4_K, poot.Q5_K, poot.Q6_K:
+	case poot.F32, poot.F16, poot.BF16, poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.MXFP4, poot.Q4_K, poot.Q5_K, poot.Q6_K:
 	default:
 		return 0, false, false
 	}
@@ -345,6 +347,19 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) (huge bo
 		if nr&1 != 0 {
 			q8_0Rowsz(&w[(nr-1)*rb], nb, aq, o, ad, &y[nr-1], 1)
 		}
+	case poot.Q4_1, poot.Q5_0, poot.Q5_1:
+		nb := K / 32
+		aq, o, ad, as := &a.q[t*K], &a.o[t*nb], &a.d[t*nb], &a.s[t*nb]
+		h, rb := nr/2, len(w)/nr
+		if h > 0 {
+			rows32(wt, &w[0], &w[h*rb], nb, aq, o, ad, as, &y[0], &y[h], h)
+		}
+		if nr&1 != 0 {
+			// The odd last row as both runs, the second sum dropped.
+			var spare float32
+			wl := &w[(nr-1)*rb]
+			rows32(wt, wl, wl, nb, aq, o, ad, as, &y[nr-1], &spare, 1)
+		}
 	default:
 		nb := K / 256
 		aq, ad, bs := &a.q[t*K], &a.d[t*nb], &a.bs[t*nb*16]
@@ -394,6 +409,18 @@ func floatRuns(wt poot.DType, n int, x *float32, w unsafe.Pointer, K int, y *flo
 	}
 }
 
+// rows32 runs the Q4_1, Q5_0 or Q5_1 kernel.
+func rows32(wt poot.DType, wa, wb *byte, nb int, aq *int8, o *int32, ad, as *float32, ya, yb *float32, nr int) {
+	switch wt {
+	case poot.Q4_1:
+		q4_1Rows2z(wa, wb, nb, aq, o, ad, as, ya, yb, nr)
+	case poot.Q5_0:
+		q5_0Rows2z(wa, wb, nb, aq, o, ad, as, ya, yb, nr)
+	default:
+		q5_1Rows2z(wa, wb, nb, aq, o, ad, as, ya, yb, nr)
+	}
+}
+
 // kRows2 runs the Q4_K (else Q5_K) two-stream kernel, by GFNI where the
 // CPU has it.
 func kRows2(wt poot.DType, wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int16, ya, yb *float32, nr int) {
@@ -408,3 +435,17 @@ func kRows2(wt poot.DType, wa, wb *byte, nb int, aq *int8, ad *float32, s32 *int
 		q5_KRows2z(wa, wb, nb, aq, ad, s32, ya, yb, nr)
 	}
 }
+
+// The Q4_1, Q5_0 and Q5_1 kernels (decode32_amd64.s): nr rows at wa into
+// ya and nr rows at wb into yb, against one activation row prepared for
+// them (its quants, block offsets, scales and scaled sums). They have only
+// the two-stream form (an odd last row runs as both streams).
+
+//go:noescape
+func q4_1Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad, as *float32, ya, yb *float32, nr int)
+
+//go:noescape
+func q5_0Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad, as *float32, ya, yb *float32, nr int)
+
+//go:noescape
+func q5_1Rows2z(wa, wb *byte, nb int, aq *int8, o *int32, ad, as *float32, ya, yb *float32, nr int)

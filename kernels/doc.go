@@ -44,11 +44,13 @@
 // amd64 with AVX2, FMA and F16C (VPMADDUBSW/VPMADDWD for the integer dots,
 // VFMADD231PS for floats, VCVTPH2PS for f16) used by the products and the
 // exp, axpy, quantization and f16 loops; and "avx512", which needs AVX-512
-// F, BW and VL with VNNI and runs everything as avx2 does except the
-// prompt-processing (T >= 4) Q8_0 product, whose inner dot takes two blocks
-// a ZMM register with VPDPBUSD (unsigned by signed bytes: the activations
-// are offset by 128 and 128 times each four weights' sum subtracted, so the
-// integer block sums are exact and equal to the Go code's). At start-up
+// F, BW and VL with VNNI and has products of its own for every dtype (one
+// activation row against two or more streams of weight rows for decode;
+// register tiles over packed weight panels for prompts), whose integer dots
+// take 64 bytes at a time by VPDPBUSD (unsigned by signed bytes: unsigned
+// codes, or weights offset by 128, against the signed activation quants,
+// with the offset times each activation block's sum subtracted, so the
+// integer sums are exact and equal to the Go code's). At start-up
 // CPUID picks the best level the CPU and OS support ([BestLevel]). The environment variable
 // POOT_KERNELS ([EnvVar]) set to a level's name lowers it, and the lowered
 // level is then the ceiling for the whole process, as if the CPU had nothing
@@ -65,8 +67,9 @@
 // and the AMD EPYC, or measured on one only: how the decode kernels prefetch
 // their weights (PREFETCHT0 2048 and 1024 bytes ahead on Intel; on AMD only
 // the float ones, by PREFETCHNTA 256 bytes ahead, which keeps the activation
-// in L1 beside the weight streams, and the Q4_0 and MXFP4 ones, which are
-// slow enough per byte to gain, by PREFETCHT0 2048 ahead as on Intel, as the
+// in L1 beside the weight streams, and the Q4_0, Q4_1, Q5_0, Q5_1 and MXFP4
+// ones, which are slow enough per byte to gain, by PREFETCHT0 2048 ahead as
+// on Intel, as the
 // Q8_0 ones do from the Zen 5 on, where they read DRAM faster so; the avx2
 // level's decode kernels likewise prefetch 1024 bytes ahead except on AMD,
 // where only its Q4_0 and MXFP4 ones do), from which row length the float
@@ -82,7 +85,7 @@
 // instructions (EVEX too in the AVX-512 kernel), never legacy SSE: mixing
 // legacy-SSE instructions with dirty upper YMM state made one kernel 40
 // times slower on the test machine. VZEROUPPER clears the upper halves of
-// Z0-Z15 only; the kernels that keep accumulators in Z16-Z31 (the four-
-// and six-stream float decode kernels, the two- and four-stream Q8_0 ones)
-// zero them before it.
+// Z0-Z15 only; the kernels that use Z16-Z31 (the four- and six-stream float
+// decode kernels, the Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 decode kernels, the
+// prompt tiles and their packers) zero them before it.
 package kernels
