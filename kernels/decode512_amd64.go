@@ -37,13 +37,11 @@ func q8_0Rows4z(w *byte, s, nb int, aq *int8, o *int32, ad *float32, y *float32,
 //go:noescape
 func q4_0Rows2z(wa, wb *byte, nb int, aq, qx *int8, ox *int32, ad *float32, ya, yb *float32, nr int)
 
-// mxfp4Rowsz reads the weights' block scales through e8m0Half, and the
-// activation's whole groups of four blocks as Acts.qx and Acts.ox keep
-// them; aq serves the blocks after them. It returns the OR of every
-// exponent byte plus 3.
+// mxfp4Rows2z is q4_0Rows2z for MXFP4 weights, whose block scales it reads
+// through e8m0Half. It returns the OR of every exponent byte plus 3.
 //
 //go:noescape
-func mxfp4Rowsz(w *byte, nb int, aq, qx *int8, ox *int32, ad *float32, y *float32, nr int) (eor int)
+func mxfp4Rows2z(wa, wb *byte, nb int, aq, qx *int8, ox *int32, ad *float32, ya, yb *float32, nr int) (eor int)
 
 // The K-quant kernels also read the activation's sums of 16 (bs; Q4_K
 // and Q5_K its sums of 32, s32).
@@ -311,22 +309,21 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) (huge bo
 			// the offsets of their codes).
 			h := t - a.T&^3
 			qx, ox, ad := &a.qx[h*K], &a.ox[h*K/8], &a.d[t*nb]
-			if wt == poot.MXFP4 {
-				// The kernel ORs each exponent byte plus 3 together: bit 8
-				// is set where one is 253 or more.
-				return mxfp4Rowsz(&w[0], nb, aq, qx, ox, ad, &y[0], nr)&0x100 != 0
-			}
+			// The first and second halves of the rows as two runs; an odd
+			// last row as both, the second sum dropped. The MXFP4 kernel
+			// ORs each exponent byte plus 3 together: bit 8 is set where
+			// one is 253 or more.
 			h, rb := nr/2, len(w)/nr
+			eor := 0
 			if h > 0 {
-				q4_0Rows2z(&w[0], &w[h*rb], nb, aq, qx, ox, ad, &y[0], &y[h], h)
+				eor |= nib2(wt, &w[0], &w[h*rb], nb, aq, qx, ox, ad, &y[0], &y[h], h)
 			}
 			if nr&1 != 0 {
-				// The odd last row as both runs, the second sum dropped.
 				var spare float32
 				wl := &w[(nr-1)*rb]
-				q4_0Rows2z(wl, wl, nb, aq, qx, ox, ad, &y[nr-1], &spare, 1)
+				eor |= nib2(wt, wl, wl, nb, aq, qx, ox, ad, &y[nr-1], &spare, 1)
 			}
-			return false
+			return eor&0x100 != 0
 		}
 		o, ad := &a.o[t*nb], &a.d[t*nb]
 		rb := len(w) / nr
@@ -407,6 +404,15 @@ func floatRuns(wt poot.DType, n int, x *float32, w unsafe.Pointer, K int, y *flo
 	default:
 		bf16Rows4z(x, w, K, y, q)
 	}
+}
+
+// nib2 runs the Q4_0 (eor 0) or MXFP4 kernel.
+func nib2(wt poot.DType, wa, wb *byte, nb int, aq, qx *int8, ox *int32, ad *float32, ya, yb *float32, nr int) (eor int) {
+	if wt == poot.MXFP4 {
+		return mxfp4Rows2z(wa, wb, nb, aq, qx, ox, ad, ya, yb, nr)
+	}
+	q4_0Rows2z(wa, wb, nb, aq, qx, ox, ad, ya, yb, nr)
+	return 0
 }
 
 // rows32 runs the Q4_1, Q5_0 or Q5_1 kernel.
