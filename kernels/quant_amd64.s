@@ -15,9 +15,12 @@
 	VHADDPS x, x, x
 
 // CONSTS sets Y11 = int16 ones, Y9 = bytes 0x0F, Y8 = bytes 8, and
-// clears R13 (see DEC_MXFP4).
+// clears R13; for DEC_MXFP4 it also keeps its table in Y7 and points R12
+// at e8m0Half (the kernels that use those registers set them after).
 #define CONSTS \
 	XORL R13, R13 \
+	VMOVDQU mxfp4vals<>(SB), Y7 \
+	LEAQ ·e8m0Half(SB), R12 \
 	VPCMPEQW Y11, Y11, Y11 \
 	VPSRLW $15, Y11, Y11 \
 	MOVL $0x0f0f0f0f, AX \
@@ -536,12 +539,10 @@ GLOBL mxfp4vals<>(SB), RODATA|NOPTR, $32
 
 #define DEC_MXFP4 \
 	NIBBLES(1) \
-	VMOVDQU mxfp4vals<>(SB), Y13 \
-	VPSHUFB Y12, Y13, Y12 \
+	VPSHUFB Y12, Y7, Y12 \
 	MOVBLZX (BX), AX \
 	LEAL 3(AX), R14 \
 	ORL R14, R13 \
-	LEAQ ·e8m0Half(SB), R12 \
 	VBROADCASTSS (R12)(AX*4), Y14
 
 // func dotMXFP4x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, out *[4]float32)
