@@ -29,6 +29,71 @@
 
 #include "decode512_amd64.h"
 
+// NIB2ROWS(ACTS, QUAD, ONE, bb) is the body of the Q4_0 and MXFP4 kernels
+// (blocks of bb bytes; see q4_0Rows2z), for nr row pairs at BX and R8 into
+// ya (DX) and yb, with their arguments as q4_0Rows2z's: for each pair,
+// every group of four blocks by ACTS (the activation's part, shared) and
+// QUAD for each row, then the blocks after them by ONE for each row
+// (activation quants at SI), the rows' sums to ya and yb. Registers are
+// short: yb and nr stay in the argument frame, and SI is set only for the
+// last blocks. Uses R10, R11, DI, CX, SI, Z0, Z1 and, by QUAD, Z8-Z11 and
+// Z16-Z19. (Here, before the first routine, since go vet checks a
+// macro's argument offsets against the routine before it.)
+#define NIB2ROWS(ACTS, QUAD, ONE, bb) \
+	CMPQ nr+72(FP), $0 \
+	JEQ end \
+row: \
+	MOVQ qx+32(FP), R10 \
+	MOVQ ox+40(FP), R11 \
+	MOVQ ad+48(FP), DI \
+	MOVQ nb+16(FP), CX \
+	VPXORD Z0, Z0, Z0 \
+	VPXORD Z1, Z1, Z1 \
+	SHRQ $2, CX \
+	JZ tail \
+quad: \
+	PF2(BX, R12) \
+	PF2(R8, R12) \
+	ACTS \
+	QUAD(BX, Z0, Z8, X8, Z9, Z10, Z11, X11, Y11) \
+	QUAD(R8, Z1, Z16, X16, Z17, Z18, Z19, X19, Y19) \
+	ADDQ $(4*bb), BX \
+	ADDQ $(4*bb), R8 \
+	ADDQ $128, R10 \
+	ADDQ $64, R11 \
+	ADDQ $16, DI \
+	DECQ CX \
+	JNZ quad \
+tail: \
+	MOVQ nb+16(FP), CX \
+	MOVQ CX, SI \
+	SHRQ $2, SI \
+	SHLQ $7, SI \
+	ADDQ aq+24(FP), SI \
+	ANDQ $3, CX \
+	JZ sum \
+one: \
+	ONE(BX, Z0) \
+	ONE(R8, Z1) \
+	ADDQ $bb, BX \
+	ADDQ $bb, R8 \
+	ADDQ $32, SI \
+	ADDQ $4, DI \
+	DECQ CX \
+	JNZ one \
+sum: \
+	HSUM0 \
+	VMOVSS X0, (DX) \
+	ADDQ $4, DX \
+	VMOVAPS Z1, Z0 \
+	HSUM0 \
+	MOVQ yb+64(FP), AX \
+	VMOVSS X0, (AX) \
+	ADDQ $4, yb+64(FP) \
+	DECQ nr+72(FP) \
+	JNZ row \
+end:
+
 // ---- F32, F16 and BF16 ---------------------------------------------------
 
 // Sixteen weights at off(DI) as f32 in z; the masked forms load the first
@@ -1010,11 +1075,11 @@ GLOBL q40scw<>(SB), RODATA|NOPTR, $64
 	VBROADCASTF32X4 (DI), Z7 \
 	VPERMILPS q40lane<>(SB), Z7, Z7
 
-// Q40QUAD(b, acc, c, h, s, f, fy) adds the four blocks at (b) to acc,
+// Q40QUAD(b, acc, c, cx, h, s, f, fx, fy) adds the four blocks at (b) to acc,
 // using c, h, s and f (fy the lower half of f): the offsets start the
 // int32 sums, taking out the 8 the codes are stored above their values.
 // Z3 holds the code indices, Z12 0x0f bytes, Z13 the scale indices.
-#define Q40QUAD(b, acc, c, cx, h, s, f, fy) \
+#define Q40QUAD(b, acc, c, cx, h, s, f, fx, fy) \
 	VMOVDQU32 2(b), cx \
 	VINSERTI32X4 $1, 20(b), c, c \
 	VINSERTI32X4 $2, 38(b), c, c \
@@ -1060,73 +1125,13 @@ TEXT ·q4_0Rows2z(SB), NOSPLIT, $0-80
 	MOVQ wa+0(FP), BX
 	MOVQ wb+8(FP), R8
 	MOVQ ya+56(FP), DX
-	MOVQ yb+64(FP), R13
-	MOVQ nr+72(FP), R9
 	MOVL $0x0f0f0f0f, AX
 	VPBROADCASTD AX, Z12
 	MOVL $0x08080808, AX
 	VPBROADCASTD AX, Z14
 	VMOVDQU64 q40scw<>(SB), Z13
-	TESTQ R9, R9
-	JZ end
-
-row:
-	MOVQ aq+24(FP), SI
-	MOVQ qx+32(FP), R10
-	MOVQ ox+40(FP), R11
-	MOVQ ad+48(FP), DI
-	MOVQ nb+16(FP), CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	SHRQ $2, CX
-	JZ tail
-
-quad:
-	PF2(BX, R12)
-	PF2(R8, R12)
-	Q40ACTS
-	Q40QUAD(BX, Z0, Z8, X8, Z9, Z10, Z11, Y11)
-	Q40QUAD(R8, Z1, Z16, X16, Z17, Z18, Z19, Y19)
-	ADDQ $72, BX
-	ADDQ $72, R8
-	ADDQ $128, SI
-	ADDQ $128, R10
-	ADDQ $64, R11
-	ADDQ $16, DI
-	DECQ CX
-	JNZ quad
-
-tail:
-	MOVQ nb+16(FP), CX
-	ANDQ $3, CX
-	JZ sum
-
-one:
-	Q40ONE(BX, Z0)
-	Q40ONE(R8, Z1)
-	ADDQ $18, BX
-	ADDQ $18, R8
-	ADDQ $32, SI
-	ADDQ $4, DI
-	DECQ CX
-	JNZ one
-
-sum:
-	HSUM0
-	VMOVSS X0, (DX)
-	VMOVAPS Z1, Z0
-	HSUM0
-	VMOVSS X0, (R13)
-	ADDQ $4, DX
-	ADDQ $4, R13
-	DECQ R9
-	JNZ row
-
-end:
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
+	NIB2ROWS(Q40ACTS, Q40QUAD, Q40ONE, 18)
+	ZERO16TO23
 	VZEROUPPER
 	RET
 
@@ -1220,7 +1225,7 @@ end:
 	VMOVDQU64 64(R10), Z5 \
 	VPSLLD $4, (R11), Z6
 
-// MXQUAD(b, acc, c, cx, h, s, f, fx) adds the four blocks at (b) to acc,
+// MXQUAD(b, acc, c, cx, h, s, f, fx, fy) adds the four blocks at (b) to acc,
 // using c, h, s and f (cx and fx their lower quarters). (On the Zen 4,
 // from L2, two other ways to the scales were slower than MXSCALES' four
 // scalar loads: the exponents spread over the lanes from one 64-byte load
@@ -1228,7 +1233,7 @@ end:
 // four masked broadcasts from e8m0Half, 13%; and the four blocks' codes
 // gathered from two 64-byte loads by one VPERMT2B no faster than the
 // inserts here, and slower from DRAM, as Q4_0's.)
-#define MXQUAD(b, acc, c, cx, h, s, f, fx) \
+#define MXQUAD(b, acc, c, cx, h, s, f, fx, fy) \
 	VMOVDQU32 1(b), cx \
 	VINSERTI32X4 $1, 18(b), c, c \
 	VINSERTI32X4 $2, 35(b), c, c \
@@ -1243,9 +1248,7 @@ end:
 
 // func mxfp4Rows2z(wa, wb *byte, nb int, aq, qx *int8, ox *int32, ad *float32, ya, yb *float32, nr int) (eor int)
 //
-// Two runs of rows at once, as q4_0Rows2z. Registers are short: yb and
-// nr stay in the argument frame, and SI (the activation quants of the
-// blocks after the last four) is set only for those.
+// Two runs of rows at once, as q4_0Rows2z.
 TEXT ·mxfp4Rows2z(SB), NOSPLIT, $0-88
 	MOVQ ·decodeAheadNib(SB), R12
 	XORL R9, R9
@@ -1259,70 +1262,9 @@ TEXT ·mxfp4Rows2z(SB), NOSPLIT, $0-88
 	VPBROADCASTD AX, Z7
 	VMOVDQU64 ·mx4Lanes(SB), Z14
 	VMOVDQU64 q40lane<>(SB), Z13
-	CMPQ nr+72(FP), $0
-	JEQ end
-
-row:
-	MOVQ qx+32(FP), R10
-	MOVQ ox+40(FP), R11
-	MOVQ ad+48(FP), DI
-	MOVQ nb+16(FP), CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	SHRQ $2, CX
-	JZ tail
-
-quad:
-	PF2(BX, R12)
-	PF2(R8, R12)
-	MXACTS
-	MXQUAD(BX, Z0, Z8, X8, Z9, Z10, Z11, X11)
-	MXQUAD(R8, Z1, Z16, X16, Z17, Z18, Z19, X19)
-	ADDQ $68, BX
-	ADDQ $68, R8
-	ADDQ $128, R10
-	ADDQ $64, R11
-	ADDQ $16, DI
-	DECQ CX
-	JNZ quad
-
-tail:
-	MOVQ nb+16(FP), CX
-	MOVQ CX, SI
-	SHRQ $2, SI
-	SHLQ $7, SI
-	ADDQ aq+24(FP), SI
-	ANDQ $3, CX
-	JZ sum
-
-one:
-	MXONE(BX, Z0)
-	MXONE(R8, Z1)
-	ADDQ $17, BX
-	ADDQ $17, R8
-	ADDQ $32, SI
-	ADDQ $4, DI
-	DECQ CX
-	JNZ one
-
-sum:
-	HSUM0
-	VMOVSS X0, (DX)
-	ADDQ $4, DX
-	VMOVAPS Z1, Z0
-	HSUM0
-	MOVQ yb+64(FP), AX
-	VMOVSS X0, (AX)
-	ADDQ $4, yb+64(FP)
-	DECQ nr+72(FP)
-	JNZ row
-
-end:
+	NIB2ROWS(MXACTS, MXQUAD, MXONE, 17)
 	MOVQ R9, eor+80(FP)
-	VPXORD Z16, Z16, Z16
-	VPXORD Z17, Z17, Z17
-	VPXORD Z18, Z18, Z18
-	VPXORD Z19, Z19, Z19
+	ZERO16TO23
 	VZEROUPPER
 	RET
 
