@@ -313,10 +313,10 @@ func decodeRow512(wt poot.DType, y []float32, w []byte, a *Acts, t int) (huge bo
 			// last row as both, the second sum dropped. The MXFP4 kernel
 			// ORs each exponent byte plus 3 together: bit 8 is set where
 			// one is 253 or more.
-			h, rb := nr/2, len(w)/nr
+			half, rb := nr/2, len(w)/nr
 			eor := 0
-			if h > 0 {
-				eor |= nib2(wt, &w[0], &w[h*rb], nb, aq, qx, ox, ad, &y[0], &y[h], h)
+			if half > 0 {
+				eor |= nib2(wt, &w[0], &w[half*rb], nb, aq, qx, ox, ad, &y[0], &y[half], half)
 			}
 			if nr&1 != 0 {
 				var spare float32
