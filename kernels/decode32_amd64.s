@@ -20,8 +20,8 @@
 // The four blocks' f16 scales (and mins) are gathered as four words by
 // scalar loads (as Q8SCALES), converted and multiplied by the activation's
 // block scales as four floats, and spread over the lanes by VPERMPS
-// (q32lane). On the Zen 5, from L2, one thread (BenchmarkMatVecL2), these
-// kernels read Q4_1 at 34-36 GB/s, Q5_0 at 19-31 and Q5_1 at 31-32, where
+// (q8lane, decode512_amd64.s). On the Zen 5, from L2, one thread
+// (BenchmarkMatVecL2), these kernels read Q4_1 at 34-36 GB/s, Q5_0 at 19-31 and Q5_1 at 31-32, where
 // the avx2 level's one-row kernels (which the avx512 level ran before)
 // read 15-16, 12-13 and 13; a 1B Llama decodes on two threads at 45 tokens/s
 // in Q5_0 (25 before) and 42-50 in Q4_1 (26-31). The weights are asked
@@ -31,25 +31,6 @@
 #include "textflag.h"
 #include "zero_amd64.h"
 #include "decode512_amd64.h"
-
-// VPERMPS indices: element 0 to lanes 0-7 and 1 to 8-15, then 2 and 3.
-DATA q32lane<>+0(SB)/8, $0
-DATA q32lane<>+8(SB)/8, $0
-DATA q32lane<>+16(SB)/8, $0
-DATA q32lane<>+24(SB)/8, $0
-DATA q32lane<>+32(SB)/8, $0x0000000100000001
-DATA q32lane<>+40(SB)/8, $0x0000000100000001
-DATA q32lane<>+48(SB)/8, $0x0000000100000001
-DATA q32lane<>+56(SB)/8, $0x0000000100000001
-DATA q32lane<>+64(SB)/8, $0x0000000200000002
-DATA q32lane<>+72(SB)/8, $0x0000000200000002
-DATA q32lane<>+80(SB)/8, $0x0000000200000002
-DATA q32lane<>+88(SB)/8, $0x0000000200000002
-DATA q32lane<>+96(SB)/8, $0x0000000300000003
-DATA q32lane<>+104(SB)/8, $0x0000000300000003
-DATA q32lane<>+112(SB)/8, $0x0000000300000003
-DATA q32lane<>+120(SB)/8, $0x0000000300000003
-GLOBL q32lane<>(SB), RODATA|NOPTR, $128
 
 // P32CONSTS sets what every row keeps: Z12 0x0f bytes, Z11 0x10 bytes,
 // Z13 and Z14 the lane indices, K5 the words of the second 16-byte lane of
@@ -61,8 +42,8 @@ GLOBL q32lane<>(SB), RODATA|NOPTR, $128
 	VPBROADCASTD AX, Z12 \
 	MOVL $0x10101010, AX \
 	VPBROADCASTD AX, Z11 \
-	VMOVDQU64 q32lane<>(SB), Z13 \
-	VMOVDQU64 q32lane<>+64(SB), Z14 \
+	VMOVDQU64 ·q8lane(SB), Z13 \
+	VMOVDQU64 ·q8lane+64(SB), Z14 \
 	MOVL $0xff00ff00, AX \
 	KMOVD AX, K5 \
 	MOVL $0xff00, AX \

@@ -648,24 +648,25 @@ TEXT ·bf16Rows2z(SB), NOSPLIT, $0-56
 // multiplied by the activation's block scales as four floats, and only
 // then spread over the lanes.
 
-// VPERMPS indices: element 0 to lanes 0-7 and 1 to 8-15, then 2 and 3.
-DATA q8lane<>+0(SB)/8, $0
-DATA q8lane<>+8(SB)/8, $0
-DATA q8lane<>+16(SB)/8, $0
-DATA q8lane<>+24(SB)/8, $0
-DATA q8lane<>+32(SB)/8, $0x0000000100000001
-DATA q8lane<>+40(SB)/8, $0x0000000100000001
-DATA q8lane<>+48(SB)/8, $0x0000000100000001
-DATA q8lane<>+56(SB)/8, $0x0000000100000001
-DATA q8lane<>+64(SB)/8, $0x0000000200000002
-DATA q8lane<>+72(SB)/8, $0x0000000200000002
-DATA q8lane<>+80(SB)/8, $0x0000000200000002
-DATA q8lane<>+88(SB)/8, $0x0000000200000002
-DATA q8lane<>+96(SB)/8, $0x0000000300000003
-DATA q8lane<>+104(SB)/8, $0x0000000300000003
-DATA q8lane<>+112(SB)/8, $0x0000000300000003
-DATA q8lane<>+120(SB)/8, $0x0000000300000003
-GLOBL q8lane<>(SB), RODATA|NOPTR, $128
+// VPERMPS indices: element 0 to lanes 0-7 and 1 to 8-15, then 2 and 3
+// (decode32_amd64.s's kernels read them too).
+DATA ·q8lane+0(SB)/8, $0
+DATA ·q8lane+8(SB)/8, $0
+DATA ·q8lane+16(SB)/8, $0
+DATA ·q8lane+24(SB)/8, $0
+DATA ·q8lane+32(SB)/8, $0x0000000100000001
+DATA ·q8lane+40(SB)/8, $0x0000000100000001
+DATA ·q8lane+48(SB)/8, $0x0000000100000001
+DATA ·q8lane+56(SB)/8, $0x0000000100000001
+DATA ·q8lane+64(SB)/8, $0x0000000200000002
+DATA ·q8lane+72(SB)/8, $0x0000000200000002
+DATA ·q8lane+80(SB)/8, $0x0000000200000002
+DATA ·q8lane+88(SB)/8, $0x0000000200000002
+DATA ·q8lane+96(SB)/8, $0x0000000300000003
+DATA ·q8lane+104(SB)/8, $0x0000000300000003
+DATA ·q8lane+112(SB)/8, $0x0000000300000003
+DATA ·q8lane+120(SB)/8, $0x0000000300000003
+GLOBL ·q8lane(SB), RODATA|NOPTR, $128
 
 // Q8CONSTS sets what the Q8_0 decode kernels keep for every row: Z7 the
 // 0x80 bytes, K4 lanes 0 and 9, K2 the low 32 bytes, Z13 and Z14 the lane
@@ -677,8 +678,8 @@ GLOBL q8lane<>(SB), RODATA|NOPTR, $128
 	KMOVW AX, K4 \
 	MOVL $0xffffffff, AX \
 	KMOVQ AX, K2 \
-	VMOVDQU64 q8lane<>(SB), Z13 \
-	VMOVDQU64 q8lane<>+64(SB), Z14
+	VMOVDQU64 ·q8lane(SB), Z13 \
+	VMOVDQU64 ·q8lane+64(SB), Z14
 
 // Q8ACTS loads what a quad of the multi-stream Q8_0 kernels shares between
 // its rows: the four blocks' activation offsets (Z16, Z17, lanes 0 and 9
