@@ -21,12 +21,13 @@
 // scalar loads (as Q8SCALES), converted and multiplied by the activation's
 // block scales as four floats, and spread over the lanes by VPERMPS
 // (q8lane, decode512_amd64.s). On the Zen 5, from L2, one thread
-// (BenchmarkMatVecL2), these kernels read Q4_1 at 34-36 GB/s, Q5_0 at 19-31 and Q5_1 at 31-32, where
-// the avx2 level's one-row kernels (which the avx512 level ran before)
-// read 15-16, 12-13 and 13; a 1B Llama decodes on two threads at 45 tokens/s
-// in Q5_0 (25 before) and 42-50 in Q4_1 (26-31). The weights are asked
-// for 2048 bytes ahead (decodeAheadNib; asking for the lines being loaded
-// was the same within the noise, BenchmarkDecodeLayers).
+// (BenchmarkMatVecL2), these kernels read Q4_1 at 34-36 GB/s, Q5_0 at
+// 19-31 and Q5_1 at 31-32, where the avx2 level's one-row kernels (which
+// the avx512 level ran before) read 15-16, 12-13 and 13; a 1B Llama
+// decodes on two threads at 45 tokens/s in Q5_0 (25 before) and 42-50 in
+// Q4_1 (26-31). The weights are asked for 2048 bytes ahead
+// (decodeAheadNib; asking for the lines being loaded was the same within
+// the noise, BenchmarkDecodeLayers).
 
 #include "textflag.h"
 #include "zero_amd64.h"
