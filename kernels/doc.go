@@ -69,23 +69,21 @@
 // the float ones, by PREFETCHNTA 256 bytes ahead, which keeps the activation
 // in L1 beside the weight streams, and the Q4_0, Q4_1, Q5_0, Q5_1 and MXFP4
 // ones, which are slow enough per byte to gain, by PREFETCHT0 2048 ahead as
-// on Intel, as the
-// Q8_0 ones do from the Zen 5 on, where they read DRAM faster so; the avx2
-// level's decode kernels likewise prefetch 1024 bytes ahead except on AMD,
-// where only its Q4_0 and MXFP4 ones do), from which row length the float
-// decode kernels read four streams of rows rather than two (2048 elements on
-// AMD, above 4096 on Intel) and six rather than four (4096 on AMD, never on
-// Intel), and the Q8_0 one four rather than two (every row on AMD, never on
-// Intel). None changes a result. Where the CPU has GFNI the avx512 Q4_K and
-// Q5_K decode kernels spread each 32 bytes of nibbles by one VGF2P8AFFINEQB
-// instead of a shift and a mask (7-8% more from L2 on the Zen 4); the sums
-// are the same bits either way.
+// on Intel, as the Q8_0 ones do from the Zen 5 on, where they read DRAM
+// faster so; the avx2 level's decode kernels likewise prefetch 1024 bytes
+// ahead except on AMD, where only its Q4_0 and MXFP4 ones do), from which row
+// length the float decode kernels read four streams of rows rather than two
+// (2048 elements on AMD, above 4096 on Intel) and six rather than four (4096
+// on AMD, never on Intel), and the Q8_0 one four rather than two (every row
+// on AMD, never on Intel). None changes a result. Where the CPU has GFNI the
+// avx512 Q4_K and Q5_K decode kernels spread each 32 bytes of nibbles by one
+// VGF2P8AFFINEQB instead of a shift and a mask (7-8% more from L2 on the Zen
+// 4); the sums are the same bits either way.
 //
 // Every assembly routine ends with VZEROUPPER and uses only VEX-encoded
 // instructions (EVEX too in the AVX-512 kernel), never legacy SSE: mixing
 // legacy-SSE instructions with dirty upper YMM state made one kernel 40
 // times slower on the test machine. VZEROUPPER clears the upper halves of
-// Z0-Z15 only; the kernels that use Z16-Z31 (the four- and six-stream float
-// decode kernels, the Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 decode kernels, the
-// prompt tiles and their packers) zero them before it.
+// Z0-Z15 only; the kernels that use Z16-Z31 (the multi-stream decode
+// kernels, the prompt tiles and their packers) zero them before it.
 package kernels
