@@ -21,8 +21,9 @@
 // their sub-block scales in VPDPWSSD.
 //
 // Only Z0-Z15 are used (VZEROUPPER clears their upper halves), and K1-K5,
-// except by the multi-stream float and Q8_0 kernels and the Q4_0 one,
-// which also use Z16 and up and zero them before they return.
+// except by the multi-stream float kernels and the Q8_0, Q4_0, MXFP4, Q4_K
+// and Q5_K ones, which also use Z16 and up and zero them before they
+// return.
 
 #include "textflag.h"
 #include "zero_amd64.h"
