@@ -29,32 +29,50 @@ import (
 type Pool struct {
 	mu      sync.Mutex // serialises Run
 	workers int
-	wake    []chan struct{}
-	parked  []atomic.Bool // worker i is parked (or about to park) on wake[i]
-	done    chan struct{}
+	// yieldMask: a spinning goroutine yields (runtime.Gosched) once every
+	// yieldMask+1 polls. Yielding takes the scheduler's lock, so two
+	// spinners that yield often slow each other's hand-over; with a
+	// processor for every worker they yield once in 1024 polls (about a
+	// microsecond), with more workers than processors once in 64, so that
+	// a spinner soon gives way to the goroutine that has work.
+	yieldMask int
+	wake      []chan struct{}
+	parked    []atomic.Bool // worker i is parked (or about to park) on wake[i]
+	done      chan struct{}
+	// finished, when set (by tests), runs in a worker between counting
+	// itself done with a loop and signalling the caller.
+	finished func()
+
+	// The fields below are grouped by who writes them, each group on
+	// cache lines of its own: a hand-over that moved a line the caller
+	// writes to a worker and back for a field another goroutine wrote
+	// cost a trivial loop twice the time on the Zen 5.
+	_ [64]byte
+
+	// The current loop, written by Run before it publishes a new gen.
+	fn     func(lo, hi int)
+	n      int
+	grain  int           // with g = ceil(n/grain) grains, chunk i < parts is
+	parts  int           // grains [g*i/parts, g*(i+1)/parts), cut at n
+	gen    atomic.Uint64 // loop generation; workers start a loop when it moves
+	closed atomic.Bool
+	// failed holds the first panic of the current loop (a *loopPanic);
+	// workers that see it stop claiming chunks. Run clears it only when
+	// it was set, so that a loop writes nothing here but its fields.
+	failed atomic.Pointer[loopPanic]
+	_      [64]byte
+
+	next atomic.Int64 // next chunk index to claim
+	_    [64]byte
+
+	pending atomic.Int32 // workers still running the current loop
 	// waiting is the generation of the loop whose end the caller is parked
 	// on (0: none). The worker that finishes that loop last, and only it,
 	// hands the caller a token on done; tagging the flag with the loop
 	// keeps a worker that is slow to signal the end of one loop from
 	// waking the caller in the middle of the next.
 	waiting atomic.Uint64
-	// finished, when set (by tests), runs in a worker between counting
-	// itself done with a loop and signalling the caller.
-	finished func()
-
-	// The current loop, written by Run before it publishes a new gen.
-	fn      func(lo, hi int)
-	n       int
-	grain   int           // with g = ceil(n/grain) grains, chunk i < parts is
-	parts   int           // grains [g*i/parts, g*(i+1)/parts), cut at n
-	gen     atomic.Uint64 // loop generation; workers start a loop when it moves
-	next    atomic.Int64  // next chunk index to claim
-	pending atomic.Int32  // workers still running the current loop
-	closed  atomic.Bool
-
-	// failed holds the first panic of the current loop (a *loopPanic);
-	// workers that see it stop claiming chunks.
-	failed atomic.Pointer[loopPanic]
+	_       [64]byte
 }
 
 // loopPanic carries a panic value from the goroutine that raised it to
@@ -80,7 +98,10 @@ func newPool(n int, finished func()) *Pool {
 	if n < 1 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	p := &Pool{workers: n, done: make(chan struct{}, 1), finished: finished}
+	p := &Pool{workers: n, done: make(chan struct{}, 1), finished: finished, yieldMask: 63}
+	if n <= runtime.GOMAXPROCS(0) {
+		p.yieldMask = 1023
+	}
 	p.wake = make([]chan struct{}, n-1)
 	p.parked = make([]atomic.Bool, n-1)
 	for i := range p.wake {
@@ -153,7 +174,6 @@ func (p *Pool) run(fn func(lo, hi int), n, grain, parts int) {
 		return
 	}
 	p.fn, p.n, p.grain, p.parts = fn, n, grain, parts
-	p.failed.Store(nil)
 	p.next.Store(0)
 	p.pending.Store(int32(len(p.wake)))
 	gen := p.gen.Add(1) // publishes the loop and next to spinning workers
@@ -165,16 +185,17 @@ func (p *Pool) run(fn func(lo, hi int), n, grain, parts int) {
 	p.work()
 	p.waitWorkers(gen)
 	p.fn = nil
-	if lp := p.failed.Swap(nil); lp != nil {
+	if lp := p.failed.Load(); lp != nil {
+		p.failed.Store(nil)
 		panic(lp.value)
 	}
 }
 
 // waitWorkers returns once every worker has finished loop gen.
 func (p *Pool) waitWorkers(gen uint64) {
-	start := time.Now()
+	start, mask := time.Now(), p.yieldMask
 	for i := 0; p.pending.Load() != 0; i++ {
-		if i&63 == 63 {
+		if i&mask == mask {
 			if time.Since(start) > spinFor {
 				p.waiting.Store(gen)
 				if p.pending.Load() == 0 && p.waiting.CompareAndSwap(gen, 0) {
@@ -217,10 +238,11 @@ func (p *Pool) work() {
 func (p *Pool) worker(i int) {
 	debug.SetPanicOnFault(true)
 	var seen uint64
+	mask := p.yieldMask
 	for {
 		start := time.Now()
 		for k := 0; p.gen.Load() == seen; k++ {
-			if k&63 != 63 {
+			if k&mask != mask {
 				continue
 			}
 			if time.Since(start) <= idleSpin {
@@ -252,7 +274,7 @@ func (p *Pool) worker(i int) {
 			if p.finished != nil {
 				p.finished()
 			}
-			if p.waiting.CompareAndSwap(seen, 0) {
+			if p.waiting.Load() == seen && p.waiting.CompareAndSwap(seen, 0) {
 				p.done <- struct{}{}
 			}
 		}
