@@ -19,9 +19,6 @@ func QuantizeQ8(x []float32) ([]int8, float32, []int16) {
 // loop last calls between counting itself done and signalling the caller.
 func NewPoolFinishing(n int, finished func()) *Pool { return newPool(n, finished) }
 
-// DecodeParts exposes how many parts a decode product is split into.
-var DecodeParts = decodeParts
-
 // SetAttnSegMin sets the fewest positions the avx512 decode attention puts
 // in a segment (attnSegMin), so that short caches are cut into segments,
 // and returns a function that restores it.

@@ -67,8 +67,8 @@ func MatMul(p *Pool, wt poot.DType, y []float32, w []byte, a *Acts, N int) error
 	}
 	a.job = matJob{wt: wt, y: y, w: w, a: a, N: N}
 	if a.T < 4 {
-		mb := int(wt.RowBytes(int64(a.K))) * N >> 20
-		p.RunSplit(N, decodeParts(mb, p.Workers()), a.run)
+		rb := int(wt.RowBytes(int64(a.K)))
+		p.RunGuided(N, (decodeChunk+rb-1)/rb, a.run)
 	} else {
 		// Chunk boundaries at multiples of the rows of a tile or panel
 		// keep those whole; four chunks a worker, even to a grain, give
@@ -84,23 +84,20 @@ func MatMul(p *Pool, wt poot.DType, y []float32, w []byte, a *Acts, N int) error
 	return nil
 }
 
-// decodeParts returns how many parts a product for one activation row
-// (decode), of mb megabytes of weights, is split into between workers:
-// its rows meet no tiles, so they are split evenly, in parts of about a
-// megabyte, one to four a worker, the same number for each. Each part is
-// two weight streams that take a few microseconds to ramp up: on the
-// Intel Xeon two threads read the 1.1 MB K and V projections of a
-// Llama-3.2-1B 5-10% faster in two parts than in eight (and a grain of 48
-// split a 2048-row projection 1152 to 896, an eighth slower). A count
-// that is not a multiple of the workers leaves one to read the last part
-// alone: on the Zen 4 two threads read a 3.3 MB Q6_K product of 2048 rows
-// from DRAM at 0.90 of the memory's streaming bandwidth in three parts
-// and 0.99 in four, a 5 MB Q4_K one of 3072 rows at 0.92 in five and
-// 0.99 in six, a 5 MB Q8_0 one at 0.96 and 0.99 (medians of 60 rounds
-// alternating the two, the host's memory in its slow phase).
-func decodeParts(mb, workers int) int {
-	return workers * min(max((mb+workers-1)/workers, 1), 4)
-}
+// decodeChunk is the least weight bytes a chunk of a decode product
+// (one activation row) holds: its rows meet no tiles, so the pool's
+// guided chunks split it, and each chunk is two weight streams that take
+// a little while to ramp up. They replaced equal parts of a megabyte or
+// more, one to four a worker, in which one of two threads was left
+// reading alone for 6-10% of the products' time on the Zen 5 (3% now):
+// a 1B Llama's decode steps, alternated in one process between the two
+// splits, took 5% less time for Q8_0 and Q4_0, 7% for F16 and MXFP4, 6%
+// for Q5_0, 3% for Q4_K_M, the same for Q4_K and Q6_K (medians of 155
+// steps each). Chunks of at least 128 KB, 256 KB or 512 KB ran alike.
+// (On the Intel Xeon two threads had read the 1.1 MB K and V projections
+// 5-10% faster in two parts than in eight; the guided split cuts a Q8_0
+// one in four chunks, an F16 one in six.)
+const decodeChunk = 256 << 10
 
 // promptGrain returns how many weight rows the product of wt weights by a's
 // rows takes as one tile or panel: the avx512 level's (six float rows,

@@ -240,19 +240,9 @@ func TestMatMulPool(t *testing.T) {
 	}
 }
 
-// TestDecodeParts checks the split of a decode product: parts of about a
-// megabyte, one to four a worker, the same number for each worker; and
-// that a product split so (4.2 MB on three workers: six parts) computes
-// the serial bits.
-func TestDecodeParts(t *testing.T) {
-	for _, c := range []struct{ mb, workers, want int }{
-		{0, 2, 2}, {1, 2, 2}, {2, 2, 2}, {3, 2, 4}, {5, 2, 6}, {7, 2, 8}, {8, 2, 8}, {100, 2, 8},
-		{0, 3, 3}, {4, 3, 6}, {13, 3, 12}, {1, 1, 1}, {3, 1, 3}, {9, 1, 4},
-	} {
-		if got := kernels.DecodeParts(c.mb, c.workers); got != c.want {
-			t.Errorf("DecodeParts(%d MB, %d workers) = %d, want %d", c.mb, c.workers, got, c.want)
-		}
-	}
+// TestDecodeSplit checks that a decode product split between workers (the
+// pool's guided chunks, on three workers) computes the serial bits.
+func TestDecodeSplit(t *testing.T) {
 	p := kernels.NewPool(3)
 	defer p.Close()
 	r := rand.New(rand.NewPCG(7, 8))
@@ -271,7 +261,7 @@ func TestDecodeParts(t *testing.T) {
 	}
 	for i := range y1 {
 		if y1[i] != y2[i] {
-			t.Fatalf("y[%d] = %g in six parts, %g serial", i, y1[i], y2[i])
+			t.Fatalf("y[%d] = %g split, %g serial", i, y1[i], y2[i])
 		}
 	}
 }

@@ -54,6 +54,7 @@ type Pool struct {
 	n      int
 	grain  int           // with g = ceil(n/grain) grains, chunk i < parts is
 	parts  int           // grains [g*i/parts, g*(i+1)/parts), cut at n
+	least  int           // > 0: guided chunks (RunGuided) of at least least rows for parts workers
 	gen    atomic.Uint64 // loop generation; workers start a loop when it moves
 	closed atomic.Bool
 	// failed holds the first panic of the current loop (a *loopPanic);
@@ -148,7 +149,7 @@ func (p *Pool) RunGrain(n, grain int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	p.run(fn, n, grain, parts)
+	p.run(fn, n, grain, parts, 0)
 }
 
 // RunSplit is Run with [0, n) split into min(parts, n) chunks of sizes
@@ -162,18 +163,61 @@ func (p *Pool) RunSplit(n, parts int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	p.run(fn, n, 1, parts)
+	p.run(fn, n, 1, parts, 0)
 }
 
-// run runs one loop on every worker: parts chunks of whole grains.
-func (p *Pool) run(fn func(lo, hi int), n, grain, parts int) {
+// RunGuided is Run with chunks that shrink as the loop goes on: the
+// first w (the workers) take half of [0, n) between them, the next w
+// half of the rest, and so on, until a chunk would hold fewer than least;
+// what is left then goes in chunks of least to twice as many. A worker
+// that is slower than the others, or starts late, then leaves them at
+// most a small chunk to wait for at the end, while the loop takes few
+// chunks in all (a chunk's start costs something where it starts
+// streams of memory).
+func (p *Pool) RunGuided(n, least int, fn func(lo, hi int)) {
+	least = max(least, 1)
+	if n <= 0 {
+		return
+	}
+	if p.workers == 1 || n <= least {
+		fn(0, n)
+		return
+	}
+	p.run(fn, n, 1, p.workers, least)
+}
+
+// guided returns chunk i of a loop over [0, n) split as RunGuided says
+// among w workers (hi = lo = n past the last chunk).
+func guided(n, w, least, i int) (lo, hi int) {
+	for r := 0; ; r++ {
+		start, rest := n-n>>r, n>>r
+		half := rest - rest>>1 // this round's share
+		if half/w < least {
+			// The rest in k chunks of least to 2*least-1.
+			k := max(rest/least, 1)
+			j := i - r*w
+			if j >= k {
+				return n, n
+			}
+			return start + rest*j/k, start + rest*(j+1)/k
+		}
+		if i < (r+1)*w {
+			j := i - r*w
+			return start + half*j/w, start + half*(j+1)/w
+		}
+	}
+}
+
+// run runs one loop on every worker: parts chunks of whole grains, or
+// with least > 0 guided chunks of at least least for parts workers.
+func (p *Pool) run(fn func(lo, hi int), n, grain, parts, least int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed.Load() {
 		fn(0, n)
 		return
 	}
-	p.fn, p.n, p.grain, p.parts = fn, n, grain, parts
+	p.fn, p.n, p.grain, p.parts, p.least = fn, n, grain, parts, least
 	p.next.Store(0)
 	p.pending.Store(int32(len(p.wake)))
 	gen := p.gen.Add(1) // publishes the loop and next to spinning workers
@@ -217,7 +261,7 @@ func (p *Pool) waitWorkers(gen uint64) {
 // some goroutine has panicked in it. A panic is recorded, not raised: every
 // goroutine must still count itself done with the loop.
 func (p *Pool) work() {
-	fn, n, grain, parts := p.fn, p.n, p.grain, p.parts
+	fn, n, grain, parts, least := p.fn, p.n, p.grain, p.parts, p.least
 	grains := (n + grain - 1) / grain
 	defer func() {
 		if r := recover(); r != nil {
@@ -226,6 +270,14 @@ func (p *Pool) work() {
 	}()
 	for p.failed.Load() == nil {
 		i := int(p.next.Add(1) - 1)
+		if least > 0 {
+			lo, hi := guided(n, parts, least, i)
+			if lo >= n {
+				return
+			}
+			fn(lo, hi)
+			continue
+		}
 		if i >= parts {
 			return
 		}
