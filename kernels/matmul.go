@@ -68,17 +68,20 @@ func MatMul(p *Pool, wt poot.DType, y []float32, w []byte, a *Acts, N int) error
 	a.job = matJob{wt: wt, y: y, w: w, a: a, N: N}
 	if a.T < 4 {
 		rb := int(wt.RowBytes(int64(a.K)))
-		p.RunGuided(N, (decodeChunk+rb-1)/rb, a.run)
+		p.RunGuided(N, 1, (decodeChunk+rb-1)/rb, a.run)
 	} else {
 		// Chunk boundaries at multiples of the rows of a tile or panel
-		// keep those whole; four chunks a worker, even to a grain, give
-		// the scheduler room when one vCPU is slower than the others.
-		// Grains of 48 rows for every path split a 512-row product into
-		// chunks of one and two grains and a 2048-row one into 43
-		// grains: on the Zen 4, F16, Q8_0 and Q4_K products of 64 rows
-		// ran 5-8% slower at two threads than with their own tiles'
-		// grains.
-		p.RunGrain(N, promptGrain(wt, a), a.run)
+		// keep those whole. Grains of 48 rows for every path split a
+		// 512-row product into chunks of one and two grains and a
+		// 2048-row one into 43 grains: on the Zen 4, F16, Q8_0 and Q4_K
+		// products of 64 rows ran 5-8% slower at two threads than with
+		// their own tiles' grains. Guided chunks, in place of four a
+		// worker even to a grain, give the scheduler room when one vCPU
+		// is slower than the other: prompts of a 1B Llama alternated
+		// between the two in one process on the Zen 5 took the same time
+		// while the host was quiet and 2-10% less while it was not (64
+		// and 512 tokens, F16, Q8_0, Q4_K).
+		p.RunGuided(N, promptGrain(wt, a), 1, a.run)
 	}
 	a.job = matJob{}
 	return nil

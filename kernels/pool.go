@@ -54,7 +54,7 @@ type Pool struct {
 	n      int
 	grain  int           // with g = ceil(n/grain) grains, chunk i < parts is
 	parts  int           // grains [g*i/parts, g*(i+1)/parts), cut at n
-	least  int           // > 0: guided chunks (RunGuided) of at least least rows for parts workers
+	least  int           // > 0: guided chunks (RunGuided) of at least least grains for parts workers
 	gen    atomic.Uint64 // loop generation; workers start a loop when it moves
 	closed atomic.Bool
 	// failed holds the first panic of the current loop (a *loopPanic);
@@ -166,27 +166,28 @@ func (p *Pool) RunSplit(n, parts int, fn func(lo, hi int)) {
 	p.run(fn, n, 1, parts, 0)
 }
 
-// RunGuided is Run with chunks that shrink as the loop goes on: the
-// first w (the workers) take half of [0, n) between them, the next w
-// half of the rest, and so on, until a chunk would hold fewer than least;
-// what is left then goes in chunks of least to twice as many. A worker
+// RunGuided is Run with chunks that shrink as the loop goes on, cut at
+// multiples of grain: with g = ceil(n/grain) grains, the first w chunks
+// (w the workers) take half of the g between them, the next w half of
+// the rest, and so on, until a chunk would hold fewer than least grains;
+// what is left then goes in chunks of least to 2*least-1 grains. A worker
 // that is slower than the others, or starts late, then leaves them at
 // most a small chunk to wait for at the end, while the loop takes few
-// chunks in all (a chunk's start costs something where it starts
-// streams of memory).
-func (p *Pool) RunGuided(n, least int, fn func(lo, hi int)) {
-	least = max(least, 1)
+// chunks in all (a chunk's start costs something where it starts streams
+// of memory or packs a panel).
+func (p *Pool) RunGuided(n, grain, least int, fn func(lo, hi int)) {
+	grain, least = max(grain, 1), max(least, 1)
 	if n <= 0 {
 		return
 	}
-	if p.workers == 1 || n <= least {
+	if p.workers == 1 || n <= least*grain {
 		fn(0, n)
 		return
 	}
-	p.run(fn, n, 1, p.workers, least)
+	p.run(fn, n, grain, p.workers, least)
 }
 
-// guided returns chunk i of a loop over [0, n) split as RunGuided says
+// guided returns chunk i of a loop over n grains split as RunGuided says
 // among w workers (hi = lo = n past the last chunk).
 func guided(n, w, least, i int) (lo, hi int) {
 	for r := 0; ; r++ {
@@ -271,11 +272,11 @@ func (p *Pool) work() {
 	for p.failed.Load() == nil {
 		i := int(p.next.Add(1) - 1)
 		if least > 0 {
-			lo, hi := guided(n, parts, least, i)
-			if lo >= n {
+			lo, hi := guided(grains, parts, least, i)
+			if lo >= grains {
 				return
 			}
-			fn(lo, hi)
+			fn(min(n, lo*grain), min(n, hi*grain))
 			continue
 		}
 		if i >= parts {

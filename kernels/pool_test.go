@@ -210,61 +210,67 @@ func TestPoolRunGrain(t *testing.T) {
 
 // TestPoolRunGuided: RunGuided covers [0, n) once, in the chunks that a
 // plain walk of its rule gives (the pool computes each chunk from its
-// index alone): rounds in which the workers split half of what is left
-// evenly, while each would get at least least, then the rest in equal
-// chunks of least or more.
+// index alone): over whole grains, rounds in which the workers split
+// half of what is left evenly, while each would get at least least
+// grains, then the rest in equal chunks of least grains or more.
 func TestPoolRunGuided(t *testing.T) {
-	want := func(n, w, least int) [][2]int {
-		if w == 1 || n <= least {
+	want := func(n, grain, w, least int) [][2]int {
+		if w == 1 || n <= least*grain {
 			return [][2]int{{0, n}}
 		}
 		var spans [][2]int
-		start, rest := 0, n
+		add := func(lo, hi int) { spans = append(spans, [2]int{min(lo*grain, n), min(hi*grain, n)}) }
+		start, rest := 0, (n+grain-1)/grain
 		for (rest-rest/2)/w >= least {
 			half := rest - rest/2
 			for j := range w {
-				spans = append(spans, [2]int{start + half*j/w, start + half*(j+1)/w})
+				add(start+half*j/w, start+half*(j+1)/w)
 			}
 			start, rest = start+half, rest/2
 		}
 		k := max(rest/least, 1)
 		for j := range k {
-			spans = append(spans, [2]int{start + rest*j/k, start + rest*(j+1)/k})
+			add(start+rest*j/k, start+rest*(j+1)/k)
 		}
 		return spans
 	}
 	for _, workers := range []int{1, 2, 3} {
 		p := kernels.NewPool(workers)
 		for _, n := range []int{1, 5, 47, 97, 512, 2048, 8192, 128256} {
-			for _, least := range []int{1, 7, 64, 300} {
-				hits := make([]atomic.Int32, n)
-				var mu sync.Mutex
-				var spans [][2]int
-				p.RunGuided(n, least, func(lo, hi int) {
-					mu.Lock()
-					spans = append(spans, [2]int{lo, hi})
-					mu.Unlock()
-					for i := lo; i < hi; i++ {
-						hits[i].Add(1)
+			for _, grain := range []int{1, 6, 48} {
+				for _, least := range []int{1, 7, 64, 300} {
+					hits := make([]atomic.Int32, n)
+					var mu sync.Mutex
+					var spans [][2]int
+					p.RunGuided(n, grain, least, func(lo, hi int) {
+						mu.Lock()
+						spans = append(spans, [2]int{lo, hi})
+						mu.Unlock()
+						for i := lo; i < hi; i++ {
+							hits[i].Add(1)
+						}
+					})
+					for i := range hits {
+						if h := hits[i].Load(); h != 1 {
+							t.Fatalf("%d workers, n %d, grain %d, least %d: index %d run %d times", workers, n, grain, least, i, h)
+						}
 					}
-				})
-				for i := range hits {
-					if h := hits[i].Load(); h != 1 {
-						t.Fatalf("%d workers, n %d, least %d: index %d run %d times", workers, n, least, i, h)
+					slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
+					if w := want(n, grain, workers, least); !slices.Equal(spans, w) {
+						t.Fatalf("%d workers, n %d, grain %d, least %d: chunks %v, want %v", workers, n, grain, least, spans, w)
 					}
-				}
-				slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
-				if w := want(n, workers, least); !slices.Equal(spans, w) {
-					t.Fatalf("%d workers, n %d, least %d: chunks %v, want %v", workers, n, least, spans, w)
-				}
-				for _, s := range spans {
-					if l := s[1] - s[0]; l < min(least, n) {
-						t.Fatalf("%d workers, n %d, least %d: a chunk of %d", workers, n, least, l)
+					for _, s := range spans {
+						if s[0]%grain != 0 {
+							t.Fatalf("%d workers, n %d, grain %d, least %d: a chunk starts at %d", workers, n, grain, least, s[0])
+						}
+						if l := s[1] - s[0]; l < min(least*grain, n) && s[1] != n {
+							t.Fatalf("%d workers, n %d, grain %d, least %d: a chunk of %d", workers, n, grain, least, l)
+						}
 					}
 				}
 			}
 		}
-		p.RunGuided(0, 4, func(lo, hi int) { t.Fatalf("RunGuided(0) ran [%d,%d)", lo, hi) })
+		p.RunGuided(0, 1, 4, func(lo, hi int) { t.Fatalf("RunGuided(0) ran [%d,%d)", lo, hi) })
 		p.Close()
 	}
 }
