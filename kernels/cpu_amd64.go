@@ -86,7 +86,8 @@ func detectAMD() bool {
 // The choices that follow the vendor (see the package doc): on AMD the
 // decode kernels of both levels prefetch nothing ahead by PREFETCHT0
 // (decodeAhead, avx2Ahead; the Q4_0 and MXFP4 ones keep their distance,
-// and so does the avx512 Q8_0 one from the Zen 5 on, decodeAheadQ8),
+// and so do the avx512 Q8_0 and float ones from the Zen 5 on,
+// decodeAheadQ8 and decodeAheadFloat),
 // the avx512 float ones a few lines ahead by PREFETCHNTA (decodeNTAFloat)
 // and read rows of 2048 elements or more as four streams and of 4096 or
 // more as six (fourStreamsK, sixStreamsK), the avx512 Q8_0 one every row
@@ -94,9 +95,9 @@ func detectAMD() bool {
 // 4096 elements one at a time (avx2FourRowsK).
 func init() {
 	if detectAMD() {
-		decodeAhead, decodeAheadFloat = 0, 0
+		decodeAhead = 0
 		if amdFamily() < 0x1a {
-			decodeAheadQ8 = 0
+			decodeAheadFloat, decodeAheadQ8 = 0, 0
 		}
 		avx2Ahead, avx2FourRowsK = 0, 4096
 		decodeNTAFloat = 256
