@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -48,6 +49,13 @@ type benchResult struct {
 	// during the run, and decode's fraction of the peak understates it.
 	LowBandwidthGBs   float64 `json:"low_bandwidth_gb_per_s,omitempty"`
 	BandwidthFraction float64 `json:"bandwidth_fraction"`
+	// RepFractions is each rep's decode bandwidth over the better of the
+	// two bandwidth samples taken just before and just after it: where
+	// the host's memory changes speed during a run, a rep is set beside
+	// the memory it met rather than the run's best. Absent where the
+	// samples do not bracket every rep (--cpuprofile with several reps)
+	// and on a device.
+	RepFractions []float64 `json:"rep_bandwidth_fractions,omitempty"`
 	// Kernels is the CPU kernels' dispatch level that ran ("go", "avx2", "avx512");
 	// KernelFeatures is kernels.Features(): the level, and why it is not the
 	// best when POOT_KERNELS lowered it or was rejected.
@@ -114,6 +122,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 		probe.sample()
 	}
 	var prefillTime, genTime time.Duration
+	var repGen []time.Duration
 	err = func() error {
 		if bf.cpuProfile != "" {
 			f, err := os.Create(bf.cpuProfile)
@@ -133,6 +142,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 			}
 			prefillTime += p
 			genTime += g
+			repGen = append(repGen, g)
 			if probe != nil && bf.cpuProfile == "" {
 				probe.sample()
 			}
@@ -178,6 +188,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) error {
 	r.PeakBandwidthGBs, r.LowBandwidthGBs = peak, low
 	if r.PeakBandwidthGBs > 0 {
 		r.BandwidthFraction = r.GenBandwidthGBs / r.PeakBandwidthGBs
+	}
+	if probe != nil && len(probe.samples) == len(repGen)+1 {
+		for i, g := range repGen {
+			bw := float64(r.BytesPerToken) * float64(bf.gen) / g.Seconds() / 1e9
+			r.RepFractions = append(r.RepFractions, bw/max(probe.samples[i], probe.samples[i+1]))
+		}
 	}
 	return r.print(stdout, bf.json)
 }
@@ -432,6 +448,10 @@ func (r benchResult) print(w io.Writer, asJSON bool) error {
 		if r.LowBandwidthGBs > 0 {
 			fmt.Fprintf(w, ", samples %.1f-%.1f GB/s", r.LowBandwidthGBs, r.PeakBandwidthGBs)
 		}
+		if len(r.RepFractions) > 0 {
+			lo, hi := slices.Min(r.RepFractions), slices.Max(r.RepFractions)
+			fmt.Fprintf(w, "; reps %.0f-%.0f%% of the samples beside them", 100*lo, 100*hi)
+		}
 		fmt.Fprintln(w)
 	}
 	return nil
@@ -466,6 +486,7 @@ type bandwidthProbe struct {
 	buf       []uint64
 	mapped    []byte
 	threads   int
+	samples   []float64 // every sample, in the order taken
 	best, low float64
 }
 
@@ -484,12 +505,14 @@ func newBandwidthProbe(threads int) *bandwidthProbe {
 	return p
 }
 
-// sample measures once more and keeps the best and the lowest figure.
+// sample measures once more, records the figure, and keeps the best and
+// the lowest.
 func (p *bandwidthProbe) sample() {
 	s := readPass(p.buf, p.threads)
 	if n := runtime.GOMAXPROCS(0); n > p.threads {
 		s = max(s, readPass(p.buf, n))
 	}
+	p.samples = append(p.samples, s)
 	p.best = max(p.best, s)
 	if p.low == 0 || s < p.low {
 		p.low = s

@@ -426,14 +426,15 @@ func TestBenchDepth(t *testing.T) {
 		t.Fatalf("status %d: %s", status, errs)
 	}
 	var r struct {
-		Depth int     `json:"depth"`
-		Gen   float64 `json:"gen_tokens_per_s"`
-		Peak  float64 `json:"peak_bandwidth_gb_per_s"`
-		Low   float64 `json:"low_bandwidth_gb_per_s"`
-		Kern  string  `json:"kernels"`
-		Feat  string  `json:"kernel_features"`
+		Depth int       `json:"depth"`
+		Gen   float64   `json:"gen_tokens_per_s"`
+		Peak  float64   `json:"peak_bandwidth_gb_per_s"`
+		Low   float64   `json:"low_bandwidth_gb_per_s"`
+		Kern  string    `json:"kernels"`
+		Feat  string    `json:"kernel_features"`
+		Reps  []float64 `json:"rep_bandwidth_fractions"`
 	}
-	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Depth != 16 || !(r.Gen > 0) || !(r.Peak > 0) || !(r.Low > 0 && r.Low <= r.Peak) {
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Depth != 16 || !(r.Gen > 0) || !(r.Peak > 0) || !(r.Low > 0 && r.Low <= r.Peak) || len(r.Reps) != 1 || !(r.Reps[0] > 0) {
 		t.Fatalf("%q: %+v, %v", out, r, err)
 	}
 	if _, err := kernels.ParseLevel(r.Kern); err != nil || !strings.HasPrefix(r.Feat, r.Kern) {
