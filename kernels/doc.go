@@ -70,7 +70,8 @@
 // in L1 beside the weight streams, and the Q4_0, Q4_1, Q5_0, Q5_1 and MXFP4
 // ones, which are slow enough per byte to gain, by PREFETCHT0 2048 ahead as
 // on Intel, as the Q8_0 ones do from the Zen 5 on, where they read DRAM
-// faster so; the avx2 level's decode kernels likewise prefetch 1024 bytes
+// faster so, and the float ones also by PREFETCHT0 1024 ahead from the
+// Zen 5 on; the avx2 level's decode kernels likewise prefetch 1024 bytes
 // ahead except on AMD, where only its Q4_0 and MXFP4 ones do), from which row
 // length the float decode kernels read four streams of rows rather than two
 // (2048 elements on AMD, above 4096 on Intel) and six rather than four (4096
