@@ -1,6 +1,7 @@
 package kernels_test
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -168,39 +169,25 @@ func TestPoolRunGrain(t *testing.T) {
 		p := kernels.NewPool(workers)
 		for _, n := range []int{0, 1, 5, 47, 48, 97, 2048, 8192} {
 			for _, grain := range []int{1, 6, 48} {
-				hits := make([]atomic.Int32, n)
-				var mu sync.Mutex
-				var spans [][2]int
-				p.RunGrain(n, grain, func(lo, hi int) {
-					mu.Lock()
-					spans = append(spans, [2]int{lo, hi})
-					mu.Unlock()
-					for i := lo; i < hi; i++ {
-						hits[i].Add(1)
-					}
-				})
-				for i := range hits {
-					if h := hits[i].Load(); h != 1 {
-						t.Fatalf("%d workers, n %d, grain %d: index %d run %d times", workers, n, grain, i, h)
-					}
-				}
+				what := fmt.Sprintf("%d workers, n %d, grain %d", workers, n, grain)
+				spans := chunks(t, what, n, func(fn func(lo, hi int)) { p.RunGrain(n, grain, fn) })
 				want := min(4*workers, (n+grain-1)/grain)
 				if workers == 1 {
 					want = min(n, 1)
 				}
 				if len(spans) != want {
-					t.Fatalf("%d workers, n %d, grain %d: %d chunks, want %d", workers, n, grain, len(spans), want)
+					t.Fatalf("%s: %d chunks, want %d", what, len(spans), want)
 				}
 				gmin, gmax := n+1, 0
 				for _, s := range spans {
 					if s[0]%grain != 0 {
-						t.Fatalf("%d workers, n %d, grain %d: a chunk starts at %d", workers, n, grain, s[0])
+						t.Fatalf("%s: a chunk starts at %d", what, s[0])
 					}
 					g := (s[1] - s[0] + grain - 1) / grain
 					gmin, gmax = min(gmin, g), max(gmax, g)
 				}
 				if workers > 1 && gmax-gmin > 1 {
-					t.Fatalf("%d workers, n %d, grain %d: chunks of %d to %d grains", workers, n, grain, gmin, gmax)
+					t.Fatalf("%s: chunks of %d to %d grains", what, gmin, gmax)
 				}
 			}
 		}
@@ -239,32 +226,17 @@ func TestPoolRunGuided(t *testing.T) {
 		for _, n := range []int{1, 5, 47, 97, 512, 2048, 8192, 128256} {
 			for _, grain := range []int{1, 6, 48} {
 				for _, least := range []int{1, 7, 64, 300} {
-					hits := make([]atomic.Int32, n)
-					var mu sync.Mutex
-					var spans [][2]int
-					p.RunGuided(n, grain, least, func(lo, hi int) {
-						mu.Lock()
-						spans = append(spans, [2]int{lo, hi})
-						mu.Unlock()
-						for i := lo; i < hi; i++ {
-							hits[i].Add(1)
-						}
-					})
-					for i := range hits {
-						if h := hits[i].Load(); h != 1 {
-							t.Fatalf("%d workers, n %d, grain %d, least %d: index %d run %d times", workers, n, grain, least, i, h)
-						}
-					}
-					slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
+					what := fmt.Sprintf("%d workers, n %d, grain %d, least %d", workers, n, grain, least)
+					spans := chunks(t, what, n, func(fn func(lo, hi int)) { p.RunGuided(n, grain, least, fn) })
 					if w := want(n, grain, workers, least); !slices.Equal(spans, w) {
-						t.Fatalf("%d workers, n %d, grain %d, least %d: chunks %v, want %v", workers, n, grain, least, spans, w)
+						t.Fatalf("%s: chunks %v, want %v", what, spans, w)
 					}
 					for _, s := range spans {
 						if s[0]%grain != 0 {
-							t.Fatalf("%d workers, n %d, grain %d, least %d: a chunk starts at %d", workers, n, grain, least, s[0])
+							t.Fatalf("%s: a chunk starts at %d", what, s[0])
 						}
 						if l := s[1] - s[0]; l < min(least*grain, n) && s[1] != n {
-							t.Fatalf("%d workers, n %d, grain %d, least %d: a chunk of %d", workers, n, grain, least, l)
+							t.Fatalf("%s: a chunk of %d", what, l)
 						}
 					}
 				}
@@ -273,4 +245,29 @@ func TestPoolRunGuided(t *testing.T) {
 		p.RunGuided(0, 1, 4, func(lo, hi int) { t.Fatalf("RunGuided(0) ran [%d,%d)", lo, hi) })
 		p.Close()
 	}
+}
+
+// chunks runs a loop over [0, n) through run and returns its chunks in
+// order, failing t (the message led by what) when an index ran other than
+// once.
+func chunks(t *testing.T, what string, n int, run func(fn func(lo, hi int))) [][2]int {
+	t.Helper()
+	hits := make([]atomic.Int32, n)
+	var mu sync.Mutex
+	var spans [][2]int
+	run(func(lo, hi int) {
+		mu.Lock()
+		spans = append(spans, [2]int{lo, hi})
+		mu.Unlock()
+		for i := lo; i < hi; i++ {
+			hits[i].Add(1)
+		}
+	})
+	for i := range hits {
+		if h := hits[i].Load(); h != 1 {
+			t.Fatalf("%s: index %d run %d times", what, i, h)
+		}
+	}
+	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
+	return spans
 }
