@@ -87,7 +87,8 @@ func detectAMD() bool {
 // decode kernels of both levels prefetch nothing ahead by PREFETCHT0
 // (decodeAhead, avx2Ahead; the Q4_0 and MXFP4 ones keep their distance,
 // and so do the avx512 Q8_0 and float ones from the Zen 5 on,
-// decodeAheadQ8 and decodeAheadFloat),
+// decodeAheadQ8 and decodeAheadFloat, and the decode attention's block
+// kernels, blockAhead),
 // the avx512 float ones a few lines ahead by PREFETCHNTA (decodeNTAFloat)
 // and read rows of 2048 elements or more as four streams and of 4096 or
 // more as six (fourStreamsK, sixStreamsK), the avx512 Q8_0 one every row
@@ -97,7 +98,7 @@ func init() {
 	if detectAMD() {
 		decodeAhead = 0
 		if amdFamily() < 0x1a {
-			decodeAheadFloat, decodeAheadQ8 = 0, 0
+			decodeAheadFloat, decodeAheadQ8, blockAhead = 0, 0, 0
 		}
 		avx2Ahead, avx2FourRowsK = 0, 4096
 		decodeNTAFloat = 256
