@@ -6,8 +6,10 @@ import (
 )
 
 // The decode attention's block kernels, at the avx512 and avx2 levels. At
-// avx512 a block's scores go through the dot-product tile of
-// gemmdot512_amd64.s, four query heads by six positions a call, and its
+// avx512 a block's scores go through attnScores4 (attnscore512_amd64.s)
+// where heads of 64 elements share a kv head in fours, sixteen positions
+// a call, else through the dot-product tile of gemmdot512_amd64.s, four
+// query heads by six positions a call; and its
 // weighted values through attnAccF32Z/F16Z (attnacc_amd64.s), four
 // heads' 64 output columns held in registers over a run of positions. At
 // avx2 the scores go through the 4x3 tile of the float products
@@ -19,6 +21,16 @@ import (
 
 //go:noescape
 func gemmDotF32Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
+
+//go:noescape
+func attnScores4F16Z(q *float32, k unsafe.Pointer, ldk int, n int, sc *float32, ldsc int)
+
+//go:noescape
+func attnScores4F32Z(q *float32, k unsafe.Pointer, ldk int, n int, sc *float32, ldsc int)
+
+// attnScoreLanes turns attnScores4's sixteen scores from position-major
+// (lane 4p+h) to head-major (lane 4h+p).
+var attnScoreLanes = [16]uint32{0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15}
 
 //go:noescape
 func attnAccF32Z(out *float32, ldo int, p *float32, ldp int, rows int, v unsafe.Pointer, ldv int, n int, mask uint64)
@@ -92,11 +104,19 @@ func (at *Attention) q8Span(b headBatch, n int) int {
 func (at *Attention) blockScores(b headBatch, s0, nb int, scores []float32, w *qrows) {
 	d, rep, hs := at.HeadDim, at.Heads/at.KVHeads, at.headStride()
 	q8 := at.K == nil && at.K16 == nil
+	// Heads of 64 elements in fours that share a kv head go through
+	// attnScores4, sixteen positions a call; the others through the
+	// general tile, six.
+	four := useAVX512 && d == 64 && rep%4 == 0
+	step := 6
+	if four {
+		step = 16
+	}
 	for j := 0; j < nb; {
 		var e int
 		j, e = at.visibleRun(s0, j, nb)
-		for ; j < e; j += 6 {
-			nw := min(6, e-j)
+		for ; j < e; j += step {
+			nw := min(step, e-j)
 			s := s0 + j
 			at.fetchRows(false, b.h0, b.ends[len(b.ends)-1], s+blockAhead, nw)
 			span := 0
@@ -131,6 +151,8 @@ func (at *Attention) blockScores(b headBatch, s0, nb int, scores []float32, w *q
 					}
 					if !useAVX512 {
 						scoresY(kern, at.Q[h*d:], min(4, u1-h), k, ldk, nw, d, sc)
+					} else if four {
+						scores4Z(kern == &f16Kernels, &at.Q[h*d], k, ldk, nw, sc)
 					} else if kern == &f16Kernels {
 						gemmDotF16Z(&at.Q[h*d], 4*d, min(4, u1-h), k, ldk, nw, d/16, &sc[0], 4*attnBlock, 0)
 					} else {
@@ -141,6 +163,34 @@ func (at *Attention) blockScores(b headBatch, s0, nb int, scores []float32, w *q
 			}
 		}
 		j = e
+	}
+}
+
+// scores4Z writes the scores of the four query heads of 64 elements at q
+// against the nw key rows at k (ldk bytes apart; binary16 where f16 is
+// set, else f32) into sc, attnBlock a head: the whole fours of positions
+// through attnScores4, the rest through the general tile. On the Zen 4,
+// two threads over a 1B model's caches at 4096 positions (the two
+// kernels alternated call by call), a layer took 10-16% less time for
+// f16 caches, 13% for f32 (q8_0 the same); one thread over f16 caches in
+// L3 0.59 ms against 0.68-0.76; the model's decode steps at that depth
+// 2.6% less for Q8_0 weights, 1.6% for Q4_K, 0.5% for F16.
+func scores4Z(f16 bool, q *float32, k unsafe.Pointer, ldk, nw int, sc []float32) {
+	n4 := nw &^ 3
+	if n4 > 0 {
+		if f16 {
+			attnScores4F16Z(q, k, ldk, n4, &sc[0], 4*attnBlock)
+		} else {
+			attnScores4F32Z(q, k, ldk, n4, &sc[0], 4*attnBlock)
+		}
+	}
+	if r := nw - n4; r > 0 {
+		k = unsafe.Add(k, n4*ldk)
+		if f16 {
+			gemmDotF16Z(q, 4*64, 4, k, ldk, r, 4, &sc[n4], 4*attnBlock, 0)
+		} else {
+			gemmDotF32Z(q, 4*64, 4, k, ldk, r, 4, &sc[n4], 4*attnBlock, 0)
+		}
 	}
 }
 

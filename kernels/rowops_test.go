@@ -356,6 +356,11 @@ func testAttention(t *testing.T) {
 			// Whole vectors, past one 64-column pass of the avx512 kernels.
 			d = rapid.SampledFrom([]int{48, 64, 80, 128, 144, 256}).Draw(rt, "wideHeaddim")
 		}
+		if rapid.Bool().Draw(rt, "fours") {
+			// Heads of 64 in fours sharing a kv head: the avx512 level's
+			// four-head score kernel (attnScores4) and its tails.
+			d, rep = 64, 4*rapid.IntRange(1, 5).Draw(rt, "fours")
+		}
 		S := rapid.IntRange(0, 150).Draw(rt, "S")
 		// Short caches cut into segments of positions (the avx512 path
 		// cuts caches of 1024 positions or more).
