@@ -23,10 +23,10 @@ import (
 func gemmDotF32Z(x *float32, ldx int, rows int, w unsafe.Pointer, ldw int, nw int, k16 int, y *float32, ldy int, add int)
 
 //go:noescape
-func attnScores4F16Z(q *float32, k unsafe.Pointer, ldk int, n int, sc *float32, ldsc int)
+func attnScores4F16Z(q *float32, ldq int, k unsafe.Pointer, ldk int, n int, sc *float32, ldsc int, add int)
 
 //go:noescape
-func attnScores4F32Z(q *float32, k unsafe.Pointer, ldk int, n int, sc *float32, ldsc int)
+func attnScores4F32Z(q *float32, ldq int, k unsafe.Pointer, ldk int, n int, sc *float32, ldsc int, add int)
 
 // attnScoreLanes turns attnScores4's sixteen scores from position-major
 // (lane 4p+h) to head-major (lane 4h+p).
@@ -104,10 +104,10 @@ func (at *Attention) q8Span(b headBatch, n int) int {
 func (at *Attention) blockScores(b headBatch, s0, nb int, scores []float32, w *qrows) {
 	d, rep, hs := at.HeadDim, at.Heads/at.KVHeads, at.headStride()
 	q8 := at.K == nil && at.K16 == nil
-	// Heads of 64 elements in fours that share a kv head go through
-	// attnScores4, sixteen positions a call; the others through the
-	// general tile, six.
-	four := useAVX512 && d == 64 && rep%4 == 0
+	// Heads of whole 64s of elements in fours that share a kv head go
+	// through attnScores4, sixteen positions a call; the others (and
+	// a batch's part of a group) through the general tile.
+	four := useAVX512 && d%64 == 0 && rep%4 == 0
 	step := 6
 	if four {
 		step = 16
@@ -151,12 +151,10 @@ func (at *Attention) blockScores(b headBatch, s0, nb int, scores []float32, w *q
 					}
 					if !useAVX512 {
 						scoresY(kern, at.Q[h*d:], min(4, u1-h), k, ldk, nw, d, sc)
-					} else if four {
-						scores4Z(kern == &f16Kernels, &at.Q[h*d], k, ldk, nw, sc)
-					} else if kern == &f16Kernels {
-						gemmDotF16Z(&at.Q[h*d], 4*d, min(4, u1-h), k, ldk, nw, d/16, &sc[0], 4*attnBlock, 0)
+					} else if four && u1-h >= 4 {
+						scores4Z(kern == &f16Kernels, at.Q[h*d:(h+4)*d], k, ldk, nw, sc)
 					} else {
-						gemmDotF32Z(&at.Q[h*d], 4*d, min(4, u1-h), k, ldk, nw, d/16, &sc[0], 4*attnBlock, 0)
+						scoresZ(kern == &f16Kernels, at.Q[h*d:], min(4, u1-h), k, ldk, nw, d, sc)
 					}
 				}
 				u0 = u1
@@ -166,30 +164,47 @@ func (at *Attention) blockScores(b headBatch, s0, nb int, scores []float32, w *q
 	}
 }
 
-// scores4Z writes the scores of the four query heads of 64 elements at q
-// against the nw key rows at k (ldk bytes apart; binary16 where f16 is
-// set, else f32) into sc, attnBlock a head: the whole fours of positions
-// through attnScores4, the rest through the general tile. On the Zen 4,
-// two threads over a 1B model's caches at 4096 positions (the two
+// scores4Z writes the scores of the four query heads at q (whole 64s of
+// elements each) against the nw key rows at k (ldk bytes apart; binary16
+// where f16 is set, else f32) into sc, attnBlock a head: the whole fours
+// of positions through attnScores4, a call for each 64 elements of the
+// heads, the rest through the general tile. On the Zen 4, two threads
+// over a 1B model's caches at 4096 positions (heads of 64; the two
 // kernels alternated call by call), a layer took 10-16% less time for
-// f16 caches, 13% for f32 (q8_0 the same); one thread over f16 caches in
-// L3 0.59 ms against 0.68-0.76; the model's decode steps at that depth
+// f16 caches, 13-15% for f32 (q8_0 the same), with heads of 128 (an 8B
+// model's) 14% for f16 and 3% for f32; one thread over f16 caches in L3
+// 0.59 ms against 0.68-0.76; the 1B model's decode steps at that depth
 // 2.6% less for Q8_0 weights, 1.6% for Q4_K, 0.5% for F16.
-func scores4Z(f16 bool, q *float32, k unsafe.Pointer, ldk, nw int, sc []float32) {
+func scores4Z(f16 bool, q []float32, k unsafe.Pointer, ldk, nw int, sc []float32) {
+	d := len(q) / 4
+	es := 4
+	if f16 {
+		es = 2
+	}
 	n4 := nw &^ 3
-	if n4 > 0 {
+	for c := 0; n4 > 0 && c < d; c += 64 {
+		kc, add := unsafe.Add(k, c*es), min(c, 1)
 		if f16 {
-			attnScores4F16Z(q, k, ldk, n4, &sc[0], 4*attnBlock)
+			attnScores4F16Z(&q[c], 4*d, kc, ldk, n4, &sc[0], 4*attnBlock, add)
 		} else {
-			attnScores4F32Z(q, k, ldk, n4, &sc[0], 4*attnBlock)
+			attnScores4F32Z(&q[c], 4*d, kc, ldk, n4, &sc[0], 4*attnBlock, add)
 		}
 	}
-	if r := nw - n4; r > 0 {
-		k = unsafe.Add(k, n4*ldk)
+	if n4 < nw {
+		scoresZ(f16, q, 4, unsafe.Add(k, n4*ldk), ldk, nw-n4, d, sc[n4:])
+	}
+}
+
+// scoresZ writes the scores of the rows query heads at q (d elements
+// each, at most four) against the nw key rows at k into sc, attnBlock a
+// head, through the general tile, six positions a call.
+func scoresZ(f16 bool, q []float32, rows int, k unsafe.Pointer, ldk, nw, d int, sc []float32) {
+	for j := 0; j < nw; j += 6 {
+		kj, n := unsafe.Add(k, j*ldk), min(6, nw-j)
 		if f16 {
-			gemmDotF16Z(q, 4*64, 4, k, ldk, r, 4, &sc[n4], 4*attnBlock, 0)
+			gemmDotF16Z(&q[0], 4*d, rows, kj, ldk, n, d/16, &sc[j], 4*attnBlock, 0)
 		} else {
-			gemmDotF32Z(q, 4*64, 4, k, ldk, r, 4, &sc[n4], 4*attnBlock, 0)
+			gemmDotF32Z(&q[0], 4*d, rows, kj, ldk, n, d/16, &sc[j], 4*attnBlock, 0)
 		}
 	}
 }

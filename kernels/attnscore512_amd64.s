@@ -1,7 +1,8 @@
-// Decode attention's scores for four query heads of 64 elements that share
-// one kv head, at the avx512 level. The four heads' query rows stay in
-// Z16-Z31 over the whole run of positions. Each position's key row is
-// loaded once (Z0-Z3, converted from binary16 as loaded) and meets the four
+// Decode attention's scores for four query heads that share one kv head,
+// 64 elements of the head dimension a call, at the avx512 level (longer
+// heads take a call for each 64, adding into the scores). The four
+// heads' query rows stay in Z16-Z31 over the whole run of positions.
+// Each position's key row is loaded once (Z0-Z3, converted from binary16 as loaded) and meets the four
 // heads: one vector of sixteen partial products a head (Z4-Z7). Those four
 // are folded into one vector (chunk c holding the four heads' sums of
 // their chunk c) by in-chunk shuffles; four positions' such vectors are
@@ -48,32 +49,30 @@
 	VADDPS Z5, Z4, r \
 	ADDQ DX, AX
 
+// QROW(z0, z1, z2, z3) loads the query row at SI and moves SI on by BX.
+#define QROW(z0, z1, z2, z3) \
+	VMOVUPS (SI), z0 \
+	VMOVUPS 64(SI), z1 \
+	VMOVUPS 128(SI), z2 \
+	VMOVUPS 192(SI), z3 \
+	ADDQ BX, SI
+
 // SCORES(KLD, ks) is the body of attnScores4F16Z and attnScores4F32Z.
 #define SCORES(KLD, ks) \
 	MOVQ q+0(FP), SI \
-	VMOVUPS (SI), Z16 \
-	VMOVUPS 64(SI), Z17 \
-	VMOVUPS 128(SI), Z18 \
-	VMOVUPS 192(SI), Z19 \
-	VMOVUPS 256(SI), Z20 \
-	VMOVUPS 320(SI), Z21 \
-	VMOVUPS 384(SI), Z22 \
-	VMOVUPS 448(SI), Z23 \
-	VMOVUPS 512(SI), Z24 \
-	VMOVUPS 576(SI), Z25 \
-	VMOVUPS 640(SI), Z26 \
-	VMOVUPS 704(SI), Z27 \
-	VMOVUPS 768(SI), Z28 \
-	VMOVUPS 832(SI), Z29 \
-	VMOVUPS 896(SI), Z30 \
-	VMOVUPS 960(SI), Z31 \
+	MOVQ ldq+8(FP), BX \
+	QROW(Z16, Z17, Z18, Z19) \
+	QROW(Z20, Z21, Z22, Z23) \
+	QROW(Z24, Z25, Z26, Z27) \
+	QROW(Z28, Z29, Z30, Z31) \
 	VMOVDQU32 ·attnScoreLanes(SB), Z14 \
-	MOVQ k+8(FP), AX \
-	MOVQ ldk+16(FP), DX \
-	MOVQ n+24(FP), CX \
-	MOVQ sc+32(FP), DI \
-	MOVQ ldsc+40(FP), R8 \
+	MOVQ k+16(FP), AX \
+	MOVQ ldk+24(FP), DX \
+	MOVQ n+32(FP), CX \
+	MOVQ sc+40(FP), DI \
+	MOVQ ldsc+48(FP), R8 \
 	LEAQ (R8)(R8*2), R9 \
+	MOVQ add+56(FP), R10 \
 	SHRQ $2, CX \
 	JZ   done \
 loop: \
@@ -91,6 +90,14 @@ loop: \
 	VSHUFF32X4 $0xDD, Z2, Z0, Z1 \
 	VADDPS Z1, Z3, Z3 \
 	VPERMPS Z3, Z14, Z3 \
+	TESTQ R10, R10 \
+	JZ   noadd \
+	VMOVUPS (DI), X0 \
+	VINSERTF32X4 $1, (DI)(R8*1), Z0, Z0 \
+	VINSERTF32X4 $2, (DI)(R8*2), Z0, Z0 \
+	VINSERTF32X4 $3, (DI)(R9*1), Z0, Z0 \
+	VADDPS Z0, Z3, Z3 \
+noadd: \
 	VMOVUPS X3, (DI) \
 	VEXTRACTF32X4 $1, Z3, (DI)(R8*1) \
 	VEXTRACTF32X4 $2, Z3, (DI)(R8*2) \
@@ -107,17 +114,18 @@ done: \
 	VZEROUPPER \
 	RET
 
-// func attnScores4F16Z(q *float32, k unsafe.Pointer, ldk int, n int, sc *float32, ldsc int)
+// func attnScores4F16Z(q *float32, ldq int, k unsafe.Pointer, ldk int, n int, sc *float32, ldsc int, add int)
 //
-// The scores of four query heads of 64 elements (q, the heads 256 bytes
-// apart) against the binary16 key rows of n positions (k, ldk bytes apart;
-// n a multiple of four, any rest is not computed): head h's at sc, ldsc
-// bytes a head.
-TEXT ·attnScores4F16Z(SB), NOSPLIT, $0-48
+// The dot products of four query rows of 64 elements (q, ldq bytes apart)
+// with the binary16 key rows of n positions (k, 64 elements each, ldk
+// bytes apart; n a multiple of four, any rest is not computed): head h's
+// at sc, ldsc bytes a head, written, or added to what is there where add
+// is set.
+TEXT ·attnScores4F16Z(SB), NOSPLIT, $0-64
 	SCORES(KLD_F16, 2)
 
-// func attnScores4F32Z(q *float32, k unsafe.Pointer, ldk int, n int, sc *float32, ldsc int)
+// func attnScores4F32Z(q *float32, ldq int, k unsafe.Pointer, ldk int, n int, sc *float32, ldsc int, add int)
 //
 // attnScores4F16Z for f32 key rows.
-TEXT ·attnScores4F32Z(SB), NOSPLIT, $0-48
+TEXT ·attnScores4F32Z(SB), NOSPLIT, $0-64
 	SCORES(KLD_F32, 4)

@@ -357,9 +357,10 @@ func testAttention(t *testing.T) {
 			d = rapid.SampledFrom([]int{48, 64, 80, 128, 144, 256}).Draw(rt, "wideHeaddim")
 		}
 		if rapid.Bool().Draw(rt, "fours") {
-			// Heads of 64 in fours sharing a kv head: the avx512 level's
-			// four-head score kernel (attnScores4) and its tails.
-			d, rep = 64, 4*rapid.IntRange(1, 5).Draw(rt, "fours")
+			// Heads of whole 64s in fours sharing a kv head: the avx512
+			// level's four-head score kernel (attnScores4), its calls
+			// adding a later 64 and its tails.
+			d, rep = 64*rapid.IntRange(1, 3).Draw(rt, "fourDim"), 4*rapid.IntRange(1, 5).Draw(rt, "fourRep")
 		}
 		S := rapid.IntRange(0, 150).Draw(rt, "S")
 		// Short caches cut into segments of positions (the avx512 path
