@@ -55,7 +55,7 @@ func scaleScoresZ(x *float32, n int, s float32) (bad bool)
 // where they ask for the rows they are about to read (0; init in
 // cpu_amd64.go), as its decode products do. On the Zen 4, two threads
 // over a 1B model's caches at 4096 positions, the two settings alternated
-// call by call over 16 layers' caches (1500 calls each): f16 caches 7-9%
+// call by call over 16 layers' caches (1500 calls each): f16 caches 8%
 // less time a layer with 0 (0.61-0.64 against 0.66-0.70 ms, four runs),
 // q8_0 5%, f32 1.5-2%, at the avx2 level f16 and q8_0 6%; 4 and 8
 // ahead 2-4% less than 16, 32 the same.
@@ -170,8 +170,8 @@ func (at *Attention) blockScores(b headBatch, s0, nb int, scores []float32, w *q
 // of positions through attnScores4, a call for each 64 elements of the
 // heads, the rest through the general tile. On the Zen 4, two threads
 // over a 1B model's caches at 4096 positions (heads of 64; the two
-// kernels alternated call by call), a layer took 10-16% less time for
-// f16 caches, 13-15% for f32 (q8_0 the same), with heads of 128 (an 8B
+// kernels alternated call by call), a layer took 10-14% less time for
+// f16 caches, 11-13% for f32 (q8_0 the same), with heads of 128 (an 8B
 // model's) 14% for f16 and 3% for f32; one thread over f16 caches in L3
 // 0.59 ms against 0.68-0.76; the 1B model's decode steps at that depth
 // 2.6% less for Q8_0 weights, 1.6% for Q4_K, 0.5% for F16.
