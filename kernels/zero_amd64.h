@@ -1,8 +1,9 @@
 // Zeroing runs of accumulators, shared by the AVX-512 kernels'
 // files (Go assembly macros do not cross files; a header does).
-// ZERO0TO23 zeroes Z0-Z23, ZERO16TO23 Z16-Z23 and ZERO16TO27 Z16-Z27:
-// accumulators at the start of a tile or a row, or the upper registers
-// before a kernel returns (see the package doc on VZEROUPPER).
+// ZERO0TO23 zeroes Z0-Z23, ZERO16TO23 Z16-Z23, ZERO16TO27 Z16-Z27 and
+// ZERO16TO31 Z16-Z31: accumulators at the start of a tile or a row, or
+// the upper registers before a kernel returns (see the package doc on
+// VZEROUPPER).
 
 #define ZERO16TO23 \
 	VPXORD Z16, Z16, Z16 \
@@ -19,6 +20,12 @@
 	VPXORD Z25, Z25, Z25 \
 	VPXORD Z26, Z26, Z26 \
 	VPXORD Z27, Z27, Z27
+#define ZERO16TO31 \
+	ZERO16TO27 \
+	VPXORD Z28, Z28, Z28 \
+	VPXORD Z29, Z29, Z29 \
+	VPXORD Z30, Z30, Z30 \
+	VPXORD Z31, Z31, Z31
 #define ZERO0TO23 \
 	VPXORD Z0, Z0, Z0 \
 	VPXORD Z1, Z1, Z1 \
