@@ -7,9 +7,9 @@ import (
 
 // The decode attention's block kernels, at the avx512 and avx2 levels. At
 // avx512 a block's scores go through attnScores4 (attnscore512_amd64.s)
-// where heads of 64 elements share a kv head in fours, sixteen positions
-// a call, else through the dot-product tile of gemmdot512_amd64.s, four
-// query heads by six positions a call; and its
+// where heads of whole 64s of elements share a kv head in fours, sixteen
+// positions a call, else through the dot-product tile of
+// gemmdot512_amd64.s, four query heads by six positions a call; and its
 // weighted values through attnAccF32Z/F16Z (attnacc_amd64.s), four
 // heads' 64 output columns held in registers over a run of positions. At
 // avx2 the scores go through the 4x3 tile of the float products
@@ -98,9 +98,9 @@ func (at *Attention) q8Span(b headBatch, n int) int {
 
 // blockScores writes the raw scores Q[h]·K[s] of b's heads h (head h's
 // at scores[(h-b.h0)*attnBlock+s-s0]) for the visible positions s of
-// [s0, s0+nb). It walks the positions once for all of b's groups, six at
-// a time, so that a position-major cache is read in order, asking for the
-// rows blockAhead positions on as it goes.
+// [s0, s0+nb). It walks the positions once for all of b's groups, six
+// (sixteen for attnScores4) at a time, so that a position-major cache is
+// read in order, asking for the rows blockAhead positions on as it goes.
 func (at *Attention) blockScores(b headBatch, s0, nb int, scores []float32, w *qrows) {
 	d, rep, hs := at.HeadDim, at.Heads/at.KVHeads, at.headStride()
 	q8 := at.K == nil && at.K16 == nil
@@ -173,8 +173,9 @@ func (at *Attention) blockScores(b headBatch, s0, nb int, scores []float32, w *q
 // kernels alternated call by call), a layer took 10-14% less time for
 // f16 caches, 11-13% for f32 (q8_0 the same), with heads of 128 (an 8B
 // model's) 14% for f16 and 3% for f32; one thread over f16 caches in L3
-// 0.59 ms against 0.68-0.76; the 1B model's decode steps at that depth
-// 2.6% less for Q8_0 weights, 1.6% for Q4_K, 0.5% for F16.
+// 0.59 ms against 0.68-0.76; the 1B model's decode steps at that depth,
+// alternated step by step, 0.4-2.6% less for Q8_0 weights and 1.6-3.6%
+// for Q4_K (three runs each), 0.5% for F16 (one).
 func scores4Z(f16 bool, q []float32, k unsafe.Pointer, ldk, nw int, sc []float32) {
 	d := len(q) / 4
 	es := 4
