@@ -35,14 +35,8 @@ func actKindFor(wt poot.DType) actKind {
 }
 
 // SamePreparation reports whether activations prepared for weights of
-// dtype a serve products with weights of dtype b too. On amd64 only a
-// preparation for Q8_0 serves Q8_0: it alone interleaves the rows for the
-// avx2 Q8_0 prompt kernel (a preparation for Q8_0 serves Q4_1, Q5_0 and
-// Q5_1, not the reverse).
+// dtype a serve products with weights of dtype b too.
 func SamePreparation(a, b poot.DType) bool {
-	if b == poot.Q8_0 && a != poot.Q8_0 && interleavesQ8 {
-		return false
-	}
 	return actKindFor(a) != actNone && actKindFor(a) == actKindFor(b)
 }
 
@@ -81,15 +75,6 @@ type Acts struct {
 	// K/8 a row.
 	qx []int8
 	ox []int32
-	// q4 and dq8, for Q8_0 weights on amd64, hold each four rows' quants
-	// and block scales (from the first row, t a multiple of four)
-	// interleaved as the avx2 Q8_0 prompt kernel reads them: each block
-	// as four pieces of eight quants, a piece the four rows' eight in
-	// turn (q4[t*K+128b+32p+8i+j] = q[(t+i)*K+32b+8p+j]), and each
-	// block's four scales twice over (dq8[2t*nb+8b+2i] and the next are
-	// row t+i's).
-	q4  []int8
-	dq8 []float32
 	// xt, for F16 and BF16 weights at the avx512 level (see
 	// transposedRows and floatRowsT), holds the first rows transposed in
 	// panels of 64 (the last may be 48): element k of row 64p+i at
@@ -130,8 +115,6 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 		quantizeQ8(a.q, a.d, a.s, a.o, x[:T*K])
 		if kind == actQ8X {
 			a.quads(T &^ 3)
-		} else if wt == poot.Q8_0 && interleavesQ8 {
-			a.interleave(T &^ 3)
 		}
 	case actF32:
 		if n := transposedRows(T, K); wt != poot.F32 && n > 0 {
@@ -272,35 +255,6 @@ func (a *Acts) quads(head int) {
 					s += int32(qx[c+4*i+k]) + int32(qx[c+64+4*i+k])
 				}
 				ox[c/8+i] = -8 * s
-			}
-		}
-	}
-}
-
-// interleave fills q4 and dq8 for the first t4 rows (a multiple of four).
-func (a *Acts) interleave(t4 int) {
-	K, nb := a.K, a.K/32
-	if cap(a.q4) < t4*K {
-		a.q4 = make([]int8, t4*K)
-		a.dq8 = make([]float32, 2*t4*nb)
-	}
-	a.q4, a.dq8 = a.q4[:t4*K], a.dq8[:2*t4*nb]
-	if t4 == 0 {
-		return
-	}
-	// Pieces of eight quants move as one uint64: piece m = 4b+p of row t+i
-	// goes to piece 4m+i of the four rows' interleaved run.
-	src := unsafe.Slice((*uint64)(unsafe.Pointer(&a.q[0])), t4*K/8)
-	dst := unsafe.Slice((*uint64)(unsafe.Pointer(&a.q4[0])), t4*K/8)
-	for t := 0; t < t4; t += 4 {
-		run := dst[t*K/8 : (t+4)*K/8]
-		dq := a.dq8[2*t*nb : 2*(t+4)*nb]
-		for i := range 4 {
-			for m, v := range src[(t+i)*K/8 : (t+i+1)*K/8] {
-				run[4*m+i] = v
-			}
-			for b, d := range a.d[(t+i)*nb : (t+i+1)*nb] {
-				dq[8*b+2*i], dq[8*b+2*i+1] = d, d
 			}
 		}
 	}

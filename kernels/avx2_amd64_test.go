@@ -50,8 +50,9 @@ func TestAVX2Ahead(t *testing.T) {
 
 // TestAVX2PromptBlocks runs the avx2 prompt products over more than one
 // block of weight rows (avx2WeightBlock) and, for the float tiles, more
-// than one block of K (floatKBlock, q8hKBlocks) with a tail past the last
-// whole step of the float tile or a short last block of Q8_0's, with
+// than one block of K (floatKBlock) with a tail past the last whole step
+// of the float tile, for the 8-row panels more than one panel of K (p8KB
+// blocks) with a short last one and weight rows past the last panel, with
 // activation rows past the fours, against the reference
 // (checkProduct's second range of rows spans two or more blocks).
 func TestAVX2PromptBlocks(t *testing.T) {

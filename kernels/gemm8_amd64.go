@@ -5,9 +5,11 @@ import (
 )
 
 // The avx2 level's register-tiled prompt products for the 32-element
-// dtypes but Q8_0 (Q4_0, Q4_1, Q5_0, Q5_1, MXFP4), in gemm8_amd64.s: panels of 8 weight rows repacked a block of 32
-// at a time (codes as unsigned bytes, transposed so that a vector holds
-// four codes of each of the 8 rows), met by four activation rows a tile.
+// dtypes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4), in gemm8_amd64.s: panels
+// of 8 weight rows repacked a block of 32 at a time (codes as unsigned
+// bytes, Q8_0's as their magnitudes and signs, transposed so that a
+// vector holds four codes of each of the 8 rows), met by four activation
+// rows a tile.
 
 //go:noescape
 func packQ4_0x8(dst *byte, src *byte, lds int, nb int)
@@ -23,6 +25,12 @@ func packQ5_1x8(dst *byte, src *byte, lds int, nb int)
 
 //go:noescape
 func packMXFP4x8(dst *byte, src *byte, lds int, nb int, table *[16]byte)
+
+//go:noescape
+func packQ8_0x8(dst *byte, src *byte, lds int, nb int)
+
+//go:noescape
+func gemmQ8_0x8(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, add int, shift int)
 
 //go:noescape
 func gemmQ4_0x8(p *byte, nb int, aq *int8, lda int, ad *float32, ldd int, ao *int32, y *float32, ldy int, add int, shift int)
@@ -49,6 +57,9 @@ const (
 	// p8Bytes is a packed block of 8 rows: 8 vectors of codes, 8 f32
 	// scales and, for Q4_1 and Q5_1, 8 f32 mins.
 	p8Bytes, p8MinBytes = 288, 320
+	// p8Q8Bytes is a packed block of 8 Q8_0 rows: 8 vectors of the codes'
+	// magnitudes, 8 of their signs, 8 f32 scales.
+	p8Q8Bytes = 544
 	// p8KB is how many blocks a packed panel holds (1024 elements of K:
 	// 9-10 KB, in L1 while the activation rows meet it).
 	p8KB = 32
@@ -58,7 +69,7 @@ const (
 // activation rows with wt weights.
 func tiles8(wt poot.DType, T int) bool {
 	switch wt {
-	case poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.MXFP4:
+	case poot.Q8_0, poot.Q4_0, poot.Q4_1, poot.Q5_0, poot.Q5_1, poot.MXFP4:
 		return T >= 4
 	}
 	return false
@@ -70,7 +81,7 @@ func tiles8(wt poot.DType, T int) bool {
 // once per p8KB blocks and then meets every four activation rows. It
 // returns where the panels end; the caller takes the rest of the rows.
 func q4x8Rows(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) int {
-	var panel [p8KB * p8MinBytes]byte
+	var panel [p8KB * p8Q8Bytes]byte
 	T4, K := a.T&^3, a.K
 	nb := K / 32
 	rb := nb * wt.BlockBytes()
@@ -85,6 +96,8 @@ func q4x8Rows(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) 
 				add = 1
 			}
 			switch wt {
+			case poot.Q8_0:
+				packQ8_0x8(&panel[0], src, rb, nbk)
 			case poot.Q4_0:
 				packQ4_0x8(&panel[0], src, rb, nbk)
 			case poot.Q4_1:
@@ -99,6 +112,8 @@ func q4x8Rows(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) 
 			for t := 0; t < T4; t += 4 {
 				aq, ad, ao, as, yp := &a.q[t*K+b0*32], &a.d[t*nb+b0], &a.o[t*nb+b0], &a.s[t*nb+b0], &y[t*N+n]
 				switch wt {
+				case poot.Q8_0:
+					gemmQ8_0x8(&panel[0], nbk, aq, K, ad, nb*4, nil, yp, N*4, add, 0)
 				case poot.Q4_0:
 					gemmQ4_0x8(&panel[0], nbk, aq, K, ad, nb*4, ao, yp, N*4, add, 4)
 				case poot.Q4_1:

@@ -105,14 +105,14 @@ const decodeChunk = 256 << 10
 // promptGrain returns how many weight rows the product of wt weights by a's
 // rows takes as one tile or panel: the avx512 level's (six float rows,
 // 16 quantized or 48 packed float ones), 8 for the avx2 level's panels
-// of the 32-element dtypes but Q8_0, or 12 for the others (their float
+// of the 32-element dtypes, or 12 for the others (their float
 // tiles take three rows, their quantized ones four).
 func promptGrain(wt poot.DType, a *Acts) int {
 	if useAVX512 {
 		if g := zGrain(wt, a.T, a.K); g > 0 {
 			return g
 		}
-	} else if wt.BlockElems() == 32 && wt != poot.Q8_0 {
+	} else if wt.BlockElems() == 32 {
 		return 8
 	}
 	return 12

@@ -230,41 +230,12 @@ func (h *ahead) next() {
 	}
 }
 
-// interleavesQ8 makes Acts.Prepare interleave the four-row groups of a
-// Q8_0 product's activation (Acts.q4, Acts.dq8) for q8_0QuadH, at every
-// level: a product may run at a level other than the one it was prepared
-// at (the tests switch), and the copy costs about a tenth of the
-// quantization (85 us of 765 for 512 rows of 2048 on the Zen 5).
-const interleavesQ8 = true
-
-// q8hKBlocks is how many blocks of K (4096 elements: 16 KB of four rows'
-// quants) a call of the avx2 Q8_0 prompt kernel (dotQ8_0x4iRows) covers.
-const q8hKBlocks = 128
-
-// q8_0QuadH computes the Q8_0 products of activation rows t..t+3 with
-// weight rows [b0, b1) by dotQ8_0x4iRows, a block of K (q8hKBlocks) at a
-// time, so that the four rows' quants stay in L1 while the weight rows
-// pass.
-func q8_0QuadH(y []float32, N int, w []byte, a *Acts, t, b0, b1 int) {
-	K, nb := a.K, a.K/32
-	rb := nb * 34
-	_ = w[b1*rb-1]
-	_ = y[(t+3)*N+b1-1]
-	q, dq := a.q4[t*K:(t+4)*K], a.dq8[2*t*nb:2*(t+4)*nb]
-	for kb0 := 0; kb0 < nb; kb0 += q8hKBlocks {
-		add := 0
-		if kb0 > 0 {
-			add = 1
-		}
-		dotQ8_0x4iRows(&w[b0*rb+kb0*34], rb, b1-b0, min(q8hKBlocks, nb-kb0), &q[128*kb0], &dq[8*kb0], &y[t*N+b0], N*4, add)
-	}
-}
-
-// q8famRowsAsm handles the 32-element dtypes (MXFP4 among them): all but
-// Q8_0 by the 8-row panels of q4x8Rows where there are four
-// activation rows or more, and otherwise each weight row meets four
-// activation rows a call while there are four left, then one, a block of
-// avx2WeightBlock bytes of rows at a time. noHuge
+// q8famRowsAsm handles the 32-element dtypes (MXFP4 among them): by the
+// 8-row panels of q4x8Rows where there are four activation rows or
+// more, and otherwise each weight row meets four activation rows a call
+// while there are four left (Q8_0's one at a time: it has no such
+// kernel, and only a product's last weight rows past its panels come
+// here), then one, a block of avx2WeightBlock bytes of rows at a time. noHuge
 // reports that every row went through dotMXFP4x1 (fewer than four
 // activation rows) and none has a block scaled by 2^125 or more.
 func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) (noHuge bool) {
@@ -287,14 +258,13 @@ func q8famRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 i
 	rb := nb * wt.BlockBytes()
 	var o [4]float32
 	T4 := T &^ 3
+	if wt == poot.Q8_0 {
+		T4 = 0
+	}
 	bn := max(1, avx2WeightBlock/rb)
 	for b0 := n0; b0 < n1; b0 += bn {
 		b1 := min(n1, b0+bn)
 		for t := 0; t < T4; t += 4 {
-			if wt == poot.Q8_0 {
-				q8_0QuadH(y, N, w, a, t, b0, b1)
-				continue
-			}
 			aq, ad, as := &a.q[t*K], &a.d[t*nb], &a.s[t*nb]
 			for n := b0; n < b1; n++ {
 				wr := &w[n*rb]
@@ -353,6 +323,9 @@ func kfamRowsAsm(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 in
 	rb := nb * wt.BlockBytes()
 	var o [4]float32
 	T4 := T &^ 3
+	if wt == poot.Q8_0 {
+		T4 = 0
+	}
 	bn := max(1, avx2WeightBlock/rb)
 	for b0 := n0; b0 < n1; b0 += bn {
 		b1 := min(n1, b0+bn)

@@ -4,10 +4,6 @@ package kernels
 
 import "github.com/pootlabs/poot"
 
-// interleavesQ8 is false: without the avx2 Q8_0 prompt kernel nothing
-// reads Acts.q4 and Acts.dq8.
-const interleavesQ8 = false
-
 // Without assembly the dispatch never selects these (useAsm is false); they
 // exist so matmulRows compiles everywhere.
 

@@ -320,10 +320,9 @@ func TestQuadsPreparation(t *testing.T) {
 }
 
 // TestQ8_0Preparation: a preparation for Q8_0 serves Q4_1, Q5_0 and Q5_1
-// products with the bits of their own; one for those serves a Q8_0
-// product only where SamePreparation says so (not on amd64, where only
-// Q8_0's interleaves the rows for the avx2 prompt kernel), and is
-// otherwise refused with ErrSize, never read past its end.
+// products with the bits of their own, and one for those a Q8_0 product
+// (where SamePreparation says they share one; where it does not, the
+// product is refused with ErrSize, never read past its end).
 func TestQ8_0Preparation(t *testing.T) {
 	modes(t, func(t *testing.T) {
 		r := rand.New(rand.NewPCG(11, 12))
@@ -362,8 +361,8 @@ func TestQ8_0Preparation(t *testing.T) {
 			}
 		}
 	})
-	if !kernels.SamePreparation(poot.Q8_0, poot.Q5_1) {
-		t.Error("a preparation for Q8_0 does not serve Q5_1")
+	if !kernels.SamePreparation(poot.Q8_0, poot.Q5_1) || !kernels.SamePreparation(poot.Q5_1, poot.Q8_0) {
+		t.Error("Q8_0 and Q5_1 do not share their preparation")
 	}
 }
 

@@ -20,15 +20,6 @@ var avx2Ahead = 1024
 //go:noescape
 func dotQ4_0x4(w *byte, nb int, aq *int8, lda int, ad *float32, ldd int, as *float32, out *[4]float32)
 
-// dotQ8_0x4iRows is rows Q8_0 weight rows (rb bytes apart) against four
-// activation rows, their quants and block scales interleaved as Acts.q4
-// and Acts.dq8 hold them (aq and dq at the first block); weight row r's
-// four sums go to y[r], y[r+ldy/4], y[r+2ldy/4] and y[r+3ldy/4], added
-// to what is there when add is non-zero.
-//
-//go:noescape
-func dotQ8_0x4iRows(w *byte, rb, rows, nb int, aq *int8, dq *float32, y *float32, ldy, add int)
-
 //go:noescape
 func dotQ8_0x1(w *byte, nb int, aq *int8, ad *float32) float32
 

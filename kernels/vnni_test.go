@@ -21,7 +21,7 @@ func TestQ8_0IntegerSums(t *testing.T) {
 		r := rand.New(rand.NewPCG(11, 12))
 		for _, T := range []int{1, 4, 5, 8, 11} {
 			for _, nb := range []int{1, 2, 3, 8, 31, 32} {
-				checkQ8_0Sums(t, r, T, 3+r.IntN(5), 32*nb)
+				checkQ8_0Sums(t, r, T, 3+r.IntN(14), 32*nb)
 			}
 		}
 	})
