@@ -75,11 +75,13 @@ type Acts struct {
 	// K/8 a row.
 	qx []int8
 	ox []int32
-	// xt, for F16 and BF16 weights at the avx512 level (see
-	// transposedRows and floatRowsT), holds the first rows transposed in
-	// panels of 64 (the last may be 48): element k of row 64p+i at
-	// xt[64p*K+k*w+i], w the panel's width. Empty otherwise.
-	xt []float32
+	// xt, for F16 and BF16 weights at the avx512 and avx2 levels (see
+	// transposedRows, floatRowsT and floatRowsTY), holds the first rows
+	// transposed in panels of xtw rows (64 at avx512, where the last may
+	// be 48; 16 at avx2): element k of row xtw*p+i at xt[xtw*p*K+k*w+i], w
+	// the panel's width. Empty otherwise.
+	xt  []float32
+	xtw int
 
 	job    matJob           // the parallel product's arguments, see MatMul
 	run    func(lo, hi int) // job.do bound to runFor.job
@@ -117,8 +119,8 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 			a.quads(T &^ 3)
 		}
 	case actF32:
-		if n := transposedRows(T, K); wt != poot.F32 && n > 0 {
-			a.transpose(n)
+		if n, w := transposedRows(wt, T, K); n > 0 {
+			a.transpose(n, w)
 		}
 	case actQ8K:
 		a.grow(T*K, T*K/256, T*K/16)
@@ -137,16 +139,16 @@ func (a *Acts) Prepare(wt poot.DType, x []float32, T, K int) error {
 	return nil
 }
 
-// transpose fills xt with the first T rows of x (see Acts.xt), sixteen
-// rows at a time (transposeRows).
-func (a *Acts) transpose(T int) {
+// transpose fills xt with the first T rows of x (see Acts.xt) in panels
+// of width rows, sixteen rows at a time (transposeRows).
+func (a *Acts) transpose(T, width int) {
 	K := a.K
 	if cap(a.xt) < T*K {
 		a.xt = make([]float32, T*K)
 	}
-	a.xt = a.xt[:T*K]
-	for t0 := 0; t0 < T; t0 += 64 {
-		w := min(64, T-t0)
+	a.xt, a.xtw = a.xt[:T*K], width
+	for t0 := 0; t0 < T; t0 += width {
+		w := min(width, T-t0)
 		for i := 0; i < w; i += 16 {
 			transposeRows(a.xt[t0*K+i:], w, a.x[(t0+i)*K:], K)
 		}

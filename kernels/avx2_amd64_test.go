@@ -52,7 +52,10 @@ func TestAVX2Ahead(t *testing.T) {
 // block of weight rows (avx2WeightBlock) and, for the float tiles, more
 // than one block of K (floatKBlock) with a tail past the last whole step
 // of the float tile, for the 8-row panels more than one panel of K (p8KB
-// blocks) with a short last one and weight rows past the last panel, with
+// blocks) with a short last one and weight rows past the last panel, for
+// the transposed activations' tiles (floatRowsTY) more than one block of
+// K (yBcastKB) with a short last one, a last tile of fewer than six
+// weight rows and activation rows past the panels of sixteen, with
 // activation rows past the fours, against the reference
 // (checkProduct's second range of rows spans two or more blocks).
 func TestAVX2PromptBlocks(t *testing.T) {
@@ -65,6 +68,7 @@ func TestAVX2PromptBlocks(t *testing.T) {
 		T, N, K int
 	}{
 		{poot.F32, 9, 70, 4109}, {poot.F16, 6, 131, 4109}, {poot.BF16, 5, 110, 2053},
+		{poot.BF16, 37, 50, 4112}, {poot.F16, 261, 13, 2064},
 		{poot.Q8_0, 9, 100, 4256}, {poot.Q8_0, 5, 8, 16416}, {poot.Q4_0, 5, 180, 4096}, {poot.Q5_1, 6, 140, 4096},
 		{poot.Q4_K, 7, 180, 4096}, {poot.Q6_K, 5, 130, 4096},
 	} {

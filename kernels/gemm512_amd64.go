@@ -148,28 +148,46 @@ const zBcastAhead = 512
 func transposeZ(dst *float32, ldd int, src *float32, lds int, k16 int)
 
 // transposeRows writes element k of the sixteen rows of K elements at src
-// to dst[k*w:k*w+16], for K a multiple of 16.
+// to dst[k*w:k*w+16], for K a multiple of 16 (of 8 at the avx2 level).
 func transposeRows(dst []float32, w int, src []float32, K int) {
 	_, _ = dst[(K-1)*w+15], src[15*K+K-1]
+	if !useAVX512 {
+		transposeY(&dst[0], w*4, &src[0], K*4, K/8)
+		transposeY(&dst[8], w*4, &src[8*K], K*4, K/8)
+		return
+	}
 	transposeZ(&dst[0], w*4, &src[0], K*4, K/16)
 }
 
 // transposedRows returns how many of T activation rows of K elements
-// Acts.Prepare transposes for F16 and BF16 weights (floatRowsT's panels):
-// every whole 64 rows, and 48 of the rest where there are as many. Fewer
+// Acts.Prepare transposes for wt weights (F16 and BF16 only), and in
+// panels of how many rows: at the avx2 level every whole 16 rows where
+// there are yBcastMinT(wt) or more (floatRowsTY's panels; a product of
+// the other half-precision dtype that shares the preparation takes them
+// too); at avx512 every whole 64 rows, and 48 of the rest where there
+// are as many (floatRowsT's). Fewer
 // rows a panel leave the tile waiting on its broadcasts (on the Zen 5,
 // 16 rows ran at 105 GFLOP/s a core, 32 at 165, 48 at 195, against
 // 141-180 for the dot tiles), so the rows past the panels, and every row
 // where there are fewer than 48 or 128 or more, take the other products.
-func transposedRows(T, K int) int {
-	if !useAVX512 || T >= zPanelMinT || K%16 != 0 {
-		return 0
+func transposedRows(wt poot.DType, T, K int) (n, width int) {
+	if wt != poot.F16 && wt != poot.BF16 || K%16 != 0 {
+		return 0, 0
 	}
-	n := T &^ 63
+	if !useAVX512 {
+		if useAsm && T >= yBcastMinT(wt) {
+			return T &^ 15, 16
+		}
+		return 0, 0
+	}
+	if T >= zPanelMinT {
+		return 0, 0
+	}
+	n = T &^ 63
 	if T-n >= 48 {
 		n += 48
 	}
-	return n
+	return n, 64
 }
 
 // floatRowsT is the F16 or BF16 product over transposed activations
@@ -243,7 +261,7 @@ func gemmRowsZ(wt poot.DType, y []float32, w []byte, a *Acts, N, n0, n1 int) boo
 		return false
 	case 6:
 		tb := 0
-		if len(a.xt) > 0 {
+		if len(a.xt) > 0 && a.xtw == 64 {
 			tb = floatRowsT(wt, y, N, w, a, n0, n1)
 		}
 		if tb < a.T {

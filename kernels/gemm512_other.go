@@ -23,4 +23,4 @@ func transposeRows(dst []float32, w int, src []float32, K int) {
 
 // transposedRows is the rows Prepare transposes for the avx512 level's
 // products, which only amd64 has.
-func transposedRows(T, K int) int { return 0 }
+func transposedRows(wt poot.DType, T, K int) (n, width int) { return 0, 0 }

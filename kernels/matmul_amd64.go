@@ -126,6 +126,15 @@ const (
 // and along the weight rows;
 // one activation row by four weight rows for the rest (decode).
 func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
+	if wt != poot.F32 && a.xtw == 16 && len(a.xt) > 0 && n0 < n1 {
+		tb := floatRowsTY(wt, y, N, w, a, n0, n1)
+		if tb == a.T {
+			return
+		}
+		rest := Acts{T: a.T - tb, K: a.K, kind: a.kind, wt: a.wt, x: a.x[tb*a.K:]}
+		floatRowsAsm(wt, kern, y[tb*N:], N, w, &rest, n0, n1)
+		return
+	}
 	T, K, x := a.T, a.K, a.x
 	ldw, ldx := K*kern.size, K*4
 	k16 := K &^ 15
