@@ -61,7 +61,7 @@ const (
 	// magnitudes, 8 of their signs, 8 f32 scales.
 	p8Q8Bytes = 544
 	// p8KB is how many blocks a packed panel holds (1024 elements of K:
-	// 9-10 KB, in L1 while the activation rows meet it).
+	// 9-17 KB, in L1 while the activation rows meet it).
 	p8KB = 32
 )
 

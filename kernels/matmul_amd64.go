@@ -115,7 +115,9 @@ func floatTail(wt poot.DType, x []float32, wr []byte, from, K int) float32 {
 // and 89-97 with 2048, 90-100, 90-96 and 84-94 with 4096. The quantized
 // products' four-row kernels (q8famRowsAsm, kfamRowsAsm) take the same
 // blocks: two threads, T = 512, Q4_K 183-211 GFLOP/s before and 250-271
-// after, Q8_0 137-153 and 150-161.
+// after, Q8_0 137-153 and 150-161 (Q8_0's now take the 8-row panels of
+// gemm8_amd64.s). The F16 and BF16 products of enough activation rows
+// take the tiles over transposed rows first (floatRowsTY).
 const (
 	floatKBlock     = 2048
 	avx2WeightBlock = 256 << 10
