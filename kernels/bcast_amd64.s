@@ -12,6 +12,7 @@
 // Every routine ends with VZEROUPPER.
 
 #include "textflag.h"
+#include "transpose_amd64.h"
 
 // YBF16W broadcasts the BF16 weight at a+BX as f32 to y; YF32W the f32
 // weight at a+2*BX (BX counts two bytes a step).
@@ -120,9 +121,7 @@ TEXT ·gemmBcastBF16Y(SB), NOSPLIT, $0-72
 //
 // Transposes eight rows of 8*k8 f32 at src (stride lds bytes) into 8*k8
 // rows of eight at dst (stride ldd bytes): dst row k holds element k of
-// each source row. Each eight by eight block: pairs of rows interleaved
-// by element, then by pairs of elements, then the 128-bit halves
-// gathered.
+// each source row, eight by eight (TRANSPOSE8).
 TEXT ·transposeY(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
 	MOVQ ldd+8(FP), CX
@@ -144,30 +143,7 @@ tloop:
 	VMOVUPS (R8)(AX*1), Y5
 	VMOVUPS (R8)(AX*2), Y6
 	VMOVUPS (R8)(BX*1), Y7
-	VUNPCKLPS Y1, Y0, Y8
-	VUNPCKHPS Y1, Y0, Y9
-	VUNPCKLPS Y3, Y2, Y10
-	VUNPCKHPS Y3, Y2, Y11
-	VUNPCKLPS Y5, Y4, Y12
-	VUNPCKHPS Y5, Y4, Y13
-	VUNPCKLPS Y7, Y6, Y14
-	VUNPCKHPS Y7, Y6, Y15
-	VSHUFPS $0x44, Y10, Y8, Y0
-	VSHUFPS $0xEE, Y10, Y8, Y1
-	VSHUFPS $0x44, Y11, Y9, Y2
-	VSHUFPS $0xEE, Y11, Y9, Y3
-	VSHUFPS $0x44, Y14, Y12, Y4
-	VSHUFPS $0xEE, Y14, Y12, Y5
-	VSHUFPS $0x44, Y15, Y13, Y6
-	VSHUFPS $0xEE, Y15, Y13, Y7
-	VPERM2F128 $0x20, Y4, Y0, Y8
-	VPERM2F128 $0x20, Y5, Y1, Y9
-	VPERM2F128 $0x20, Y6, Y2, Y10
-	VPERM2F128 $0x20, Y7, Y3, Y11
-	VPERM2F128 $0x31, Y4, Y0, Y12
-	VPERM2F128 $0x31, Y5, Y1, Y13
-	VPERM2F128 $0x31, Y6, Y2, Y14
-	VPERM2F128 $0x31, Y7, Y3, Y15
+	TRANSPOSE8
 	VMOVUPS Y8, (DI)
 	VMOVUPS Y9, (DI)(CX*1)
 	VMOVUPS Y10, (DI)(CX*2)

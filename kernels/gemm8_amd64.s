@@ -34,6 +34,7 @@
 // tokens/s (two threads, four runs each, alternated).
 
 #include "textflag.h"
+#include "transpose_amd64.h"
 
 DATA p8mask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA p8mask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -77,7 +78,8 @@ GLOBL p8hi<>(SB), RODATA|NOPTR, $1
 	EXPAND1(off(R10)(R9*1), 7)
 
 // TRANS8 transposes the 8 rows of 8 dwords at 0(SP)..255(SP) into 8
-// vectors at DI (vector g: dword g of every row, row j in lane j).
+// vectors at DI (vector g: dword g of every row, row j in lane j) by
+// TRANSPOSE8.
 #define TRANS8 \
 	VMOVDQU 0(SP), Y0 \
 	VMOVDQU 32(SP), Y1 \
@@ -87,30 +89,7 @@ GLOBL p8hi<>(SB), RODATA|NOPTR, $1
 	VMOVDQU 160(SP), Y5 \
 	VMOVDQU 192(SP), Y6 \
 	VMOVDQU 224(SP), Y7 \
-	VUNPCKLPS Y1, Y0, Y8 \
-	VUNPCKHPS Y1, Y0, Y9 \
-	VUNPCKLPS Y3, Y2, Y10 \
-	VUNPCKHPS Y3, Y2, Y11 \
-	VUNPCKLPS Y5, Y4, Y12 \
-	VUNPCKHPS Y5, Y4, Y13 \
-	VUNPCKLPS Y7, Y6, Y14 \
-	VUNPCKHPS Y7, Y6, Y15 \
-	VSHUFPS $0x44, Y10, Y8, Y0 \
-	VSHUFPS $0xEE, Y10, Y8, Y1 \
-	VSHUFPS $0x44, Y11, Y9, Y2 \
-	VSHUFPS $0xEE, Y11, Y9, Y3 \
-	VSHUFPS $0x44, Y14, Y12, Y4 \
-	VSHUFPS $0xEE, Y14, Y12, Y5 \
-	VSHUFPS $0x44, Y15, Y13, Y6 \
-	VSHUFPS $0xEE, Y15, Y13, Y7 \
-	VPERM2F128 $0x20, Y4, Y0, Y8 \
-	VPERM2F128 $0x20, Y5, Y1, Y9 \
-	VPERM2F128 $0x20, Y6, Y2, Y10 \
-	VPERM2F128 $0x20, Y7, Y3, Y11 \
-	VPERM2F128 $0x31, Y4, Y0, Y12 \
-	VPERM2F128 $0x31, Y5, Y1, Y13 \
-	VPERM2F128 $0x31, Y6, Y2, Y14 \
-	VPERM2F128 $0x31, Y7, Y3, Y15 \
+	TRANSPOSE8 \
 	VMOVDQU Y8, (DI) \
 	VMOVDQU Y9, 32(DI) \
 	VMOVDQU Y10, 64(DI) \
