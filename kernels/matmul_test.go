@@ -187,16 +187,23 @@ func asmMatchesGo(t *testing.T, l kernels.Level) {
 	}
 }
 
+// TestMatMulPool: at every level, a product on a pool of three gives the
+// serial product's bits and allocates nothing, nor does its preparation.
 func TestMatMulPool(t *testing.T) {
+	modes(t, testMatMulPool)
+}
+
+func testMatMulPool(t *testing.T) {
 	p := kernels.NewPool(3)
 	defer p.Close()
 	// Three activation rows split the rows evenly (decode); 37 split them
 	// at multiples of the tiles' or panels' rows (prompt), a 203-row
-	// product ending in partial ones.
+	// product ending in partial ones (BF16's and, from 256 rows, F16's
+	// over transposed rows at the avx2 level).
 	for _, c := range []struct {
 		dt poot.DType
 		T  int
-	}{{poot.F32, 3}, {poot.Q4_0, 3}, {poot.Q6_K, 3}, {poot.F32, 37}, {poot.F16, 37}, {poot.Q8_0, 37}, {poot.Q4_K, 37}, {poot.Q5_K, 37}} {
+	}{{poot.F32, 3}, {poot.Q4_0, 3}, {poot.Q6_K, 3}, {poot.F32, 37}, {poot.F16, 37}, {poot.BF16, 37}, {poot.F16, 261}, {poot.Q8_0, 37}, {poot.Q4_0, 37}, {poot.Q4_K, 37}, {poot.Q5_K, 37}} {
 		dt, T := c.dt, c.T
 		r := rand.New(rand.NewPCG(5, 6))
 		N, K := 203, 512
