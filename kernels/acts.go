@@ -75,10 +75,10 @@ type Acts struct {
 	// K/8 a row.
 	qx []int8
 	ox []int32
-	// xt, for F16 and BF16 weights at the avx512 and avx2 levels (see
-	// transposedRows, floatRowsT and floatRowsTY), holds the first rows
-	// transposed in panels of xtw rows (64 at avx512, where the last may
-	// be 48; 16 at avx2): element k of row xtw*p+i at xt[xtw*p*K+k*w+i], w
+	// xt, for F16 and BF16 weights at the avx512 level and for float
+	// weights at avx2 (see transposedRows, floatRowsT and floatRowsTY),
+	// holds the first rows transposed in panels of xtw rows (64 at
+	// avx512, where the last may be 48; 16 at avx2): element k of row xtw*p+i at xt[xtw*p*K+k*w+i], w
 	// the panel's width. Empty otherwise.
 	xt  []float32
 	xtw int

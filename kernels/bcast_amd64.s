@@ -1,8 +1,8 @@
-// AVX2 F16 and BF16 products of sixteen activation rows at a time
+// AVX2 F32, F16 and BF16 products of sixteen activation rows at a time
 // (prompt processing) over transposed activations (Acts.xt in panels of
 // sixteen rows): the tile broadcasts one weight of each of six weight
-// rows a step (BF16 read in place and shifted to f32; F16 converted
-// beforehand, six rows' block of K at a time, since on the Zen 4 a
+// rows a step (F32 read in place; BF16 read in place and shifted to f32;
+// F16 converted beforehand, six rows' block of K at a time, since on the Zen 4 a
 // VCVTPH2PS from a register shares the pipes of the FMAs: converting
 // each broadcast ran 65% of the FMA peak) against two vectors of the
 // sixteen rows' elements, so that each accumulator is one weight

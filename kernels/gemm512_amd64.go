@@ -160,18 +160,18 @@ func transposeRows(dst []float32, w int, src []float32, K int) {
 }
 
 // transposedRows returns how many of T activation rows of K elements
-// Acts.Prepare transposes for wt weights (F16 and BF16 only), and in
-// panels of how many rows: at the avx2 level every whole 16 rows where
-// there are yBcastMinT(wt) or more (floatRowsTY's panels; a product of
-// the other half-precision dtype that shares the preparation takes them
-// too); at avx512 every whole 64 rows, and 48 of the rest where there
-// are as many (floatRowsT's). Fewer
+// Acts.Prepare transposes for wt weights, and in panels of how many rows:
+// at the avx2 level every whole 16 rows where there are yBcastMinT(wt)
+// or more (floatRowsTY's panels; a product of another float dtype that
+// shares the preparation takes them too); at avx512, for F16 and BF16
+// only, every whole 64 rows, and 48 of the rest where there are as many
+// (floatRowsT's). Fewer
 // rows a panel leave the tile waiting on its broadcasts (on the Zen 5,
 // 16 rows ran at 105 GFLOP/s a core, 32 at 165, 48 at 195, against
 // 141-180 for the dot tiles), so the rows past the panels, and every row
 // where there are fewer than 48 or 128 or more, take the other products.
 func transposedRows(wt poot.DType, T, K int) (n, width int) {
-	if wt != poot.F16 && wt != poot.BF16 || K%16 != 0 {
+	if K%16 != 0 {
 		return 0, 0
 	}
 	if !useAVX512 {
@@ -180,7 +180,7 @@ func transposedRows(wt poot.DType, T, K int) (n, width int) {
 		}
 		return 0, 0
 	}
-	if T >= zPanelMinT {
+	if wt != poot.F16 && wt != poot.BF16 || T >= zPanelMinT {
 		return 0, 0
 	}
 	n = T &^ 63

@@ -116,8 +116,8 @@ func floatTail(wt poot.DType, x []float32, wr []byte, from, K int) float32 {
 // products' four-row kernels (q8famRowsAsm, kfamRowsAsm) take the same
 // blocks: two threads, T = 512, Q4_K 183-211 GFLOP/s before and 250-271
 // after, Q8_0 137-153 and 150-161 (Q8_0's now take the 8-row panels of
-// gemm8_amd64.s). The F16 and BF16 products of enough activation rows
-// take the tiles over transposed rows first (floatRowsTY).
+// gemm8_amd64.s). The float products of enough activation rows take the
+// tiles over transposed rows first (floatRowsTY).
 const (
 	floatKBlock     = 2048
 	avx2WeightBlock = 256 << 10
@@ -128,7 +128,7 @@ const (
 // and along the weight rows;
 // one activation row by four weight rows for the rest (decode).
 func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byte, a *Acts, n0, n1 int) {
-	if wt != poot.F32 && a.xtw == 16 && len(a.xt) > 0 && n0 < n1 {
+	if a.xtw == 16 && len(a.xt) > 0 && n0 < n1 {
 		tb := floatRowsTY(wt, y, N, w, a, n0, n1)
 		if tb == a.T {
 			return

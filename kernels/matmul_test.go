@@ -198,8 +198,8 @@ func testMatMulPool(t *testing.T) {
 	defer p.Close()
 	// Three activation rows split the rows evenly (decode); 37 split them
 	// at multiples of the tiles' or panels' rows (prompt), a 203-row
-	// product ending in partial ones (BF16's and, from 256 rows, F16's
-	// over transposed rows at the avx2 level).
+	// product ending in partial ones (F32's, BF16's and, from 256 rows,
+	// F16's over transposed rows at the avx2 level).
 	for _, c := range []struct {
 		dt poot.DType
 		T  int
