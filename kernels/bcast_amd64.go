@@ -26,8 +26,8 @@ const yBcastKB = 2048
 // converts each six weight rows' block of K to f32 first, which the
 // panels of few activation rows do not amortize: on the Zen 4, two
 // threads, the 1B model's shapes alternated with the dot tiles in one
-// process, F16 ran 4-7% slower at 64 rows and 2-6% faster at 512, BF16
-// 11-20% faster at both, and F32 (its weights broadcast as they are,
+// process, F16 ran 0-7% slower at 64 rows and 1-6% faster at 512, BF16
+// 10-24% faster at both, and F32 (its weights broadcast as they are,
 // 105-111 GFLOP/s a core, 94% of the FMA peak) 25-50% faster at 16, 64
 // and 512 rows.
 func yBcastMinT(wt poot.DType) int {
