@@ -223,10 +223,13 @@ func quantizeQ8(q []int8, d, s []float32, o []int32, x []float32) {
 	}
 }
 
-// rowsFrom returns a's rows from t on as Acts of their own, for the
-// one-row kernels of the 32-element dtypes (q, d, s and o; the rest stays
-// empty).
+// rowsFrom returns a's rows from t on as Acts of their own: x alone for
+// the float kinds, and for the one-row kernels of the 32-element dtypes q,
+// d, s and o too (the rest stays empty).
 func (a *Acts) rowsFrom(t int) Acts {
+	if a.kind == actF32 {
+		return Acts{T: a.T - t, K: a.K, kind: a.kind, wt: a.wt, x: a.x[t*a.K:]}
+	}
 	nb := a.K / 32
 	return Acts{T: a.T - t, K: a.K, kind: a.kind, wt: a.wt, x: a.x[t*a.K:],
 		q: a.q[t*a.K:], d: a.d[t*nb:], s: a.s[t*nb:], o: a.o[t*nb:]}

@@ -45,8 +45,18 @@ func yBcastMinT(wt poot.DType) int {
 // next. The start of the next six rows' block is asked into L2 before a
 // tile runs.
 func floatRowsTY(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int) int {
+	if wt == poot.F16 {
+		var wf [6 * yBcastKB]float32
+		return floatRowsTYIn(wt, y, N, w, a, n0, n1, wf[:])
+	}
+	return floatRowsTYIn(wt, y, N, w, a, n0, n1, nil)
+}
+
+// floatRowsTYIn is floatRowsTY with wf, for F16, the room for six rows'
+// block of K converted to f32 (only F16 needs it, and a frame's array is
+// cleared on every call).
+func floatRowsTYIn(wt poot.DType, y []float32, N int, w []byte, a *Acts, n0, n1 int, wf []float32) int {
 	var tile [6 * 16]float32
-	var wf [6 * yBcastKB]float32
 	T, K := len(a.xt)/a.K, a.K
 	size := 2
 	if wt == poot.F32 {

@@ -12,7 +12,7 @@
 // Every routine ends with VZEROUPPER.
 
 #include "textflag.h"
-#include "transpose_amd64.h"
+#include "tile_amd64.h"
 
 // YBF16W broadcasts the BF16 weight at a+BX as f32 to y; YF32W the f32
 // weight at a+2*BX (BX counts two bytes a step).
@@ -88,24 +88,8 @@ out: \
 	MOVQ ldy+48(FP), R8 \
 	MOVQ $16, R9 \
 	MOVQ add+64(FP), R10 \
-tloop: \
-	MOVQ AX, SI \
-	MOVQ DX, DI \
-	MOVQ nw+56(FP), CX \
-jloop: \
-	VMOVSS (SI), X0 \
-	TESTQ R10, R10 \
-	JZ   2(PC) \
-	VADDSS (DI), X0, X0 \
-	VMOVSS X0, (DI) \
-	ADDQ $64, SI \
-	ADDQ $4, DI \
-	DECQ CX \
-	JNZ  jloop \
-	ADDQ $4, AX \
-	ADDQ R8, DX \
-	DECQ R9 \
-	JNZ  tloop \
+	MOVQ nw+56(FP), R11 \
+	TILESCATTER(64) \
 	VZEROUPPER \
 	RET
 

@@ -34,7 +34,7 @@
 // tokens/s (two threads, four runs each, alternated).
 
 #include "textflag.h"
-#include "transpose_amd64.h"
+#include "tile_amd64.h"
 
 DATA p8mask<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA p8mask<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -593,11 +593,7 @@ TEXT ·gemmQ5_1x8(SB), NOSPLIT, $0-88
 	VPMADDWD Y10, Y11, i
 
 #define Q8R(g, a, i) \
-	VPBROADCASTD (4*g)a, Y11 \
-	VPXOR Y9, Y11, Y11 \
-	VPSUBB Y9, Y11, Y11 \
-	VPMADDUBSW Y11, Y8, Y11 \
-	VPMADDWD Y10, Y11, Y11 \
+	Q8R1(g, a, Y11) \
 	VPADDD Y11, i, i
 
 // Q8GROUP(g, op) takes group g of a Q8_0 block to the four rows.

@@ -13,6 +13,7 @@
 
 #include "textflag.h"
 #include "zero_amd64.h"
+#include "tile_amd64.h"
 
 // BF16W and BBF16W broadcast the weight at a+BX as f32 to z.
 #define BF16W(a, z) VPBROADCASTW (a)(BX*1), Y26; VCVTPH2PS Y26, z
@@ -115,24 +116,8 @@ out: \
 	MOVQ v+8(FP), R9 \
 	SHLQ $4, R9 \
 	MOVQ add+72(FP), R10 \
-tloop: \
-	MOVQ AX, SI \
-	MOVQ DX, DI \
-	MOVQ nw+64(FP), CX \
-jloop: \
-	VMOVSS (SI), X0 \
-	TESTQ R10, R10 \
-	JZ   2(PC) \
-	VADDSS (DI), X0, X0 \
-	VMOVSS X0, (DI) \
-	ADDQ $256, SI \
-	ADDQ $4, DI \
-	DECQ CX \
-	JNZ  jloop \
-	ADDQ $4, AX \
-	ADDQ R8, DX \
-	DECQ R9 \
-	JNZ  tloop \
+	MOVQ nw+64(FP), R11 \
+	TILESCATTER(256) \
 	VZEROUPPER \
 	RET
 

@@ -133,7 +133,7 @@ func floatRowsAsm(wt poot.DType, kern *floatKernels, y []float32, N int, w []byt
 		if tb == a.T {
 			return
 		}
-		rest := Acts{T: a.T - tb, K: a.K, kind: a.kind, wt: a.wt, x: a.x[tb*a.K:]}
+		rest := a.rowsFrom(tb)
 		floatRowsAsm(wt, kern, y[tb*N:], N, w, &rest, n0, n1)
 		return
 	}

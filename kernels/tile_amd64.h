@@ -1,5 +1,6 @@
-// The eight by eight transpose of dwords that the avx2 kernels' files
-// share (Go assembly macros do not cross files; a header does).
+// Pieces of the tile kernels that several files share (Go assembly
+// macros do not cross files; a header does).
+//
 // TRANSPOSE8 takes eight rows of eight dwords in Y0-Y7 (row j in Yj) to
 // Y8-Y15 (Y(8+g) holds dword g of every row, row j in lane j): pairs of
 // rows interleaved by element, then by pairs of elements, then the
@@ -30,3 +31,28 @@
 	VPERM2F128 $0x31, Y5, Y1, Y13 \
 	VPERM2F128 $0x31, Y6, Y2, Y14 \
 	VPERM2F128 $0x31, Y7, Y3, Y15
+
+// TILESCATTER(js) adds (or, where R10 is zero, writes) a broadcast tile's
+// outputs into y: for each of R9 activation rows t, the R11 weight rows'
+// sums, tile[j*js/4+t] for row j, go to y at DX+4j, DX stepping by R8 a
+// row. AX points at the tile (column t at AX+4t); SI, DI and CX are
+// scratch, X0 too.
+#define TILESCATTER(js) \
+tloop: \
+	MOVQ AX, SI \
+	MOVQ DX, DI \
+	MOVQ R11, CX \
+jloop: \
+	VMOVSS (SI), X0 \
+	TESTQ R10, R10 \
+	JZ   2(PC) \
+	VADDSS (DI), X0, X0 \
+	VMOVSS X0, (DI) \
+	ADDQ $js, SI \
+	ADDQ $4, DI \
+	DECQ CX \
+	JNZ  jloop \
+	ADDQ $4, AX \
+	ADDQ R8, DX \
+	DECQ R9 \
+	JNZ  tloop
